@@ -1,0 +1,119 @@
+"""scheduler-server: the daemon.
+
+oslo.service runs ``[scheduler] workers`` processes, each with its own
+database engine, broker connection and threading-executor RPC server, all
+consuming the shared topic. Nothing that owns a socket or a thread is created
+before the workers fork.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+
+from oslo_service import backend
+
+from scheduler import exception
+
+# The threading backend must be chosen before anything imports
+# oslo_service.service (the default backend is still eventlet).
+backend.init_backend(backend.BackendType.THREADING)
+
+from oslo_log import log as logging  # noqa: E402
+from oslo_service import service  # noqa: E402
+
+from scheduler import conf as sched_conf  # noqa: E402
+from scheduler import plugins  # noqa: E402
+from scheduler import rpc  # noqa: E402
+from scheduler.db import api as db  # noqa: E402
+from scheduler.db import migration  # noqa: E402
+from scheduler.manager import SchedulerManager  # noqa: E402
+
+LOG = logging.getLogger(__name__)
+
+
+class SchedulerService(service.ServiceBase):
+    """One worker: RPC server + periodic tasks around a SchedulerManager."""
+
+    def __init__(self, conf):
+        self.conf = conf
+        self._stopped = threading.Event()
+        self._server = None
+        self._transport = None
+        self._engine = None
+
+    def start(self) -> None:
+        self._engine = db.create_engine(self.conf)
+        manager = SchedulerManager(self.conf, self._engine)
+        self._transport = rpc.get_transport(self.conf)
+        self._server = rpc.get_server(self.conf, self._transport, [manager])
+        self._server.start()
+        threading.Thread(target=self._periodic, args=(manager,),
+                         name="periodic-tasks", daemon=True).start()
+        LOG.info("Scheduler worker consuming topic %r as %r with driver %r",
+                 self.conf.scheduler.topic, self.conf.host,
+                 self.conf.scheduler.driver)
+
+    def _periodic(self, manager: SchedulerManager) -> None:
+        interval = self.conf.scheduler.periodic_task_interval
+        while not self._stopped.wait(interval):
+            try:
+                manager.run_periodic_tasks()
+            except Exception:
+                # A failed refresh (database away) must not end the loop;
+                # the next one may succeed.
+                LOG.exception("Periodic task failed")
+
+    def stop(self, graceful: bool = False) -> None:
+        # Stop taking messages, then let the ones in flight finish and reply.
+        if self._server is not None:
+            self._server.stop()
+            self._server.wait()
+            self._server = None
+        if self._transport is not None:
+            self._transport.cleanup()
+            self._transport = None
+        if self._engine is not None:
+            self._engine.dispose()
+        self._stopped.set()
+
+    def wait(self) -> None:
+        self._stopped.wait()
+
+    def reset(self) -> None:
+        pass
+
+
+def check_startup(conf) -> None:
+    """Fail before forking on what no worker could survive: plugins that
+    do not load, a database without our schema."""
+    plugins.load_filters(conf)
+    plugins.load_weighers(conf)
+    plugins.check_driver(conf)
+    engine = db.create_engine(conf)
+    try:
+        if migration.version(engine) is None:
+            raise exception.ConfigError(
+                f"[database] connection: no scheduler schema in "
+                f"{engine.url!r}; run 'scheduler-manage db sync' first")
+    finally:
+        engine.dispose()
+
+
+def main(argv: list[str] | None = None) -> int:
+    conf = sched_conf.load(sys.argv[1:] if argv is None else argv,
+                           description="Scheduler RPC server")
+    logging.setup(conf, "scheduler")
+    try:
+        check_startup(conf)
+    except exception.ConfigError as e:
+        LOG.error("Cannot start: %s", e)
+        print(f"ERROR: {e}", file=sys.stderr)
+        return 1
+    launcher = service.launch(conf, SchedulerService(conf),
+                              workers=conf.scheduler.workers,
+                              restart_method="mutate")
+    return launcher.wait() or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

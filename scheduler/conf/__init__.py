@@ -1,0 +1,42 @@
+"""Configuration: one module per option group, registered on a ConfigOpts.
+
+Code below the command layer never reads a global CONF; the ConfigOpts built
+here is passed in to what needs it.
+"""
+from oslo_config import cfg
+from oslo_db import options as db_options
+
+from scheduler.conf import default
+from scheduler.conf import filter_scheduler
+from scheduler.conf import scheduler
+from scheduler.conf import upgrade_levels
+
+_MODULES = (default, scheduler, filter_scheduler, upgrade_levels)
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    """Register every option this service owns, plus oslo.db's, on ``conf``."""
+    for module in _MODULES:
+        module.register_opts(conf)
+    db_options.set_defaults(
+        conf, connection="sqlite:///$state_path/scheduler.sqlite")
+
+
+def new_conf() -> cfg.ConfigOpts:
+    """A fresh ConfigOpts with all options registered (tests, commands)."""
+    conf = cfg.ConfigOpts()
+    register_opts(conf)
+    return conf
+
+
+def load(argv: list[str], project: str = "scheduler",
+         description: str | None = None) -> cfg.ConfigOpts:
+    """Parse ``--config-file``/``--config-dir`` and friends from ``argv``
+    into a new ConfigOpts with every option registered (and oslo.log's)."""
+    from oslo_log import log as logging
+
+    conf = new_conf()
+    logging.register_options(conf)
+    conf(argv, project=project, description=description,
+         default_config_files=[])
+    return conf

@@ -1,0 +1,41 @@
+"""Options in [scheduler]: the service as a whole."""
+from oslo_config import cfg
+
+GROUP = "scheduler"
+
+opts = [
+    cfg.StrOpt("driver", default="filter_scheduler",
+               help="Scheduler driver, by its name in the entry-point "
+                    "namespace 'scheduler.driver': filter_scheduler, "
+                    "chance_scheduler or caching_scheduler (or a "
+                    "third-party driver)."),
+    cfg.StrOpt("topic", default="scheduler",
+               help="RPC topic the scheduler servers consume from. Every "
+                    "server on a topic competes for the same queue."),
+    cfg.IntOpt("workers", default=1, min=1,
+               help="Number of worker processes of one scheduler server."),
+    cfg.IntOpt("periodic_task_interval", default=60, min=1,
+               help="Seconds between periodic tasks, such as the caching "
+                    "scheduler's refresh of host states."),
+    cfg.IntOpt("service_down_time", default=60, min=1,
+               help="A compute service whose last heartbeat is older than "
+                    "this many seconds is considered down."),
+    cfg.IntOpt("max_attempts", default=3, min=1,
+               help="Attempts a client makes for one select_destinations "
+                    "call when it times out (1 means no retry); also one "
+                    "more than the number of alternates returned."),
+    cfg.IntOpt("claim_retries", default=5, min=0,
+               help="How often one request re-plans after losing a claim "
+                    "race to another scheduler before it gives up with "
+                    "NoValidHost."),
+    cfg.IntOpt("max_instances_per_request", default=1000, min=1,
+               help="Largest number of instances accepted in one request."),
+]
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    conf.register_opts(opts, group=GROUP)
+
+
+def list_opts() -> dict:
+    return {GROUP: opts}

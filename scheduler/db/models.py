@@ -1,0 +1,147 @@
+"""SQL schema: nova's Liberty-era services/compute_nodes, aggregates, and the
+allocations that claims write.
+
+Rows are soft-deleted like nova's (``deleted = id``), which is why the unique
+constraints include ``deleted``. The scheduler reads these tables with
+SQLAlchemy Core through the ``Table`` objects (``Service.__table__``); the ORM
+classes exist for migrations and admin commands.
+"""
+from __future__ import annotations
+
+import datetime
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+
+def _utcnow() -> datetime.datetime:
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+class Base(orm.DeclarativeBase):
+    pass
+
+
+class _Timestamps:
+    created_at = sa.Column(sa.DateTime, default=_utcnow, nullable=True)
+    updated_at = sa.Column(sa.DateTime, onupdate=_utcnow, nullable=True)
+
+
+class _SoftDelete:
+    deleted_at = sa.Column(sa.DateTime, nullable=True)
+    deleted = sa.Column(sa.Integer, default=0, nullable=False)
+
+
+class Service(Base, _Timestamps, _SoftDelete):
+    __tablename__ = "services"
+    __table_args__ = (
+        sa.UniqueConstraint("host", "binary", "deleted",
+                            name="uniq_services0host0binary0deleted"),
+    )
+    id = sa.Column(sa.Integer, primary_key=True)
+    uuid = sa.Column(sa.String(36), nullable=True, unique=True)
+    host = sa.Column(sa.String(255), nullable=True, index=True)
+    binary = sa.Column(sa.String(255), nullable=True)
+    topic = sa.Column(sa.String(255), nullable=True)
+    report_count = sa.Column(sa.Integer, nullable=False, default=0)
+    disabled = sa.Column(sa.Boolean, nullable=False, default=False)
+    disabled_reason = sa.Column(sa.String(255), nullable=True)
+    forced_down = sa.Column(sa.Boolean, nullable=False, default=False)
+    last_seen_up = sa.Column(sa.DateTime, nullable=True)
+    version = sa.Column(sa.Integer, nullable=False, default=0)
+
+
+class ComputeNode(Base, _Timestamps, _SoftDelete):
+    __tablename__ = "compute_nodes"
+    __table_args__ = (
+        sa.UniqueConstraint(
+            "host", "hypervisor_hostname", "deleted",
+            name="uniq_compute_nodes0host0hypervisor_hostname0deleted"),
+    )
+    id = sa.Column(sa.Integer, primary_key=True)
+    uuid = sa.Column(sa.String(36), nullable=True, unique=True)
+    # Nullable and without a foreign key, as in nova: nodes join their
+    # service by host name.
+    service_id = sa.Column(sa.Integer, nullable=True)
+    host = sa.Column(sa.String(255), nullable=True, index=True)
+    hypervisor_hostname = sa.Column(sa.String(255), nullable=True)
+    hypervisor_type = sa.Column(sa.Text, nullable=False, default="QEMU")
+    hypervisor_version = sa.Column(sa.Integer, nullable=False, default=0)
+    host_ip = sa.Column(sa.String(39), nullable=True)
+    vcpus = sa.Column(sa.Integer, nullable=False)
+    memory_mb = sa.Column(sa.Integer, nullable=False)
+    local_gb = sa.Column(sa.Integer, nullable=False)
+    vcpus_used = sa.Column(sa.Integer, nullable=False, default=0)
+    memory_mb_used = sa.Column(sa.Integer, nullable=False, default=0)
+    local_gb_used = sa.Column(sa.Integer, nullable=False, default=0)
+    free_ram_mb = sa.Column(sa.Integer, nullable=True)
+    free_disk_gb = sa.Column(sa.Integer, nullable=True)
+    disk_available_least = sa.Column(sa.Integer, nullable=True)
+    running_vms = sa.Column(sa.Integer, nullable=True, default=0)
+    current_workload = sa.Column(sa.Integer, nullable=True, default=0)
+    cpu_info = sa.Column(sa.Text, nullable=False, default="{}")
+    supported_instances = sa.Column(sa.Text, nullable=True)
+    metrics = sa.Column(sa.Text, nullable=True)
+    stats = sa.Column(sa.Text, nullable=True, default="{}")
+    cpu_allocation_ratio = sa.Column(sa.Float, nullable=True)
+    ram_allocation_ratio = sa.Column(sa.Float, nullable=True)
+    disk_allocation_ratio = sa.Column(sa.Float, nullable=True)
+    # Bumped by every writer of this row (claims and compute agents); a
+    # claim's UPDATE is conditional on the generation it planned with.
+    generation = sa.Column(sa.Integer, nullable=False, default=0)
+
+
+class Aggregate(Base, _Timestamps, _SoftDelete):
+    __tablename__ = "aggregates"
+    id = sa.Column(sa.Integer, primary_key=True)
+    uuid = sa.Column(sa.String(36), nullable=True, unique=True)
+    name = sa.Column(sa.String(255), nullable=False)
+
+
+class AggregateHost(Base, _Timestamps, _SoftDelete):
+    __tablename__ = "aggregate_hosts"
+    __table_args__ = (
+        sa.UniqueConstraint("host", "aggregate_id", "deleted",
+                            name="uniq_aggregate_hosts0host0aggregate_id0deleted"),
+    )
+    id = sa.Column(sa.Integer, primary_key=True)
+    host = sa.Column(sa.String(255), nullable=False)
+    aggregate_id = sa.Column(sa.Integer, sa.ForeignKey("aggregates.id"),
+                             nullable=False)
+
+
+class AggregateMetadata(Base, _Timestamps, _SoftDelete):
+    __tablename__ = "aggregate_metadata"
+    __table_args__ = (
+        sa.UniqueConstraint("aggregate_id", "key", "deleted",
+                            name="uniq_aggregate_metadata0aggregate_id0key0deleted"),
+    )
+    id = sa.Column(sa.Integer, primary_key=True)
+    aggregate_id = sa.Column(sa.Integer, sa.ForeignKey("aggregates.id"),
+                             nullable=False)
+    key = sa.Column(sa.String(255), nullable=False)
+    value = sa.Column(sa.String(255), nullable=False)
+
+
+class Allocation(Base):
+    """One claim: the resources one consumer (instance) holds on one node."""
+    __tablename__ = "allocations"
+    id = sa.Column(sa.Integer, primary_key=True)
+    consumer_uuid = sa.Column(sa.String(36), nullable=False, unique=True)
+    compute_node_id = sa.Column(sa.Integer, nullable=False, index=True)
+    project_id = sa.Column(sa.String(255), nullable=True)
+    user_id = sa.Column(sa.String(255), nullable=True)
+    group_uuid = sa.Column(sa.String(36), nullable=True, index=True)
+    vcpus = sa.Column(sa.Integer, nullable=False)
+    memory_mb = sa.Column(sa.Integer, nullable=False)
+    disk_gb = sa.Column(sa.Integer, nullable=False)
+    created_at = sa.Column(sa.DateTime, nullable=False,
+                           server_default=sa.func.now())
+
+
+services = Service.__table__
+compute_nodes = ComputeNode.__table__
+aggregates = Aggregate.__table__
+aggregate_hosts = AggregateHost.__table__
+aggregate_metadata = AggregateMetadata.__table__
+allocations = Allocation.__table__

@@ -1,0 +1,126 @@
+"""What every driver shares: plan on host states, then claim in SQL.
+
+A driver plans (:meth:`Driver.plan`): it picks one host per instance from a
+list of host states and explains itself with NoValidHost when it cannot.
+The base class turns plans into claims and handles what can happen between
+reading and claiming: another scheduler won a node (re-read, re-plan, a
+bounded number of times), or the same consumers were already placed (a
+client retry: hand back what they hold).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from oslo_config import cfg
+from oslo_log import log as logging
+import sqlalchemy as sa
+
+from scheduler import claims
+from scheduler import exception
+from scheduler.host_manager import HostManager
+from scheduler.host_state import HostState
+from scheduler.request_spec import RequestSpec
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class Selection:
+    """The host chosen for one instance, and what the caller gets back."""
+    consumer_uuid: str
+    host: HostState                 # as read, before this request's usage
+    limits: dict[str, float] = dataclasses.field(default_factory=dict)
+    alternates: list[dict[str, Any]] | None = None
+
+
+class Driver:
+    """Base of all drivers. Subclasses implement :meth:`plan`."""
+
+    def __init__(self, conf: cfg.ConfigOpts, host_manager: HostManager,
+                 engine: sa.Engine):
+        self.conf = conf
+        self.host_manager = host_manager
+        self.engine = engine
+
+    def host_states(self) -> list[HostState]:
+        """Host states to plan on; fresh from SQL unless a driver caches."""
+        return self.host_manager.host_states()
+
+    def plan(self, spec: RequestSpec, hosts: list[HostState]
+             ) -> list[Selection]:
+        """One Selection per instance, in order, or NoValidHost."""
+        raise NotImplementedError
+
+    def run_periodic_tasks(self) -> None:
+        """Called every ``[scheduler] periodic_task_interval`` seconds."""
+
+    def select_destinations(self, spec: RequestSpec) -> list[dict[str, Any]]:
+        """Plan and claim every instance of ``spec``, all or nothing.
+
+        :raises NoValidHost: with the planner's explanation, or after losing
+            ``[scheduler] claim_retries`` races in a row.
+        """
+        held = claims.placements(self.engine, list(spec.instance_uuids))
+        if len(held) == spec.num_instances:
+            # The same consumers again (a retry after a lost reply): what
+            # they already hold is the answer; nothing new is claimed.
+            return [_held_destination(held[u]) for u in spec.instance_uuids]
+        if held:
+            # Some but not all: replace the earlier claims with a new plan.
+            claims.release(self.engine, list(held))
+        retries = self.conf.scheduler.claim_retries
+        for attempt in range(retries + 1):
+            hosts = self.host_states() if attempt == 0 else \
+                self.host_manager.host_states()
+            selections = self.plan(spec, hosts)
+            to_claim = [claims.Claim(
+                consumer_uuid=s.consumer_uuid, node_id=s.host.node_id,
+                generation=s.host.generation, vcpus=spec.flavor.vcpus,
+                memory_mb=spec.flavor.memory_mb, disk_gb=spec.flavor.disk_gb,
+                project_id=spec.project_id, user_id=spec.user_id,
+                group_uuid=spec.instance_group.uuid
+                if spec.instance_group else None) for s in selections]
+            try:
+                claims.claim(self.engine, to_claim)
+            except claims.ClaimConflict as e:
+                LOG.debug("Claim race lost on node %s (attempt %d)",
+                          e.node_id, attempt + 1)
+                continue
+            except claims.ConsumerExists:
+                # A concurrent duplicate of this request claimed first.
+                held = claims.placements(self.engine,
+                                         list(spec.instance_uuids))
+                if len(held) == spec.num_instances:
+                    return [_held_destination(held[u])
+                            for u in spec.instance_uuids]
+                continue
+            self.claimed(spec, selections)
+            return [_destination(spec, s) for s in selections]
+        raise exception.NoValidHost(
+            f"No valid host: lost the claim race {retries + 1} times in a "
+            f"row to other schedulers; the hosts that fit are being taken")
+
+    def claimed(self, spec: RequestSpec, selections: list[Selection]) -> None:
+        """Hook after a successful claim (the caching driver updates its
+        cache)."""
+
+
+def _destination(spec: RequestSpec, s: Selection) -> dict[str, Any]:
+    out = {"host": s.host.host, "nodename": s.host.nodename,
+           "uuid": s.consumer_uuid, "limits": s.limits,
+           "allocation": {"compute_node_uuid": s.host.uuid,
+                          "vcpus": spec.flavor.vcpus,
+                          "memory_mb": spec.flavor.memory_mb,
+                          "disk_gb": spec.flavor.disk_gb}}
+    if s.alternates is not None:
+        out["alternates"] = s.alternates
+    return out
+
+
+def _held_destination(row: sa.Row) -> dict[str, Any]:
+    return {"host": row.host, "nodename": row.hypervisor_hostname,
+            "uuid": row.consumer_uuid, "limits": {},
+            "allocation": {"compute_node_uuid": row.node_uuid,
+                           "vcpus": row.vcpus, "memory_mb": row.memory_mb,
+                           "disk_gb": row.disk_gb}}

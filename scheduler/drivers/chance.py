@@ -1,0 +1,45 @@
+"""chance_scheduler: a random host among those that are up, enabled, not
+ignored, and have room.
+
+Nova's ChanceScheduler ignored capacity and could hand out a full host; here
+the fixed resource filters still apply so a placement is always one that can
+be claimed. No weighers, no aggregates, no zones.
+"""
+from __future__ import annotations
+
+import random
+
+from scheduler import exception
+from scheduler import targeting
+from scheduler.drivers.base import Driver
+from scheduler.drivers.base import Selection
+from scheduler.filters.base import explain
+from scheduler.filters.base import run_filters
+from scheduler.filters.compute import ComputeFilter
+from scheduler.filters.resources import CoreFilter
+from scheduler.filters.resources import DiskFilter
+from scheduler.filters.resources import RamFilter
+
+
+class ChanceScheduler(Driver):
+    def __init__(self, conf, host_manager, engine):
+        super().__init__(conf, host_manager, engine)
+        self.filters = [cls(conf) for cls in
+                        (ComputeFilter, RamFilter, CoreFilter, DiskFilter)]
+
+    def plan(self, spec, hosts):
+        total = len(hosts)
+        candidates, _forced, target_steps = targeting.apply(spec, hosts)
+        by_key = {h.key: h for h in hosts}
+        selections = []
+        for index, uuid in enumerate(spec.instance_uuids):
+            passed, steps = run_filters(self.filters, candidates, spec, index)
+            if not passed:
+                raise exception.NoValidHost(
+                    "No valid host: " + explain(target_steps + steps, total))
+            chosen = random.choice(passed)
+            selections.append(Selection(uuid, by_key[chosen.key]))
+            after = chosen.consumed(spec.flavor.vcpus, spec.flavor.memory_mb,
+                                    spec.flavor.disk_gb)
+            candidates = [after if h is chosen else h for h in passed]
+        return selections

@@ -1,0 +1,101 @@
+"""filter_scheduler: targeting, filters, weighers, then a random pick among
+the ``host_subset_size`` best, instance by instance."""
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from scheduler import exception
+from scheduler import plugins
+from scheduler import targeting
+from scheduler.drivers.base import Driver
+from scheduler.drivers.base import Selection
+from scheduler.filters.base import explain
+from scheduler.filters.base import run_filters
+from scheduler.host_state import HostState
+from scheduler.request_spec import RequestSpec
+from scheduler.weighers.base import weigh_hosts
+
+
+class FilterScheduler(Driver):
+    def __init__(self, conf, host_manager, engine):
+        super().__init__(conf, host_manager, engine)
+        self.filters = plugins.load_filters(conf)
+        self.weighers = plugins.load_weighers(conf)
+
+    def plan(self, spec: RequestSpec, hosts: list[HostState]
+             ) -> list[Selection]:
+        """Nova's loop: each instance is placed on the survivors of the
+        previous one's filtering, with the usage already planned; the request
+        fails as a whole if any instance finds no host."""
+        total = len(hosts)
+        candidates, forced, target_steps = targeting.apply(spec, hosts)
+        subset = self.conf.filter_scheduler.host_subset_size
+        selections = []
+        for index, uuid in enumerate(spec.instance_uuids):
+            if forced:
+                passed, steps = candidates, []
+            else:
+                passed, steps = run_filters(self.filters, candidates, spec,
+                                            index)
+            if not passed:
+                raise exception.NoValidHost(self._refusal(
+                    spec, index, total, target_steps + steps))
+            weighed = weigh_hosts(self.weighers, passed, spec)
+            chosen = random.choice(weighed[:subset]).host
+            selections.append(Selection(
+                uuid, chosen, self._limits(chosen, forced),
+                self._alternates(spec, weighed, chosen, forced)))
+            after = chosen.consumed(spec.flavor.vcpus, spec.flavor.memory_mb,
+                                    spec.flavor.disk_gb)
+            candidates = [after if h is chosen else h for h in passed]
+        # Selections carry the host as read (its generation is what the
+        # claim checks), not the copy with this request's usage.
+        by_key = {h.key: h for h in hosts}
+        for s in selections:
+            s.host = by_key[s.host.key]
+        return selections
+
+    def rank(self, spec: RequestSpec, limit: int) -> dict[str, Any]:
+        """Dry run of the first instance: every host that passes, best
+        first with its weights, and what each filter removed."""
+        hosts = self.host_manager.host_states()
+        candidates, forced, steps = targeting.apply(spec, hosts)
+        if not forced:
+            candidates, filter_steps = run_filters(self.filters, candidates,
+                                                   spec)
+            steps += filter_steps
+        weighed = weigh_hosts(self.weighers, candidates, spec)
+        return {
+            "hosts": [{"host": w.host.host, "nodename": w.host.nodename,
+                       "weight": w.weight, "weights": w.weights}
+                      for w in weighed[:limit]],
+            "filters": [s.to_primitive() for s in steps],
+            "total": len(hosts),
+        }
+
+    def _limits(self, host: HostState, forced: bool) -> dict[str, float]:
+        if forced:
+            return {}   # nova: no limits on a forced host
+        limits: dict[str, float] = {}
+        for f in self.filters:
+            limits.update(f.limits(host))
+        return limits
+
+    def _alternates(self, spec: RequestSpec, weighed, chosen: HostState,
+                    forced: bool) -> list[dict[str, Any]] | None:
+        if not spec.return_alternates:
+            return None
+        count = self.conf.scheduler.max_attempts - 1
+        return [{"host": w.host.host, "nodename": w.host.nodename,
+                 "limits": self._limits(w.host, forced)}
+                for w in weighed if w.host is not chosen][:count]
+
+    @staticmethod
+    def _refusal(spec: RequestSpec, index: int, total: int, steps) -> str:
+        text = "No valid host: " + explain(steps, total)
+        if index:
+            text = (f"No valid host for instance {index + 1} of "
+                    f"{spec.num_instances} (the request is all or nothing): "
+                    + explain(steps, total))
+        return text

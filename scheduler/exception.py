@@ -1,0 +1,33 @@
+"""Exceptions that cross the RPC boundary.
+
+Only the classes here are rebuilt on the client side (``rpc.ALLOWED_EXMODS``);
+they carry their whole message in ``args[0]`` so oslo.messaging can
+serialize them and the client re-raises the same class with the same text.
+"""
+
+
+class SchedulerException(Exception):
+    """Base of the expected errors; the message is the only argument."""
+
+    def __init__(self, message: str = ""):
+        super().__init__(message)
+
+    @property
+    def message(self) -> str:
+        return self.args[0] if self.args else ""
+
+
+class InvalidRequest(SchedulerException):
+    """The request spec is malformed; the message names the field."""
+
+
+class NoValidHost(SchedulerException):
+    """No host can take the request; the message says why, per filter."""
+
+
+class ConfigError(SchedulerException):
+    """A configuration value cannot be used; the message names the option."""
+
+
+class NotFound(SchedulerException):
+    """An admin command named a host, service or aggregate that is absent."""

@@ -1,0 +1,24 @@
+"""AvailabilityZoneFilter: the host must be in the requested zone.
+
+A host's zones are the ``availability_zone`` metadata of its aggregates; a
+host in no such aggregate is in ``[filter_scheduler]
+default_availability_zone`` (nova's semantics).
+"""
+from scheduler.filters.base import BaseFilter
+
+
+class AvailabilityZoneFilter(BaseFilter):
+    reason = "not in the requested availability zone"
+    run_filter_once_per_request = True
+
+    def host_passes(self, host, spec) -> bool:
+        zone = spec.availability_zone
+        if not zone:
+            return True
+        zones = host.availability_zones()
+        if zones:
+            return zone in zones
+        return zone == self.conf.filter_scheduler.default_availability_zone
+
+    def explain(self, spec) -> str:
+        return f"{self.reason} ({spec.availability_zone})"

@@ -1,0 +1,116 @@
+"""The filter plugin shape, and the loop that runs filters in order.
+
+A filter is a small class with a ``name``, a stable human-readable
+``reason`` ("insufficient RAM") and one predicate, ``host_passes``. That
+shape is what lets every refusal explain itself: the loop counts what each
+filter removed and the reason comes with it, so a NoValidHost reads like
+``RamFilter removed 620 (insufficient RAM: need 65536 MB)`` by construction.
+
+To add a filter: subclass BaseFilter in its own module, register it in the
+``scheduler.filters`` entry-point namespace, and name it in
+``[filter_scheduler] enabled_filters``.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar, Sequence
+
+from oslo_config import cfg
+
+from scheduler.host_state import HostState
+from scheduler.request_spec import RequestSpec
+
+SAMPLE_SIZE = 5
+
+
+class BaseFilter:
+    """One host predicate. Subclasses set ``reason`` and ``host_passes``."""
+
+    #: Stable explanation of why a host fails this filter.
+    reason: ClassVar[str] = "rejected"
+    #: True if the answer cannot change between instances of one request
+    #: (nova's semantics), so it runs for the first instance only.
+    run_filter_once_per_request: ClassVar[bool] = False
+
+    def __init__(self, conf: cfg.ConfigOpts):
+        self.conf = conf
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    def host_passes(self, host: HostState, spec: RequestSpec) -> bool:
+        raise NotImplementedError
+
+    def filter_all(self, hosts: Sequence[HostState],
+                   spec: RequestSpec) -> list[HostState]:
+        """The hosts that pass, in order. Override to filter a whole list at
+        once (faster); the result must equal calling host_passes on each."""
+        return [h for h in hosts if self.host_passes(h, spec)]
+
+    def explain(self, spec: RequestSpec) -> str:
+        """The reason, with request details worth showing (e.g. the size
+        needed). Must not depend on the host."""
+        return self.reason
+
+    def limits(self, host: HostState) -> dict[str, float]:
+        """Limits this filter enforced on ``host``, returned to the caller
+        so the compute side can enforce the same (nova's ``limits``)."""
+        return {}
+
+
+@dataclasses.dataclass(frozen=True)
+class FilterStep:
+    """What one filter did to one candidate list."""
+    name: str
+    hosts_in: int
+    hosts_out: int
+    reason: str
+    sample: tuple[str, ...]
+
+    @property
+    def removed(self) -> int:
+        return self.hosts_in - self.hosts_out
+
+    def to_primitive(self) -> dict:
+        return {"name": self.name, "in": self.hosts_in, "out": self.hosts_out,
+                "reason": self.reason, "sample": list(self.sample)}
+
+
+def run_filters(filters: Sequence[BaseFilter], hosts: list[HostState],
+                spec: RequestSpec, index: int = 0
+                ) -> tuple[list[HostState], list[FilterStep]]:
+    """Run ``filters`` in order over ``hosts``; stop when none is left.
+
+    ``index`` is the instance's position in a multi-instance request; filters
+    marked once-per-request are skipped after the first.
+    :returns: the surviving hosts (order kept) and one FilterStep per filter
+        that ran.
+    """
+    steps = []
+    for f in filters:
+        if index > 0 and f.run_filter_once_per_request:
+            continue
+        passed = f.filter_all(hosts, spec)
+        sample: tuple[str, ...] = ()
+        if len(passed) < len(hosts):
+            kept = {id(h) for h in passed}
+            sample = tuple(h.host if h.host == h.nodename
+                           else f"{h.host}:{h.nodename}"
+                           for h in hosts if id(h) not in kept)[:SAMPLE_SIZE]
+        steps.append(FilterStep(f.name, len(hosts), len(passed),
+                                f.explain(spec), sample))
+        hosts = passed
+        if not hosts:
+            break
+    return hosts, steps
+
+
+def explain(steps: Sequence[FilterStep], total: int) -> str:
+    """``0/1000 hosts passed. RamFilter removed 620 (insufficient RAM), ...``
+    listing only the filters that removed something, in the order run."""
+    passed = steps[-1].hosts_out if steps else total
+    parts = [f"{s.name} removed {s.removed} ({s.reason})"
+             for s in steps if s.removed]
+    text = f"{passed}/{total} hosts passed"
+    return text + (". " + ", ".join(parts) if parts else "")

@@ -1,0 +1,10 @@
+"""ComputeFilter: the node's service must be up and enabled."""
+from scheduler.filters.base import BaseFilter
+
+
+class ComputeFilter(BaseFilter):
+    reason = "service down or disabled"
+    run_filter_once_per_request = True
+
+    def host_passes(self, host, spec) -> bool:
+        return host.service_up and not host.service_disabled

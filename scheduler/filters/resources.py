@@ -1,0 +1,50 @@
+"""RamFilter, CoreFilter, DiskFilter: room for the flavor under the node's
+allocation ratio.
+
+As in nova, a flavor larger than the node's physical size never fits, however
+high the ratio (an instance cannot overcommit against itself), and each
+filter reports the limit it enforced.
+"""
+from scheduler.filters.base import BaseFilter
+
+
+class RamFilter(BaseFilter):
+    reason = "insufficient RAM"
+
+    def host_passes(self, host, spec) -> bool:
+        need = spec.flavor.memory_mb
+        return need <= host.memory_mb_total and need <= host.free_ram_mb
+
+    def explain(self, spec) -> str:
+        return f"{self.reason}: need {spec.flavor.memory_mb} MB"
+
+    def limits(self, host) -> dict:
+        return {"memory_mb": host.memory_mb_limit}
+
+
+class CoreFilter(BaseFilter):
+    reason = "insufficient vCPUs"
+
+    def host_passes(self, host, spec) -> bool:
+        need = spec.flavor.vcpus
+        return need <= host.vcpus_total and need <= host.free_vcpus
+
+    def explain(self, spec) -> str:
+        return f"{self.reason}: need {spec.flavor.vcpus}"
+
+    def limits(self, host) -> dict:
+        return {"vcpu": host.vcpus_limit}
+
+
+class DiskFilter(BaseFilter):
+    reason = "insufficient disk"
+
+    def host_passes(self, host, spec) -> bool:
+        need = spec.flavor.disk_gb
+        return need <= host.disk_gb_total and need <= host.free_disk_gb
+
+    def explain(self, spec) -> str:
+        return f"{self.reason}: need {spec.flavor.disk_gb} GB"
+
+    def limits(self, host) -> dict:
+        return {"disk_gb": host.disk_gb_limit}

@@ -1,0 +1,118 @@
+"""SchedulerManager: the RPC endpoint.
+
+Every method validates its arguments at the edge and raises only expected
+exceptions for bad input or refusals, so the server logs one line (no
+traceback) and keeps serving, and the caller gets the same class back.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from oslo_config import cfg
+from oslo_log import log as logging
+import oslo_messaging as messaging
+import sqlalchemy as sa
+
+from scheduler import claims
+from scheduler import exception
+from scheduler import plugins
+from scheduler import rpc
+from scheduler.host_manager import HostManager
+from scheduler.request_spec import RequestSpec
+
+LOG = logging.getLogger(__name__)
+
+MAX_RANK_LIMIT = 1000
+
+
+class SchedulerManager:
+    target = messaging.Target(version=rpc.API_VERSION)
+
+    def __init__(self, conf: cfg.ConfigOpts, engine: sa.Engine):
+        self.conf = conf
+        self.engine = engine
+        self.host_manager = HostManager(conf, engine)
+        self.driver = plugins.load_driver(conf, self.host_manager, engine)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.NoValidHost,
+                                   exception.InvalidRequest)
+    def select_destinations(self, ctxt: Any, spec: Any = None,
+                            request_spec: Any = None,
+                            filter_properties: Any = None
+                            ) -> list[dict[str, Any]]:
+        """Place and claim every instance of the request, all or nothing.
+
+        Takes ``spec`` (current shape) or the legacy ``request_spec`` +
+        ``filter_properties`` pair.
+        :raises InvalidRequest: the request is malformed (names the field).
+        :raises NoValidHost: it cannot be placed (says why, per filter).
+        """
+        parsed = self._parse(spec, request_spec, filter_properties)
+        try:
+            result = self.driver.select_destinations(parsed)
+        except exception.NoValidHost as e:
+            LOG.info("Request for %d instance(s) refused: %s",
+                     parsed.num_instances, e)
+            raise
+        LOG.info("Placed %s", ", ".join(
+            f"{d['uuid']} on {d['host']}" for d in result))
+        return result
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.InvalidRequest)
+    def rank_destinations(self, ctxt: Any, spec: Any = None,
+                          limit: Any = 20) -> dict[str, Any]:
+        """Dry run: the hosts that would be chosen, best first, with their
+        weights, and what each filter removed. Nothing is claimed."""
+        if not isinstance(limit, int) or isinstance(limit, bool) or not (
+                1 <= limit <= MAX_RANK_LIMIT):
+            raise exception.InvalidRequest(
+                f"limit: expected an integer from 1 to {MAX_RANK_LIMIT}, "
+                f"got {limit!r}"[:200])
+        parsed = self._parse(spec, None, None)
+        if not hasattr(self.driver, "rank"):
+            raise exception.InvalidRequest(
+                f"rank_destinations: driver {self.conf.scheduler.driver!r} "
+                f"does not rank hosts")
+        return self.driver.rank(parsed, limit)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.InvalidRequest)
+    def release(self, ctxt: Any, consumer_uuids: Any = None) -> int:
+        """Give back the claims of these consumers; idempotent.
+        :returns: how many claims were released now."""
+        if (not isinstance(consumer_uuids, list)
+                or not all(isinstance(u, str) and len(u) <= 36
+                           for u in consumer_uuids)
+                or len(consumer_uuids) > self.conf.scheduler
+                .max_instances_per_request):
+            raise exception.InvalidRequest(
+                "consumer_uuids: expected a list of at most "
+                f"{self.conf.scheduler.max_instances_per_request} uuids")
+        released = claims.release(self.engine, consumer_uuids)
+        LOG.info("Released %d of %d consumer(s)", released,
+                 len(consumer_uuids))
+        return released
+
+    @messaging.expose
+    def ping(self, ctxt: Any) -> dict[str, str]:
+        """Who answered: this server's host, API version and driver."""
+        return {"host": self.conf.host, "version": rpc.API_VERSION,
+                "driver": self.conf.scheduler.driver}
+
+    def run_periodic_tasks(self) -> None:
+        self.driver.run_periodic_tasks()
+
+    def _parse(self, spec, request_spec, filter_properties) -> RequestSpec:
+        limit = self.conf.scheduler.max_instances_per_request
+        if spec is not None:
+            if request_spec is not None or filter_properties is not None:
+                raise exception.InvalidRequest(
+                    "spec: give either spec or the legacy request_spec and "
+                    "filter_properties, not both")
+            return RequestSpec.from_primitives(spec, limit)
+        if request_spec is None:
+            raise exception.InvalidRequest(
+                "spec: missing (or the legacy request_spec)")
+        return RequestSpec.from_legacy(request_spec, filter_properties, limit)

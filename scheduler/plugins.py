@@ -1,0 +1,80 @@
+"""Loading drivers, filters and weighers by entry point (stevedore).
+
+A name that is not installed stops start-up with an error naming the option,
+the missing name and the names that are available.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from oslo_config import cfg
+from stevedore import driver as sd_driver
+from stevedore import extension
+from stevedore import named
+
+from scheduler import exception
+
+DRIVER_NS = "scheduler.driver"
+FILTER_NS = "scheduler.filters"
+WEIGHER_NS = "scheduler.weighers"
+
+
+def names(namespace: str) -> list[str]:
+    """The plugin names installed in ``namespace``."""
+    return sorted(ext.name for ext in
+                  extension.ExtensionManager(namespace).extensions)
+
+
+def _available(namespace: str) -> str:
+    return ", ".join(names(namespace)) or "none"
+
+
+def _load_named(namespace: str, option: str, names: list[str],
+                conf: cfg.ConfigOpts) -> list[Any]:
+    missing: list[str] = []
+
+    def on_load_failure(manager, entrypoint, error):
+        raise exception.ConfigError(
+            f"{option}: plugin {entrypoint.name!r} from namespace "
+            f"{namespace!r} failed to load: {error}")
+
+    manager = named.NamedExtensionManager(
+        namespace, names, name_order=True, invoke_on_load=True,
+        invoke_args=(conf,), on_load_failure_callback=on_load_failure,
+        on_missing_entrypoints_callback=missing.extend)
+    if missing:
+        raise exception.ConfigError(
+            f"{option}: no plugin named {', '.join(sorted(missing))} in "
+            f"namespace {namespace!r}; available: {_available(namespace)}")
+    return [ext.obj for ext in manager.extensions]
+
+
+def load_filters(conf: cfg.ConfigOpts) -> list:
+    """The enabled filters, instantiated, in configured order."""
+    return _load_named(FILTER_NS, "[filter_scheduler] enabled_filters",
+                       conf.filter_scheduler.enabled_filters, conf)
+
+
+def load_weighers(conf: cfg.ConfigOpts) -> list:
+    """The enabled weighers, instantiated, in configured order."""
+    return _load_named(WEIGHER_NS, "[filter_scheduler] weighers",
+                       conf.filter_scheduler.weighers, conf)
+
+
+def load_driver(conf: cfg.ConfigOpts, *args: Any) -> Any:
+    """The driver named by ``[scheduler] driver``, built with
+    ``(conf, *args)``."""
+    check_driver(conf)
+    return sd_driver.DriverManager(
+        DRIVER_NS, conf.scheduler.driver, invoke_on_load=True,
+        invoke_args=(conf, *args)).driver
+
+
+
+def check_driver(conf: cfg.ConfigOpts) -> None:
+    """Raise ConfigError unless ``[scheduler] driver`` is installed."""
+    if conf.scheduler.driver not in names(DRIVER_NS):
+        raise exception.ConfigError(
+            f"[scheduler] driver: no driver named {conf.scheduler.driver!r} "
+            f"in namespace {DRIVER_NS!r}; available: "
+            f"{_available(DRIVER_NS)}")

@@ -1,0 +1,308 @@
+"""RequestSpec: what one select_destinations call asks for, validated.
+
+Two wire shapes are accepted (DESIGN.md "The request spec"): the current
+``spec`` dict, and nova 4.0's legacy ``request_spec`` + ``filter_properties``
+pair, which is translated to the current shape first. Both are then checked
+against one JSON schema, so a bad field gives the same ``InvalidRequest``
+naming it whichever shape it came in.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+import uuid as uuidlib
+
+import jsonschema
+
+from scheduler import exception
+from scheduler.host_state import disk_gb_of
+
+MAX_LIST = 1000          # hosts, uuids, members: more is a mistake or abuse
+MAX_STR = 255
+POLICIES = ("affinity", "anti-affinity", "soft-affinity", "soft-anti-affinity")
+
+_STR = {"type": "string", "maxLength": MAX_STR}
+_OPT_STR = {"type": ["string", "null"], "maxLength": MAX_STR}
+_UUID = {"type": "string", "pattern":
+         "^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?"
+         "[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"}
+_SIZE = {"type": "integer", "minimum": 0, "maximum": 2 ** 31 - 1}
+_HOSTS = {"type": "array", "items": _STR, "maxItems": MAX_LIST}
+_STR_MAP = {"type": "object", "maxProperties": MAX_LIST,
+            "additionalProperties": {"type": ["string", "number", "boolean",
+                                              "null"]}}
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "instance_uuids": {"type": "array", "items": _UUID, "minItems": 1,
+                           "maxItems": MAX_LIST, "uniqueItems": True},
+        "num_instances": {"type": "integer", "minimum": 1,
+                          "maximum": MAX_LIST},
+        "project_id": _OPT_STR,
+        "user_id": _OPT_STR,
+        "flavor": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["memory_mb", "vcpus", "root_gb"],
+            "properties": {
+                "name": _OPT_STR,
+                "flavorid": {"type": ["string", "integer", "null"],
+                             "maxLength": MAX_STR},
+                "memory_mb": _SIZE, "vcpus": _SIZE, "root_gb": _SIZE,
+                "ephemeral_gb": _SIZE, "swap": _SIZE,
+                "extra_specs": _STR_MAP,
+            },
+        },
+        "image": {
+            "type": ["object", "null"],
+            "properties": {"id": _OPT_STR, "properties": _STR_MAP},
+        },
+        "availability_zone": _OPT_STR,
+        "ignore_hosts": _HOSTS,
+        "force_hosts": _HOSTS,
+        "force_nodes": _HOSTS,
+        "requested_destination": {
+            "type": ["object", "null"],
+            "additionalProperties": False,
+            "properties": {"host": _OPT_STR, "node": _OPT_STR,
+                           "aggregates": {"type": ["array", "null"],
+                                          "items": _STR,
+                                          "maxItems": MAX_LIST}},
+        },
+        "scheduler_hints": {"type": ["object", "null"],
+                            "maxProperties": 100},
+        "instance_group": {
+            "type": ["object", "null"],
+            "additionalProperties": False,
+            "required": ["policies"],
+            "properties": {
+                "uuid": _UUID,
+                "policies": {"type": "array", "minItems": 1, "maxItems": 1,
+                             "items": {"enum": list(POLICIES)}},
+                "hosts": _HOSTS,
+                "members": {"type": "array", "items": _STR,
+                            "maxItems": MAX_LIST},
+            },
+        },
+        "retry": {
+            "type": ["object", "null"],
+            "properties": {
+                "num_attempts": {"type": "integer", "minimum": 0},
+                "hosts": {"type": "array", "maxItems": MAX_LIST,
+                          "items": {"type": "array", "minItems": 2,
+                                    "maxItems": 2,
+                                    "items": _OPT_STR}},
+            },
+        },
+        "return_alternates": {"type": "boolean"},
+    },
+    "required": ["flavor"],
+}
+_VALIDATOR = jsonschema.Draft7Validator(SCHEMA)
+
+
+@dataclasses.dataclass(frozen=True)
+class Flavor:
+    memory_mb: int
+    vcpus: int
+    root_gb: int
+    ephemeral_gb: int = 0
+    swap: int = 0
+    name: str | None = None
+    flavorid: str | int | None = None
+    extra_specs: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def disk_gb(self) -> int:
+        return disk_gb_of(self.root_gb, self.ephemeral_gb, self.swap)
+
+
+@dataclasses.dataclass(frozen=True)
+class InstanceGroup:
+    policy: str
+    uuid: str | None = None
+    hosts: tuple[str, ...] = ()
+    members: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class RequestSpec:
+    instance_uuids: tuple[str, ...]
+    flavor: Flavor
+    project_id: str | None = None
+    user_id: str | None = None
+    image: dict[str, Any] = dataclasses.field(default_factory=dict)
+    availability_zone: str | None = None
+    ignore_hosts: tuple[str, ...] = ()
+    force_hosts: tuple[str, ...] = ()
+    force_nodes: tuple[str, ...] = ()
+    requested_destination: dict[str, Any] | None = None
+    scheduler_hints: dict[str, Any] = dataclasses.field(default_factory=dict)
+    instance_group: InstanceGroup | None = None
+    retry: dict[str, Any] | None = None
+    return_alternates: bool = False
+
+    @property
+    def num_instances(self) -> int:
+        return len(self.instance_uuids)
+
+    @classmethod
+    def from_primitives(cls, spec: Any,
+                        max_instances: int = MAX_LIST) -> RequestSpec:
+        """Validate a ``spec`` dict and build the RequestSpec.
+
+        :raises InvalidRequest: naming the first offending field, e.g.
+            ``spec.flavor.memory_mb: -1 is less than the minimum of 0``.
+        """
+        if not isinstance(spec, dict):
+            raise exception.InvalidRequest(
+                f"spec: expected an object, got {type(spec).__name__}")
+        error = jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(spec))
+        if error is not None:
+            path = ".".join(["spec", *(str(p) for p in error.absolute_path)])
+            raise exception.InvalidRequest(f"{path}: {_describe(error)}")
+        return cls._build(spec, max_instances)
+
+    @classmethod
+    def from_legacy(cls, request_spec: Any, filter_properties: Any,
+                    max_instances: int = MAX_LIST) -> RequestSpec:
+        """Build from nova 4.0's ``request_spec`` + ``filter_properties``.
+
+        :raises InvalidRequest: as :meth:`from_primitives`, for the fields
+            after translation (``spec.flavor`` is ``instance_type``).
+        """
+        return cls.from_primitives(
+            legacy_to_spec(request_spec, filter_properties), max_instances)
+
+    @classmethod
+    def _build(cls, spec: dict, max_instances: int) -> RequestSpec:
+        uuids = spec.get("instance_uuids")
+        num = spec.get("num_instances")
+        if uuids is not None and num is not None and num != len(uuids):
+            raise exception.InvalidRequest(
+                f"spec.num_instances: {num} does not match the "
+                f"{len(uuids)} instance_uuids given")
+        if uuids is None:
+            # Without consumer ids from the caller the claims get fresh ones;
+            # such a request is not idempotent if re-sent.
+            uuids = [str(uuidlib.uuid4()) for _ in range(num or 1)]
+        if len(uuids) > max_instances:
+            raise exception.InvalidRequest(
+                f"spec.instance_uuids: {len(uuids)} instances requested, "
+                f"at most {max_instances} allowed")
+        flavor = dict(spec["flavor"])
+        group = spec.get("instance_group")
+        hints = spec.get("scheduler_hints") or {}
+        return cls(
+            instance_uuids=tuple(str(uuidlib.UUID(u)) for u in uuids),
+            flavor=Flavor(**flavor),
+            project_id=spec.get("project_id"),
+            user_id=spec.get("user_id"),
+            image=dict(spec.get("image") or {}),
+            availability_zone=spec.get("availability_zone"),
+            ignore_hosts=tuple(spec.get("ignore_hosts") or ()),
+            force_hosts=tuple(spec.get("force_hosts") or ()),
+            force_nodes=tuple(spec.get("force_nodes") or ()),
+            requested_destination=spec.get("requested_destination"),
+            scheduler_hints=dict(hints),
+            instance_group=InstanceGroup(
+                policy=group["policies"][0], uuid=group.get("uuid"),
+                hosts=tuple(group.get("hosts") or ()),
+                members=tuple(group.get("members") or ()))
+            if group else None,
+            retry=spec.get("retry"),
+            return_alternates=bool(spec.get("return_alternates", False)),
+        )
+
+    def to_primitive(self) -> dict[str, Any]:
+        """The current wire shape of this spec (what clients send)."""
+        out = dataclasses.asdict(self)
+        out["instance_uuids"] = list(self.instance_uuids)
+        for key in ("ignore_hosts", "force_hosts", "force_nodes"):
+            out[key] = list(out[key])
+        group = self.instance_group
+        out["instance_group"] = None if group is None else {
+            "uuid": group.uuid, "policies": [group.policy],
+            "hosts": list(group.hosts), "members": list(group.members)}
+        if group is not None and group.uuid is None:
+            del out["instance_group"]["uuid"]
+        return out
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    """A short reason: jsonschema's own messages repeat the offending value,
+    which for an oversized list would flood the reply and the log."""
+    value = error.instance
+    if error.validator in ("maxItems", "minItems") and isinstance(value, list):
+        bound = "at most" if error.validator == "maxItems" else "at least"
+        return f"has {len(value)} items, {bound} {error.validator_value} allowed"
+    if error.validator == "maxProperties" and isinstance(value, dict):
+        return (f"has {len(value)} keys, at most {error.validator_value} "
+                f"allowed")
+    if error.validator == "maxLength" and isinstance(value, str):
+        return (f"is {len(value)} characters long, at most "
+                f"{error.validator_value} allowed")
+    message = error.message
+    return message if len(message) <= 200 else message[:197] + "..."
+
+
+_LEGACY_FLAVOR_KEYS = ("name", "flavorid", "memory_mb", "vcpus", "root_gb",
+                       "ephemeral_gb", "swap", "extra_specs")
+
+
+def legacy_to_spec(request_spec: Any, filter_properties: Any) -> dict:
+    """Translate nova's 4.0 dict pair into the current ``spec`` shape.
+
+    Only the shape is checked here; values are left for the schema.
+    :raises InvalidRequest: if either argument is not an object or the
+        flavor (``instance_type``) is missing.
+    """
+    if not isinstance(request_spec, dict):
+        raise exception.InvalidRequest("request_spec: expected an object")
+    if filter_properties is None:
+        filter_properties = {}
+    if not isinstance(filter_properties, dict):
+        raise exception.InvalidRequest(
+            "filter_properties: expected an object")
+    flavor = request_spec.get("instance_type") or filter_properties.get(
+        "instance_type")
+    if not isinstance(flavor, dict):
+        raise exception.InvalidRequest(
+            "request_spec.instance_type: the flavor is missing")
+    props = request_spec.get("instance_properties") or {}
+    if not isinstance(props, dict):
+        raise exception.InvalidRequest(
+            "request_spec.instance_properties: expected an object")
+    spec: dict[str, Any] = {
+        "flavor": {k: flavor[k] for k in _LEGACY_FLAVOR_KEYS if k in flavor},
+        "project_id": props.get("project_id"),
+        "user_id": props.get("user_id"),
+        "availability_zone": props.get("availability_zone"),
+    }
+    if request_spec.get("image") is not None:
+        image = request_spec["image"]
+        spec["image"] = ({"id": image.get("id"),
+                          "properties": image.get("properties") or {}}
+                         if isinstance(image, dict) else image)
+    uuids = request_spec.get("instance_uuids")
+    num = request_spec.get("num_instances", 1)
+    if uuids:
+        spec["instance_uuids"] = uuids
+    elif props.get("uuid") and num == 1:
+        spec["instance_uuids"] = [props["uuid"]]
+    else:
+        spec["num_instances"] = num
+    for key in ("ignore_hosts", "force_hosts", "force_nodes", "retry",
+                "scheduler_hints"):
+        if filter_properties.get(key) is not None:
+            spec[key] = filter_properties[key]
+    policies = filter_properties.get("group_policies")
+    if policies:
+        spec["instance_group"] = {
+            "policies": list(policies),
+            "hosts": list(filter_properties.get("group_hosts") or ()),
+            "members": list(filter_properties.get("group_members") or ()),
+        }
+    return spec
