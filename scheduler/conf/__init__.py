@@ -11,6 +11,9 @@ from scheduler.conf import filter_scheduler
 from scheduler.conf import scheduler
 from scheduler.conf import upgrade_levels
 
+#: The embedded default: a SQLite file in the state directory.
+DEFAULT_CONNECTION = "sqlite:///$state_path/scheduler.sqlite"
+
 _MODULES = (default, scheduler, filter_scheduler, upgrade_levels)
 
 
@@ -18,8 +21,7 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
     """Register every option this service owns, plus oslo.db's, on ``conf``."""
     for module in _MODULES:
         module.register_opts(conf)
-    db_options.set_defaults(
-        conf, connection="sqlite:///$state_path/scheduler.sqlite")
+    db_options.set_defaults(conf, connection=DEFAULT_CONNECTION)
 
 
 def new_conf() -> cfg.ConfigOpts:

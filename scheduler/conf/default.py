@@ -10,8 +10,9 @@ opts = [
                     "server listens on besides the shared topic, and the "
                     "name reported by ping."),
     cfg.StrOpt("state_path", default="/var/lib/scheduler",
-               help="Directory for the service's state, such as the "
-                    "default SQLite database."),
+               help="Directory for the service's state. Unless [database] "
+                    "connection is set, the database is the SQLite file "
+                    "$state_path/scheduler.sqlite."),
 ]
 
 

@@ -14,3 +14,4 @@ def list_opts() -> list[tuple[str, list]]:
         for group, opts in module.list_opts().items():
             groups.setdefault(group, []).extend(opts)
     return sorted(groups.items())
+

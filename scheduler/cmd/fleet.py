@@ -1,0 +1,60 @@
+"""scheduler-fleet: register N simulated compute nodes and heartbeat them
+until stopped (or once, with --once)."""
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+
+from scheduler import cmd
+from scheduler import fleet
+from scheduler.db import api as db
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="scheduler-fleet",
+        description="Simulated compute nodes for demos, tests and "
+                    "benchmarks.")
+    cmd.add_config_args(parser)
+    parser.add_argument("--nodes", type=int, required=True,
+                        help="number of compute nodes (compute-00001...)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the node sizes and ratios")
+    parser.add_argument("--heartbeat-interval", type=float, default=10.0,
+                        metavar="SEC", help="seconds between heartbeats")
+    parser.add_argument("--once", action="store_true",
+                        help="register and heartbeat once, then exit")
+    args = parser.parse_args(argv)
+    if args.nodes < 0:
+        parser.error("--nodes must not be negative")
+    if args.heartbeat_interval <= 0:
+        parser.error("--heartbeat-interval must be positive")
+    conf = cmd.conf_from_args(args)
+    engine = db.create_engine(conf)
+    nodes = fleet.make_nodes(args.nodes, args.seed)
+    hosts = [n.host for n in nodes]
+    started = time.monotonic()
+    new = fleet.register(engine, nodes)
+    fleet.heartbeat(engine, hosts)
+    print(f"fleet: {len(nodes)} nodes ({new} new) registered in "
+          f"{time.monotonic() - started:.2f}s", flush=True)
+    if args.once:
+        return 0
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    while not stop.wait(args.heartbeat_interval):
+        try:
+            fleet.heartbeat(engine, hosts)
+        except Exception as e:  # the database may be restarting
+            print(f"fleet: heartbeat failed: {e}", file=sys.stderr,
+                  flush=True)
+    engine.dispose()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

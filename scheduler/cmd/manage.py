@@ -1,0 +1,106 @@
+"""scheduler-manage: database and host administration."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from scheduler import admin
+from scheduler import cmd
+from scheduler import exception
+from scheduler.db import api as db
+from scheduler.db import migration
+
+
+def _table(rows: list[dict], columns: list[str]) -> str:
+    cells = [[("" if r[c] is None else str(r[c])) for c in columns]
+             for r in rows]
+    widths = [max([len(c)] + [len(row[i]) for row in cells])
+              for i, c in enumerate(columns)]
+    line = lambda vals: "  ".join(v.ljust(w) for v, w in zip(vals, widths))
+    return "\n".join([line(columns), line(["-" * w for w in widths])]
+                     + [line(row) for row in cells])
+
+
+def db_sync(conf, engine, args) -> None:
+    migration.upgrade(engine)
+    print(f"database at revision {migration.version(engine)}")
+
+
+def db_version(conf, engine, args) -> None:
+    print(migration.version(engine) or "none (run 'db sync')")
+
+
+def service_list(conf, engine, args) -> None:
+    rows = admin.list_services(engine)
+    down = conf.scheduler.service_down_time
+    for r in rows:
+        age = r["heartbeat_age"]
+        r["state"] = "down" if (r["forced_down"] or age is None
+                                or age > down) else "up"
+        r["status"] = "disabled" if r["disabled"] else "enabled"
+    print(_table(rows, ["host", "binary", "status", "state",
+                        "disabled_reason"]))
+
+
+def service_disable(conf, engine, args) -> None:
+    admin.set_service_disabled(engine, args.host, True, args.reason)
+    print(f"disabled {args.host}")
+
+
+def service_enable(conf, engine, args) -> None:
+    admin.set_service_disabled(engine, args.host, False)
+    print(f"enabled {args.host}")
+
+
+def node_list(conf, engine, args) -> None:
+    print(_table(admin.list_nodes(engine),
+                 ["host", "hypervisor_hostname", "vcpus", "vcpus_used",
+                  "memory_mb", "memory_mb_used", "local_gb", "local_gb_used",
+                  "cpu_allocation_ratio", "ram_allocation_ratio"]))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="scheduler-manage")
+    cmd.add_config_args(parser)
+    groups = parser.add_subparsers(dest="group", required=True)
+
+    dbp = groups.add_parser("db", help="schema").add_subparsers(
+        dest="action", required=True)
+    dbp.add_parser("sync", help="create or upgrade the schema"
+                   ).set_defaults(func=db_sync)
+    dbp.add_parser("version", help="print the schema revision"
+                   ).set_defaults(func=db_version)
+
+    svc = groups.add_parser("service", help="compute services"
+                            ).add_subparsers(dest="action", required=True)
+    svc.add_parser("list").set_defaults(func=service_list)
+    p = svc.add_parser("disable", help="stop scheduling to a host")
+    p.add_argument("host")
+    p.add_argument("--reason", default=None)
+    p.set_defaults(func=service_disable)
+    p = svc.add_parser("enable", help="schedule to a host again")
+    p.add_argument("host")
+    p.set_defaults(func=service_enable)
+
+    node = groups.add_parser("node", help="compute nodes").add_subparsers(
+        dest="action", required=True)
+    node.add_parser("list").set_defaults(func=node_list)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    conf = cmd.conf_from_args(args)
+    engine = db.create_engine(conf)
+    try:
+        args.func(conf, engine, args)
+    except exception.SchedulerException as e:
+        print(f"ERROR: {e}", file=sys.stderr)
+        return 1
+    finally:
+        engine.dispose()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
