@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any, Mapping, Sequence
 
 from oslo_config import cfg
 
@@ -23,3 +24,22 @@ def conf_from_args(args: argparse.Namespace) -> cfg.ConfigOpts:
     for path in args.config_dir:
         argv += ["--config-dir", path]
     return sched_conf.load(argv)
+
+
+def format_table(rows: Sequence[Mapping[str, Any]],
+                 columns: Sequence[str]) -> str:
+    """A plain-text table: a header line, a dashes line, one line per row.
+
+    Each cell is ``str(row[column])``; a missing key or ``None`` is an empty
+    cell. Columns are left-aligned, two spaces apart, trailing blanks cut.
+    """
+    cells = [["" if r.get(c) is None else str(r[c]) for c in columns]
+             for r in rows]
+    widths = [max([len(c)] + [len(row[i]) for row in cells])
+              for i, c in enumerate(columns)]
+
+    def line(vals: Sequence[str]) -> str:
+        return "  ".join(v.ljust(w) for v, w in zip(vals, widths)).rstrip()
+
+    return "\n".join([line(columns), line(["-" * w for w in widths])]
+                     + [line(row) for row in cells])

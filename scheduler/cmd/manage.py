@@ -11,16 +11,6 @@ from scheduler.db import api as db
 from scheduler.db import migration
 
 
-def _table(rows: list[dict], columns: list[str]) -> str:
-    cells = [[("" if r[c] is None else str(r[c])) for c in columns]
-             for r in rows]
-    widths = [max([len(c)] + [len(row[i]) for row in cells])
-              for i, c in enumerate(columns)]
-    line = lambda vals: "  ".join(v.ljust(w) for v, w in zip(vals, widths))
-    return "\n".join([line(columns), line(["-" * w for w in widths])]
-                     + [line(row) for row in cells])
-
-
 def db_sync(conf, engine, args) -> None:
     migration.upgrade(engine)
     print(f"database at revision {migration.version(engine)}")
@@ -38,8 +28,8 @@ def service_list(conf, engine, args) -> None:
         r["state"] = "down" if (r["forced_down"] or age is None
                                 or age > down) else "up"
         r["status"] = "disabled" if r["disabled"] else "enabled"
-    print(_table(rows, ["host", "binary", "status", "state",
-                        "disabled_reason"]))
+    print(cmd.format_table(rows, ["host", "binary", "status", "state",
+                                  "disabled_reason"]))
 
 
 def service_disable(conf, engine, args) -> None:
@@ -53,10 +43,11 @@ def service_enable(conf, engine, args) -> None:
 
 
 def node_list(conf, engine, args) -> None:
-    print(_table(admin.list_nodes(engine),
-                 ["host", "hypervisor_hostname", "vcpus", "vcpus_used",
-                  "memory_mb", "memory_mb_used", "local_gb", "local_gb_used",
-                  "cpu_allocation_ratio", "ram_allocation_ratio"]))
+    print(cmd.format_table(
+        admin.list_nodes(engine),
+        ["host", "hypervisor_hostname", "vcpus", "vcpus_used", "memory_mb",
+         "memory_mb_used", "local_gb", "local_gb_used",
+         "cpu_allocation_ratio", "ram_allocation_ratio"]))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -22,6 +22,16 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
     for module in _MODULES:
         module.register_opts(conf)
     db_options.set_defaults(conf, connection=DEFAULT_CONNECTION)
+    # oslo.messaging 18.x reads [oslo_messaging_tracing] and
+    # [oslo_messaging_metrics] from the conf it is given on every send and
+    # receive, but registers them only on the global cfg.CONF; a ConfigOpts
+    # of our own needs them registered too.
+    from oslo_messaging._metrics import client as metrics
+    from oslo_messaging._tracing import client as tracing
+    conf.register_opts(tracing.oslo_messaging_tracing,
+                       group="oslo_messaging_tracing")
+    conf.register_opts(metrics.oslo_messaging_metrics,
+                       group="oslo_messaging_metrics")
 
 
 def new_conf() -> cfg.ConfigOpts:
