@@ -184,19 +184,28 @@ class RequestSpec:
             raise exception.InvalidRequest(
                 f"spec.num_instances: {num} does not match the "
                 f"{len(uuids)} instance_uuids given")
+        count = len(uuids) if uuids is not None else (num or 1)
+        if count > max_instances:
+            field = "instance_uuids" if uuids is not None else "num_instances"
+            raise exception.InvalidRequest(
+                f"spec.{field}: {count} instances requested, "
+                f"at most {max_instances} allowed")
         if uuids is None:
             # Without consumer ids from the caller the claims get fresh ones;
             # such a request is not idempotent if re-sent.
-            uuids = [str(uuidlib.uuid4()) for _ in range(num or 1)]
-        if len(uuids) > max_instances:
+            uuids = [str(uuidlib.uuid4()) for _ in range(count)]
+        uuids = [str(uuidlib.UUID(u)) for u in uuids]
+        if len(set(uuids)) != len(uuids):
+            # The schema's uniqueItems compares the strings as sent; "ABC…"
+            # and "abc…" are one consumer, which would hold two claims.
             raise exception.InvalidRequest(
-                f"spec.instance_uuids: {len(uuids)} instances requested, "
-                f"at most {max_instances} allowed")
+                "spec.instance_uuids: the same uuid is given more than once "
+                "(uuids compare case-insensitively, dashes optional)")
         flavor = dict(spec["flavor"])
         group = spec.get("instance_group")
         hints = spec.get("scheduler_hints") or {}
         return cls(
-            instance_uuids=tuple(str(uuidlib.UUID(u)) for u in uuids),
+            instance_uuids=tuple(uuids),
             flavor=Flavor(**flavor),
             project_id=spec.get("project_id"),
             user_id=spec.get("user_id"),

@@ -1,0 +1,389 @@
+"""scheduler-client: a conductor-like CLI for the scheduler RPC API.
+
+In the spirit of the novaclient shell: global options, then a command
+(``select``, ``rank``, ``release``, ``ping``) with its own flags. Results
+are printed as plain tables (or, with ``--json``, as the raw RPC result);
+expected failures are one ``ERROR: ...`` line on stderr and exit status 1.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging as pylogging
+import sys
+import time
+import traceback
+from typing import Any, Callable
+
+from oslo_config import cfg
+from oslo_log import log as logging
+import oslo_messaging as messaging
+
+from scheduler import cmd
+from scheduler import exception
+from scheduler.request_spec import POLICIES
+from scheduler.rpcapi import SchedulerAPI
+
+#: Builds the API object from the loaded configuration (tests pass a fake).
+ApiFactory = Callable[[cfg.ConfigOpts], Any]
+
+SELECT_COLUMNS = ["uuid", "host", "nodename", "vcpus", "memory_mb", "disk_gb"]
+FILTER_COLUMNS = ["name", "in", "out", "reason", "sample"]
+
+
+# -- argument parsing -------------------------------------------------------
+
+def key_value(text: str) -> tuple[str, str]:
+    """argparse type for ``key=value``; the value may be empty or hold '='.
+
+    :raises argparse.ArgumentTypeError: without '=' or with an empty key.
+    """
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(
+            f"expected key=value, got {text!r}")
+    return key, value
+
+
+def positive_float(text: str) -> float:
+    """argparse type for a number of seconds greater than zero."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}")
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
+    return value
+
+
+def _spec_parent() -> argparse.ArgumentParser:
+    """The request-spec flags shared by ``select`` and ``rank``."""
+    p = argparse.ArgumentParser(add_help=False)
+    f = p.add_argument_group("flavor")
+    f.add_argument("--flavor-name", metavar="NAME", help="flavor name")
+    f.add_argument("--memory-mb", type=int, default=512, metavar="N",
+                   help="RAM in MiB (default: %(default)s)")
+    f.add_argument("--vcpus", type=int, default=1, metavar="N",
+                   help="virtual CPUs (default: %(default)s)")
+    f.add_argument("--root-gb", type=int, default=1, metavar="N",
+                   help="root disk in GiB (default: %(default)s)")
+    f.add_argument("--ephemeral-gb", type=int, default=0, metavar="N",
+                   help="ephemeral disk in GiB (default: %(default)s)")
+    f.add_argument("--swap", type=int, default=0, metavar="N",
+                   help="swap in MiB (default: %(default)s)")
+    f.add_argument("--extra-spec", type=key_value, action="append",
+                   default=[], metavar="KEY=VALUE",
+                   help="flavor extra spec (repeatable; last one wins)")
+    r = p.add_argument_group("request")
+    # Not an argparse mutually exclusive group: those lose their argument
+    # group when inherited through parents=; parse_args checks instead.
+    r.add_argument("--num-instances", type=int, metavar="N",
+                   help="instances to place (default: 1)")
+    r.add_argument("--instance-uuid", action="append", default=[],
+                   metavar="UUID",
+                   help="consumer id of one instance (repeatable; "
+                        "instead of --num-instances)")
+    r.add_argument("--availability-zone", metavar="AZ")
+    r.add_argument("--hint", type=key_value, action="append", default=[],
+                   metavar="KEY=VALUE",
+                   help="scheduler hint (repeatable; a repeated key makes "
+                        "a list), e.g. different_host=UUID")
+    r.add_argument("--force-host", action="append", default=[],
+                   metavar="HOST", help="only this host (repeatable)")
+    r.add_argument("--force-node", action="append", default=[],
+                   metavar="NODE", help="only this node (repeatable)")
+    r.add_argument("--ignore-host", action="append", default=[],
+                   metavar="HOST", help="never this host (repeatable)")
+    r.add_argument("--project-id", metavar="ID")
+    r.add_argument("--user-id", metavar="ID")
+    r.add_argument("--image-property", type=key_value, action="append",
+                   default=[], metavar="KEY=VALUE",
+                   help="image property (repeatable; last one wins)")
+    r.add_argument("--group-policy", choices=POLICIES, metavar="POLICY",
+                   help="server group policy: " + ", ".join(POLICIES))
+    r.add_argument("--group-uuid", metavar="UUID",
+                   help="server group id (needs --group-policy)")
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line: global options, then one command."""
+    parser = argparse.ArgumentParser(
+        prog="scheduler-client",
+        description="Ask the scheduler service where instances would go, "
+                    "over its RPC API.")
+    cmd.add_config_args(parser)
+    parser.add_argument("--json", action="store_true",
+                        help="print the raw RPC result as JSON")
+    parser.add_argument("--debug", action="store_true",
+                        help="debug logging; tracebacks on unexpected "
+                             "errors")
+    parser.add_argument("--timings", action="store_true",
+                        help="print the wall time of the RPC call to "
+                             "stderr")
+    parser.add_argument("--timeout", type=positive_float, metavar="SEC",
+                        help="seconds to wait for a reply (default: "
+                             "[DEFAULT] rpc_response_timeout)")
+    commands = parser.add_subparsers(dest="command", required=True,
+                                     metavar="COMMAND")
+    spec = _spec_parent()
+
+    p = commands.add_parser("select", parents=[spec],
+                            help="place instances and claim resources")
+    p.add_argument("--return-alternates", action="store_true",
+                   help="also return alternate hosts per instance")
+    p.set_defaults(method="select_destinations", call=call_select,
+                   render=render_select)
+
+    p = commands.add_parser("rank", parents=[spec],
+                            help="dry run: rank hosts, show the filters")
+    p.add_argument("--limit", type=int, default=20, metavar="N",
+                   help="hosts to show (default: %(default)s)")
+    p.set_defaults(method="rank_destinations", call=call_rank,
+                   render=render_rank)
+
+    p = commands.add_parser("release", help="release instances' claims")
+    p.add_argument("uuids", nargs="+", metavar="UUID")
+    p.set_defaults(method="release", call=call_release,
+                   render=render_release)
+
+    p = commands.add_parser("ping", help="ask a scheduler who it is")
+    p.add_argument("--server", metavar="HOST",
+                   help="the server of this host (default: any)")
+    p.set_defaults(method="ping", call=call_ping, render=render_ping)
+    return parser
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """Parse and cross-check ``argv``; exits 2 with usage on bad input."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "group_uuid", None) and not args.group_policy:
+        parser.error("--group-uuid needs --group-policy")
+    if (getattr(args, "instance_uuid", None)
+            and args.num_instances is not None):
+        parser.error("--num-instances and --instance-uuid exclude each "
+                     "other")
+    return args
+
+
+# -- the request spec -------------------------------------------------------
+
+def hints_from_pairs(pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    """``[(k, v)...]`` as a dict; a key given more than once maps to the
+    list of its values in order, a key given once to its string."""
+    hints: dict[str, Any] = {}
+    for key, value in pairs:
+        if key not in hints:
+            hints[key] = value
+        elif isinstance(hints[key], list):
+            hints[key].append(value)
+        else:
+            hints[key] = [hints[key], value]
+    return hints
+
+
+def build_spec(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``spec`` dict (DESIGN.md "The request spec") for the parsed
+    ``select``/``rank`` flags. Values are not checked here: the server
+    rejects a bad one with ``InvalidRequest`` naming the field."""
+    spec: dict[str, Any] = {
+        "flavor": {
+            "name": args.flavor_name,
+            "memory_mb": args.memory_mb,
+            "vcpus": args.vcpus,
+            "root_gb": args.root_gb,
+            "ephemeral_gb": args.ephemeral_gb,
+            "swap": args.swap,
+            "extra_specs": dict(args.extra_spec),
+        },
+        "project_id": args.project_id,
+        "user_id": args.user_id,
+        "image": ({"properties": dict(args.image_property)}
+                  if args.image_property else None),
+        "availability_zone": args.availability_zone,
+        "ignore_hosts": list(args.ignore_host),
+        "force_hosts": list(args.force_host),
+        "force_nodes": list(args.force_node),
+        "scheduler_hints": hints_from_pairs(args.hint),
+        "instance_group": None,
+        "return_alternates": bool(getattr(args, "return_alternates", False)),
+    }
+    if args.instance_uuid:
+        spec["instance_uuids"] = list(args.instance_uuid)
+    else:
+        spec["num_instances"] = (1 if args.num_instances is None
+                                 else args.num_instances)
+    if args.group_policy:
+        spec["instance_group"] = {"policies": [args.group_policy]}
+        if args.group_uuid:
+            spec["instance_group"]["uuid"] = args.group_uuid
+    return spec
+
+
+# -- commands: the RPC call, then the rendering of its result ---------------
+
+def call_select(api: Any, args: argparse.Namespace) -> list[dict[str, Any]]:
+    return api.select_destinations({}, build_spec(args))
+
+
+def call_rank(api: Any, args: argparse.Namespace) -> dict[str, Any]:
+    return api.rank_destinations({}, build_spec(args), limit=args.limit)
+
+
+def call_release(api: Any, args: argparse.Namespace) -> int:
+    return api.release({}, list(args.uuids))
+
+
+def call_ping(api: Any, args: argparse.Namespace) -> dict[str, str]:
+    return api.ping({}, server=args.server)
+
+
+def _number(value: Any) -> Any:
+    """Floats to three decimals for tables; anything else unchanged."""
+    return f"{value:.3f}" if isinstance(value, float) else value
+
+
+def render_select(result: list[dict[str, Any]]) -> str:
+    """One row per instance; an ``alternates`` column (their hosts) when
+    the result carries alternates."""
+    columns = list(SELECT_COLUMNS)
+    if any("alternates" in d for d in result):
+        columns.append("alternates")
+    rows = []
+    for d in result:
+        row = {**(d.get("allocation") or {}), "uuid": d.get("uuid"),
+               "host": d.get("host"), "nodename": d.get("nodename")}
+        if "alternates" in d:
+            row["alternates"] = ", ".join(
+                a.get("host", "") for a in d["alternates"] or [])
+        rows.append(row)
+    return cmd.format_table(rows, columns)
+
+
+def render_rank(result: dict[str, Any]) -> str:
+    """The hosts best first (host, nodename, weight, one column per
+    weigher), a blank line, then what each filter step removed."""
+    hosts = result.get("hosts") or []
+    weighers: list[str] = []
+    for h in hosts:
+        weighers += [w for w in h.get("weights") or {} if w not in weighers]
+    rows = [{k: _number(v) for k, v in
+             {**(h.get("weights") or {}), "host": h.get("host"),
+              "nodename": h.get("nodename"),
+              "weight": h.get("weight")}.items()} for h in hosts]
+    steps = [{**s, "sample": ", ".join(s.get("sample") or [])}
+             for s in result.get("filters") or []]
+    parts = [cmd.format_table(rows, ["host", "nodename", "weight"]
+                              + weighers)]
+    if "total" in result:
+        parts.append(f"{len(hosts)} shown of {result['total']} hosts")
+    parts += ["", cmd.format_table(steps, FILTER_COLUMNS)]
+    return "\n".join(parts)
+
+
+def render_release(result: int) -> str:
+    return f"released {result}"
+
+
+def render_ping(result: dict[str, str]) -> str:
+    return cmd.format_table([result], ["host", "version", "driver"])
+
+
+# -- running ----------------------------------------------------------------
+
+def setup_logging(conf: cfg.ConfigOpts, debug: bool) -> None:
+    """oslo.log to stderr (stdout is the command's output) unless the
+    configuration says otherwise; DEBUG with ``--debug``, else WARNING."""
+    conf.set_default("use_stderr", True)
+    if debug:
+        conf.set_override("debug", True)
+    logging.setup(conf, "scheduler-client")
+    if not debug:
+        pylogging.getLogger().setLevel(pylogging.WARNING)
+
+
+def timeout_message(conf: cfg.ConfigOpts, args: argparse.Namespace) -> str:
+    """Why a call timed out, naming the wait and the topic."""
+    timeout = args.timeout
+    if timeout is None:
+        try:
+            timeout = conf.rpc_response_timeout
+        except cfg.NoSuchOptError:   # no real transport was made
+            timeout = None
+    wait = "the RPC timeout" if timeout is None else f"{timeout:g}s"
+    if args.method == "select_destinations":
+        wait += f" (each of {conf.scheduler.max_attempts} attempts)"
+    return (f"no scheduler answered within {wait} on topic "
+            f"'{conf.scheduler.topic}'; is a scheduler-server running on "
+            f"the same transport_url?")
+
+
+def invoke(api: Any, args: argparse.Namespace) -> Any:
+    """Make the command's RPC call; with ``--timings`` print its wall time
+    in ms to stderr, whether it succeeded or not."""
+    started = time.perf_counter()
+    try:
+        return args.call(api, args)
+    finally:
+        if args.timings:
+            elapsed = (time.perf_counter() - started) * 1000
+            print(f"{args.method}: {elapsed:.1f} ms", file=sys.stderr)
+
+
+def _close(api: Any) -> None:
+    """Clean up the API's transport, if it has one."""
+    transport = getattr(api, "transport", None)
+    if transport is not None:
+        transport.cleanup()
+
+
+def _error(message: str) -> int:
+    print(f"ERROR: {message}", file=sys.stderr)
+    return 1
+
+
+def main(argv: list[str] | None = None,
+         api_factory: ApiFactory | None = None) -> int:
+    """Run one command. Returns 0, or 1 after one ``ERROR:`` line on
+    stderr; bad command-line input exits 2 with argparse's usage error.
+
+    :param api_factory: ``api_factory(conf)`` returns the object whose
+        ``select_destinations``/``rank_destinations``/``release``/``ping``
+        are called; defaults to ``SchedulerAPI`` with ``--timeout``.
+    """
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    factory = api_factory or (
+        lambda conf: SchedulerAPI(conf, timeout=args.timeout))
+    conf = None
+    try:
+        conf = cmd.conf_from_args(args)
+        setup_logging(conf, args.debug)
+        api = factory(conf)
+        try:
+            result = invoke(api, args)
+        finally:
+            _close(api)
+    except exception.SchedulerException as e:
+        return _error(e.message)
+    except messaging.MessagingTimeout:
+        return _error(timeout_message(conf, args))
+    except cfg.Error as e:
+        return _error(str(e))
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:
+        if args.debug:
+            traceback.print_exc()
+        if isinstance(e, messaging.RemoteError):
+            return _error(f"the scheduler failed: {e.exc_type}: {e.value}")
+        return _error(f"{type(e).__name__}: {e}")
+    if args.json:
+        print(json.dumps(result, indent=2, sort_keys=True))
+    else:
+        print(args.render(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

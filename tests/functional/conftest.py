@@ -1,0 +1,203 @@
+"""A scheduler deployment for functional tests: real RabbitMQ (the session
+broker), a real database (SQLite file by default), fleets made with
+``scheduler-fleet`` and ``scheduler-server`` running as a subprocess.
+
+Every deployment gets its own topic on the shared broker, so servers of
+different tests never answer each other's calls.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import oslo_messaging as messaging
+import pytest
+import sqlalchemy as sa
+
+from scheduler import conf as sched_conf
+from scheduler import fleet
+from scheduler.db import api as db
+from scheduler.db import models
+from scheduler.rpcapi import SchedulerAPI
+
+START_TIMEOUT = 60
+
+
+def run_command(module: str, *args: str, check: bool = True,
+                timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run one of our console scripts (``python -m scheduler.cmd.X``)."""
+    result = subprocess.run([sys.executable, "-m", f"scheduler.cmd.{module}",
+                             *args], capture_output=True, text=True,
+                            timeout=timeout)
+    if check and result.returncode != 0:
+        raise AssertionError(f"scheduler-{module} {' '.join(args)} failed "
+                             f"({result.returncode}):\n{result.stderr}")
+    return result
+
+
+@dataclasses.dataclass
+class Deployment:
+    """One scheduler service: config file, database, servers, a client."""
+    path: Path
+    config_file: Path
+    conf: object
+    engine: sa.Engine
+    servers: list = dataclasses.field(default_factory=list)
+    _api: SchedulerAPI | None = None
+
+    @property
+    def api(self) -> SchedulerAPI:
+        if self._api is None:
+            self._api = SchedulerAPI(self.conf, timeout=30)
+        return self._api
+
+    def manage(self, *args: str, check: bool = True):
+        return run_command("manage", "--config-file", str(self.config_file),
+                           *args, check=check)
+
+    def client(self, *args: str, check: bool = False):
+        return run_command("client", "--config-file", str(self.config_file),
+                           *args, check=check)
+
+    def fleet(self, nodes: int, seed: int = 0):
+        return run_command("fleet", "--config-file", str(self.config_file),
+                           "--nodes", str(nodes), "--seed", str(seed),
+                           "--once")
+
+    def add_nodes(self, nodes: list[fleet.Node]) -> None:
+        """Register hand-made nodes (exact sizes) and heartbeat them."""
+        fleet.register(self.engine, nodes)
+        self.heartbeat()
+
+    def heartbeat(self) -> None:
+        with self.engine.connect() as conn:
+            hosts = [r.host for r in conn.execute(
+                sa.select(models.services.c.host))]
+        fleet.heartbeat(self.engine, hosts)
+
+    def start_server(self, name: str | None = None, wait: bool = True,
+                     extra_args: tuple[str, ...] = ()) -> subprocess.Popen:
+        args = [sys.executable, "-m", "scheduler.cmd.server",
+                "--config-file", str(self.config_file), *extra_args]
+        log = open(self.path / f"server-{len(self.servers)}.log", "w")
+        env = dict(os.environ)
+        if name:
+            env["OS_DEFAULT__HOST"] = name
+        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
+                                env=env, start_new_session=True)
+        self.servers.append(proc)
+        if wait:
+            self.wait_until_serving(proc)
+        return proc
+
+    def wait_until_serving(self, proc: subprocess.Popen) -> None:
+        deadline = time.monotonic() + START_TIMEOUT
+        probe = SchedulerAPI(self.conf, transport=self.api.transport,
+                             timeout=2)
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise AssertionError(
+                    f"scheduler-server exited with {proc.returncode}:\n"
+                    + self.server_log())
+            try:
+                probe.ping({})
+                return
+            except messaging.MessagingTimeout:
+                continue
+        raise AssertionError("scheduler-server did not answer ping:\n"
+                             + self.server_log())
+
+    def server_log(self, index: int = -1) -> str:
+        logs = sorted(self.path.glob("server-*.log"))
+        return logs[index].read_text() if logs else ""
+
+    def stop_servers(self) -> None:
+        for proc in self.servers:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self.servers:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        self.servers.clear()
+
+    def allocations(self) -> list[sa.Row]:
+        with self.engine.connect() as conn:
+            return list(conn.execute(sa.select(models.allocations)))
+
+    def nodes(self) -> dict[str, sa.Row]:
+        with self.engine.connect() as conn:
+            return {r.host: r for r in conn.execute(
+                sa.select(models.compute_nodes))}
+
+    def close(self) -> None:
+        self.stop_servers()
+        if self._api is not None:
+            self._api.transport.cleanup()
+        self.engine.dispose()
+
+
+def write_config(path: Path, options: dict) -> Path:
+    """Write an ini file; ``options`` maps 'group.option' to a value."""
+    groups: dict[str, dict[str, str]] = {}
+    for key, value in options.items():
+        group, _, name = key.rpartition(".")
+        groups.setdefault(group or "DEFAULT", {})[name] = str(value)
+    lines = []
+    for group, values in groups.items():
+        lines.append(f"[{group}]")
+        lines += [f"{k} = {v}" for k, v in values.items()]
+        lines.append("")
+    config_file = path / "scheduler.conf"
+    config_file.write_text("\n".join(lines))
+    return config_file
+
+
+@pytest.fixture
+def make_deployment(rabbitmq, tmp_path):
+    """Factory: ``make_deployment(**options)`` writes a config (options as
+    ``group__option=value``), syncs the schema; servers are started by the
+    test. Everything is stopped at teardown."""
+    made: list[Deployment] = []
+
+    def factory(sync_schema: bool = True, **options) -> Deployment:
+        path = tmp_path / f"deployment-{len(made)}"
+        path.mkdir()
+        settings = {
+            "state_path": path,
+            "transport_url": rabbitmq.transport_url,
+            "host": f"sched-{uuid.uuid4().hex[:6]}",
+            "scheduler.topic": f"scheduler-{uuid.uuid4().hex}",
+            "scheduler.periodic_task_interval": 1,
+        }
+        settings.update({k.replace("__", "."): v for k, v in options.items()})
+        config_file = write_config(path, settings)
+        conf = sched_conf.load(["--config-file", str(config_file)])
+        deployment = Deployment(path, config_file, conf,
+                                db.create_engine(conf))
+        made.append(deployment)
+        if sync_schema:
+            deployment.manage("db", "sync")
+        return deployment
+
+    yield factory
+    for deployment in made:
+        deployment.close()
+
+
+def node(host: str, vcpus: int = 4, memory_mb: int = 4096,
+         local_gb: int = 100, zone: str = "az1",
+         cpu_ratio: float = 1.0, ram_ratio: float = 1.0) -> fleet.Node:
+    """A compute node of exact size, for capacity-exact tests."""
+    return fleet.Node(host=host, vcpus=vcpus, memory_mb=memory_mb,
+                      local_gb=local_gb, cpu_allocation_ratio=cpu_ratio,
+                      ram_allocation_ratio=ram_ratio, zone=zone,
+                      host_ip="192.0.2.1")

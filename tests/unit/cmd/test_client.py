@@ -1,0 +1,550 @@
+"""scheduler-client: spec building, rendering and error handling, against a
+fake API object (no broker)."""
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import oslo_messaging as messaging
+from oslo_messaging._drivers import common as rpc_common
+import pytest
+
+from scheduler import cmd
+from scheduler import exception
+from scheduler.cmd import client
+from scheduler.request_spec import RequestSpec
+
+#: Before the autouse fixture below replaces it, for the one test of it.
+REAL_SETUP_LOGGING = client.setup_logging
+
+UUID1 = "0b0a2d4e-7b0c-4a43-9e8f-1f6d1d0b6c01"
+UUID2 = "0b0a2d4e-7b0c-4a43-9e8f-1f6d1d0b6c02"
+
+SELECTED = [
+    {"host": "compute-00001", "nodename": "compute-00001", "uuid": UUID1,
+     "limits": {"memory_mb": 12288.0},
+     "allocation": {"compute_node_uuid": "n1", "vcpus": 2,
+                    "memory_mb": 2048, "disk_gb": 21}},
+    {"host": "compute-00002", "nodename": "node-2", "uuid": UUID2,
+     "limits": {},
+     "allocation": {"compute_node_uuid": "n2", "vcpus": 2,
+                    "memory_mb": 2048, "disk_gb": 21}},
+]
+
+RANKED = {
+    "hosts": [
+        {"host": "compute-00007", "nodename": "compute-00007",
+         "weight": 1.5, "weights": {"RAMWeigher": 1.0, "CPUWeigher": 0.5}},
+        {"host": "compute-00003", "nodename": "compute-00003",
+         "weight": 0.25, "weights": {"RAMWeigher": 0.25,
+                                     "CPUWeigher": 0.0}},
+    ],
+    "filters": [
+        {"name": "ComputeFilter", "in": 10, "out": 9,
+         "reason": "service down or disabled", "sample": ["compute-00009"]},
+        {"name": "RamFilter", "in": 9, "out": 2,
+         "reason": "insufficient RAM",
+         "sample": ["compute-00001", "compute-00002"]},
+    ],
+    "total": 10,
+}
+
+
+class FakeAPI:
+    """Records each call; returns ``results[method]`` or raises ``error``."""
+
+    def __init__(self, results: dict[str, Any] | None = None,
+                 error: BaseException | None = None):
+        self.results = {"select_destinations": SELECTED,
+                        "rank_destinations": RANKED, "release": 2,
+                        "ping": {"host": "sched-1", "version": "1.1",
+                                 "driver": "filter_scheduler"},
+                        **(results or {})}
+        self.error = error
+        self.calls: list[tuple[str, tuple, dict]] = []
+        self.conf = None
+
+    def _answer(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        self.calls.append((method, args, kwargs))
+        if self.error is not None:
+            raise self.error
+        return self.results[method]
+
+    def select_destinations(self, ctxt, spec):
+        return self._answer("select_destinations", ctxt, spec)
+
+    def rank_destinations(self, ctxt, spec, limit=20):
+        return self._answer("rank_destinations", ctxt, spec, limit=limit)
+
+    def release(self, ctxt, consumer_uuids):
+        return self._answer("release", ctxt, consumer_uuids)
+
+    def ping(self, ctxt, server=None):
+        return self._answer("ping", ctxt, server=server)
+
+
+@pytest.fixture(autouse=True)
+def no_logging_setup(monkeypatch) -> list[bool]:
+    """Keep main() from reconfiguring the process's logging; records the
+    ``debug`` it was asked for."""
+    seen: list[bool] = []
+    monkeypatch.setattr(client, "setup_logging",
+                        lambda conf, debug: seen.append(debug))
+    return seen
+
+
+def run(argv: list[str], api: FakeAPI | None = None,
+        ) -> tuple[int, FakeAPI]:
+    api = api or FakeAPI()
+
+    def factory(conf):
+        api.conf = conf
+        return api
+    return client.main(argv, api_factory=factory), api
+
+
+def spec_of(*argv: str) -> dict[str, Any]:
+    return client.build_spec(client.parse_args(["select", *argv]))
+
+
+def remote(exc: Exception) -> Exception:
+    """``exc`` as the RPC client re-raises it: a ``<Class>_Remote``
+    subclass whose str() carries the server's traceback."""
+    try:
+        raise exc
+    except Exception:
+        data = rpc_common.serialize_remote_exception(sys.exc_info())
+    return rpc_common.deserialize_remote_exception(
+        data, ["scheduler.exception"])
+
+
+# -- build_spec -------------------------------------------------------------
+
+def test_build_spec_defaults():
+    assert spec_of() == {
+        "flavor": {"name": None, "memory_mb": 512, "vcpus": 1,
+                   "root_gb": 1, "ephemeral_gb": 0, "swap": 0,
+                   "extra_specs": {}},
+        "num_instances": 1,
+        "project_id": None, "user_id": None, "image": None,
+        "availability_zone": None, "ignore_hosts": [], "force_hosts": [],
+        "force_nodes": [], "scheduler_hints": {}, "instance_group": None,
+        "return_alternates": False,
+    }
+
+
+def test_build_spec_defaults_pass_the_server_schema():
+    parsed = RequestSpec.from_primitives(spec_of())
+    assert parsed.num_instances == 1
+    assert parsed.flavor.memory_mb == 512
+
+
+def test_build_spec_flavor_flags():
+    spec = spec_of("--flavor-name", "m1.large", "--memory-mb", "8192",
+                   "--vcpus", "4", "--root-gb", "80", "--ephemeral-gb", "10",
+                   "--swap", "1024")
+    assert spec["flavor"] == {"name": "m1.large", "memory_mb": 8192,
+                              "vcpus": 4, "root_gb": 80, "ephemeral_gb": 10,
+                              "swap": 1024, "extra_specs": {}}
+
+
+def test_build_spec_extra_specs_last_wins():
+    spec = spec_of("--extra-spec", "hw:cpu_policy=dedicated",
+                   "--extra-spec", "aggregate_instance_extra_specs:ssd=true",
+                   "--extra-spec", "hw:cpu_policy=shared")
+    assert spec["flavor"]["extra_specs"] == {
+        "hw:cpu_policy": "shared",
+        "aggregate_instance_extra_specs:ssd": "true"}
+
+
+def test_build_spec_num_instances():
+    spec = spec_of("--num-instances", "5")
+    assert spec["num_instances"] == 5
+    assert "instance_uuids" not in spec
+
+
+def test_build_spec_instance_uuids():
+    spec = spec_of("--instance-uuid", UUID1, "--instance-uuid", UUID2)
+    assert spec["instance_uuids"] == [UUID1, UUID2]
+    assert "num_instances" not in spec
+
+
+def test_num_instances_and_instance_uuid_exclude_each_other(capsys):
+    with pytest.raises(SystemExit) as e:
+        client.parse_args(["select", "--num-instances", "2",
+                           "--instance-uuid", UUID1])
+    assert e.value.code == 2
+    assert "exclude each other" in capsys.readouterr().err
+
+
+def test_build_spec_availability_zone_project_user():
+    spec = spec_of("--availability-zone", "az1", "--project-id", "p1",
+                   "--user-id", "u1")
+    assert spec["availability_zone"] == "az1"
+    assert spec["project_id"] == "p1"
+    assert spec["user_id"] == "u1"
+
+
+def test_build_spec_single_hint_is_a_string():
+    spec = spec_of("--hint", "same_host=" + UUID1,
+                   "--hint", "query=[\">=\", \"$free_ram_mb\", 1024]")
+    assert spec["scheduler_hints"] == {
+        "same_host": UUID1, "query": "[\">=\", \"$free_ram_mb\", 1024]"}
+
+
+def test_build_spec_repeated_hint_becomes_a_list():
+    spec = spec_of("--hint", f"different_host={UUID1}",
+                   "--hint", "group=g1",
+                   "--hint", f"different_host={UUID2}",
+                   "--hint", "different_host=third")
+    assert spec["scheduler_hints"] == {
+        "different_host": [UUID1, UUID2, "third"], "group": "g1"}
+
+
+def test_build_spec_hint_value_may_be_empty():
+    assert spec_of("--hint", "k=")["scheduler_hints"] == {"k": ""}
+
+
+@pytest.mark.parametrize("flag", ["--hint", "--extra-spec",
+                                  "--image-property"])
+@pytest.mark.parametrize("value", ["foo", "=bar"])
+def test_key_value_flags_need_a_key_and_equals(capsys, flag, value):
+    with pytest.raises(SystemExit) as e:
+        client.main(["select", flag, value], api_factory=FakeAPI)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: scheduler-client select")
+    assert f"argument {flag}: expected key=value, got {value!r}" in err
+
+
+def test_build_spec_host_lists():
+    spec = spec_of("--force-host", "h1", "--force-host", "h2",
+                   "--force-node", "n1", "--ignore-host", "h3",
+                   "--ignore-host", "h4")
+    assert spec["force_hosts"] == ["h1", "h2"]
+    assert spec["force_nodes"] == ["n1"]
+    assert spec["ignore_hosts"] == ["h3", "h4"]
+
+
+def test_build_spec_image_properties():
+    spec = spec_of("--image-property", "hw_architecture=x86_64",
+                   "--image-property", "img_hv_type=kvm")
+    assert spec["image"] == {"properties": {"hw_architecture": "x86_64",
+                                            "img_hv_type": "kvm"}}
+
+
+def test_build_spec_group_policy_and_uuid():
+    spec = spec_of("--group-policy", "anti-affinity", "--group-uuid", UUID1)
+    assert spec["instance_group"] == {"policies": ["anti-affinity"],
+                                      "uuid": UUID1}
+
+
+def test_build_spec_group_policy_alone():
+    spec = spec_of("--group-policy", "soft-affinity")
+    assert spec["instance_group"] == {"policies": ["soft-affinity"]}
+
+
+def test_group_uuid_needs_a_policy(capsys):
+    with pytest.raises(SystemExit) as e:
+        client.parse_args(["select", "--group-uuid", UUID1])
+    assert e.value.code == 2
+    assert "--group-uuid needs --group-policy" in capsys.readouterr().err
+
+
+def test_unknown_group_policy_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as e:
+        client.parse_args(["select", "--group-policy", "spread"])
+    assert e.value.code == 2
+    assert "invalid choice: 'spread'" in capsys.readouterr().err
+
+
+def test_build_spec_return_alternates():
+    assert spec_of("--return-alternates")["return_alternates"] is True
+    rank = client.build_spec(client.parse_args(["rank"]))
+    assert rank["return_alternates"] is False
+
+
+def test_build_spec_with_every_flag_passes_the_server_schema():
+    spec = spec_of(
+        "--flavor-name", "m1", "--memory-mb", "1024", "--vcpus", "2",
+        "--root-gb", "10", "--ephemeral-gb", "1", "--swap", "512",
+        "--extra-spec", "a=b", "--instance-uuid", UUID1,
+        "--availability-zone", "az1", "--hint", "x=1", "--hint", "x=2",
+        "--force-host", "h1", "--force-node", "n1", "--ignore-host", "h2",
+        "--project-id", "p", "--user-id", "u", "--image-property", "k=v",
+        "--group-policy", "affinity", "--group-uuid", UUID2,
+        "--return-alternates")
+    parsed = RequestSpec.from_primitives(spec)
+    assert parsed.instance_uuids == (UUID1,)
+    assert parsed.scheduler_hints == {"x": ["1", "2"]}
+    assert parsed.instance_group.policy == "affinity"
+    assert parsed.image == {"properties": {"k": "v"}}
+    assert parsed.flavor.disk_gb == 12
+
+
+# -- commands and their tables ----------------------------------------------
+
+def test_select_calls_the_api_with_the_spec_and_prints_a_table(capsys):
+    rc, api = run(["select", "--memory-mb", "2048", "--vcpus", "2",
+                   "--num-instances", "2"])
+    assert rc == 0
+    [(method, (ctxt, spec), kwargs)] = api.calls
+    assert method == "select_destinations" and ctxt == {}
+    assert spec == spec_of("--memory-mb", "2048", "--vcpus", "2",
+                           "--num-instances", "2")
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert out.splitlines() == [
+        "uuid                                  host           nodename"
+        "       vcpus  memory_mb  disk_gb",
+        "------------------------------------  -------------  -------------"
+        "  -----  ---------  -------",
+        f"{UUID1}  compute-00001  compute-00001  2      2048       21",
+        f"{UUID2}  compute-00002  node-2         2      2048       21",
+    ]
+
+
+def test_select_table_has_alternates_when_returned(capsys):
+    result = [dict(SELECTED[0], alternates=[
+        {"host": "compute-00005", "nodename": "compute-00005", "limits": {}},
+        {"host": "compute-00009", "nodename": "compute-00009", "limits": {}},
+    ])]
+    rc, _ = run(["select", "--return-alternates"],
+                FakeAPI({"select_destinations": result}))
+    assert rc == 0
+    header, _, row = capsys.readouterr().out.splitlines()
+    assert header.split() == client.SELECT_COLUMNS + ["alternates"]
+    assert row.endswith("compute-00005, compute-00009")
+
+
+def test_rank_prints_hosts_with_weigher_columns_then_filters(capsys):
+    rc, api = run(["rank", "--memory-mb", "4096", "--limit", "5"])
+    assert rc == 0
+    [(method, (ctxt, spec), kwargs)] = api.calls
+    assert method == "rank_destinations"
+    assert kwargs == {"limit": 5}
+    assert spec["flavor"]["memory_mb"] == 4096
+    assert capsys.readouterr().out.splitlines() == [
+        "host           nodename       weight  RAMWeigher  CPUWeigher",
+        "-------------  -------------  ------  ----------  ----------",
+        "compute-00007  compute-00007  1.500   1.000       0.500",
+        "compute-00003  compute-00003  0.250   0.250       0.000",
+        "2 shown of 10 hosts",
+        "",
+        "name           in  out  reason                    sample",
+        "-------------  --  ---  ------------------------  "
+        "----------------------------",
+        "ComputeFilter  10  9    service down or disabled  compute-00009",
+        "RamFilter      9   2    insufficient RAM          "
+        "compute-00001, compute-00002",
+    ]
+
+
+def test_rank_default_limit_is_20():
+    _, api = run(["rank"])
+    assert api.calls[0][2] == {"limit": 20}
+
+
+def test_rank_with_no_hosts_still_prints_both_tables(capsys):
+    rc, _ = run(["rank"], FakeAPI({"rank_destinations": {
+        "hosts": [], "filters": RANKED["filters"][:1]}}))
+    assert rc == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["host", "nodename", "weight"]
+    assert lines[3].split() == client.FILTER_COLUMNS
+    assert lines[5].startswith("ComputeFilter")
+
+
+def test_release_prints_the_count(capsys):
+    rc, api = run(["release", UUID1, UUID2])
+    assert rc == 0
+    assert api.calls == [("release", ({}, [UUID1, UUID2]), {})]
+    assert capsys.readouterr().out == "released 2\n"
+
+
+def test_release_needs_a_uuid(capsys):
+    with pytest.raises(SystemExit) as e:
+        run(["release"])
+    assert e.value.code == 2
+
+
+def test_ping_prints_host_version_driver(capsys):
+    rc, api = run(["ping"])
+    assert rc == 0
+    assert api.calls == [("ping", ({},), {"server": None})]
+    assert capsys.readouterr().out.splitlines() == [
+        "host     version  driver",
+        "-------  -------  ----------------",
+        "sched-1  1.1      filter_scheduler",
+    ]
+
+
+def test_ping_a_named_server():
+    _, api = run(["ping", "--server", "sched-2"])
+    assert api.calls == [("ping", ({},), {"server": "sched-2"})]
+
+
+@pytest.mark.parametrize("argv, method", [
+    (["select"], "select_destinations"),
+    (["rank"], "rank_destinations"),
+    (["release", UUID1], "release"),
+    (["ping"], "ping"),
+])
+def test_json_prints_the_raw_result(capsys, argv, method):
+    api = FakeAPI()
+    rc, _ = run(["--json", *argv], api)
+    assert rc == 0
+    assert json.loads(capsys.readouterr().out) == api.results[method]
+
+
+# -- errors -----------------------------------------------------------------
+
+NO_VALID_HOST = ("No valid host: 0/1000 hosts passed. RamFilter removed 620 "
+                 "(insufficient RAM), ComputeFilter removed 380 (service "
+                 "down or disabled)")
+
+
+@pytest.mark.parametrize("make", [lambda e: e, remote],
+                         ids=["local", "remote"])
+def test_no_valid_host_is_one_error_line(capsys, make):
+    rc, _ = run(["select"], FakeAPI(error=make(
+        exception.NoValidHost(NO_VALID_HOST))))
+    assert rc == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == f"ERROR: {NO_VALID_HOST}\n"
+
+
+@pytest.mark.parametrize("make", [lambda e: e, remote],
+                         ids=["local", "remote"])
+def test_invalid_request_is_one_error_line(capsys, make):
+    message = "spec.flavor.memory_mb: -1 is less than the minimum of 0"
+    rc, _ = run(["rank", "--memory-mb", "-1"],
+                FakeAPI(error=make(exception.InvalidRequest(message))))
+    assert rc == 1
+    assert capsys.readouterr().err == f"ERROR: {message}\n"
+
+
+def test_messaging_timeout_names_the_topic_and_the_wait(capsys):
+    rc, api = run(["--timeout", "2.5", "ping"],
+                  FakeAPI(error=messaging.MessagingTimeout("timed out")))
+    assert rc == 1
+    err = capsys.readouterr().err
+    topic = api.conf.scheduler.topic
+    assert err.startswith(
+        f"ERROR: no scheduler answered within 2.5s on topic '{topic}'")
+    assert err.count("\n") == 1
+
+
+def test_messaging_timeout_of_select_mentions_the_attempts(capsys):
+    rc, api = run(["select"],
+                  FakeAPI(error=messaging.MessagingTimeout("timed out")))
+    assert rc == 1
+    err = capsys.readouterr().err
+    assert err.startswith("ERROR: no scheduler answered within ")
+    assert (f"(each of {api.conf.scheduler.max_attempts} attempts) on "
+            f"topic 'scheduler'") in err
+
+
+def test_unexpected_error_without_debug_has_no_traceback(capsys,
+                                                         no_logging_setup):
+    rc, _ = run(["ping"], FakeAPI(error=RuntimeError("boom")))
+    assert rc == 1
+    assert capsys.readouterr().err == "ERROR: RuntimeError: boom\n"
+    assert no_logging_setup == [False]
+
+
+def test_unexpected_error_with_debug_prints_the_traceback(capsys,
+                                                          no_logging_setup):
+    rc, _ = run(["--debug", "ping"], FakeAPI(error=RuntimeError("boom")))
+    assert rc == 1
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last):")
+    assert err.endswith("RuntimeError: boom\nERROR: RuntimeError: boom\n")
+    assert no_logging_setup == [True]
+
+
+def test_remote_error_shows_the_server_side_exception(capsys):
+    error = messaging.RemoteError("KeyError", "'x'", "Traceback ...\n")
+    rc, _ = run(["ping"], FakeAPI(error=error))
+    assert rc == 1
+    assert capsys.readouterr().err == (
+        "ERROR: the scheduler failed: KeyError: 'x'\n")
+
+
+def test_missing_config_file_is_an_error(capsys, tmp_path):
+    rc, api = run(["--config-file", str(tmp_path / "nope.conf"), "ping"])
+    assert rc == 1
+    assert api.calls == []
+    err = capsys.readouterr().err
+    assert err.startswith("ERROR: ") and "nope.conf" in err
+
+
+def test_bad_timeout_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as e:
+        run(["--timeout", "0", "ping"])
+    assert e.value.code == 2
+
+
+# -- options ----------------------------------------------------------------
+
+def test_timings_go_to_stderr_also_on_failure(capsys):
+    rc, _ = run(["--timings", "ping"])
+    assert rc == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("host")
+    assert err.startswith("ping: ") and err.endswith(" ms\n")
+    rc, _ = run(["--timings", "release", UUID1],
+                FakeAPI(error=exception.InvalidRequest("bad")))
+    assert rc == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith("release: ") and lines[0].endswith(" ms")
+    assert lines[1] == "ERROR: bad"
+
+
+def test_default_factory_is_scheduler_api_with_the_timeout(monkeypatch):
+    made = []
+
+    class Recorder(FakeAPI):
+        def __init__(self, conf, timeout=None):
+            super().__init__()
+            made.append((conf, timeout))
+
+    monkeypatch.setattr(client, "SchedulerAPI", Recorder)
+    assert client.main(["--timeout", "7", "ping"]) == 0
+    assert client.main(["ping"]) == 0
+    assert [t for _, t in made] == [7.0, None]
+    assert made[0][0].scheduler.topic == "scheduler"
+
+
+def test_the_transport_is_cleaned_up():
+    class Transport:
+        cleaned = 0
+
+        def cleanup(self):
+            self.cleaned += 1
+
+    api = FakeAPI(error=exception.NoValidHost("No valid host: none"))
+    api.transport = Transport()
+    rc, _ = run(["select"], api)
+    assert rc == 1
+    assert api.transport.cleaned == 1
+
+
+def test_setup_logging_debug_to_stderr(monkeypatch):
+    seen = []
+    monkeypatch.setattr(client.logging, "setup",
+                        lambda conf, name: seen.append(
+                            (conf.debug, conf.use_stderr, name)))
+    conf = cmd.conf_from_args(client.parse_args(["ping"]))
+    REAL_SETUP_LOGGING(conf, True)
+    assert seen == [(True, True, "scheduler-client")]
+
+
+def test_format_table_empty_cells_and_widths():
+    text = cmd.format_table([{"a": "x", "b": None}, {"a": "long value"}],
+                            ["a", "b"])
+    assert text.splitlines() == ["a           b", "----------  -",
+                                 "x", "long value"]
+

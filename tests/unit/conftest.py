@@ -1,0 +1,53 @@
+"""Fixtures of the unit tests: a configuration, and a real SQLite database
+file in the test's tmp_path with the migrated schema (no DB mocks)."""
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+import pytest
+import sqlalchemy as sa
+
+import scheduler.conf
+from scheduler import fleet
+from scheduler.db import api as db_api
+from scheduler.db import migration
+from scheduler.host_manager import HostManager
+
+
+@pytest.fixture
+def conf(tmp_path):
+    conf = scheduler.conf.new_conf()
+    conf([], default_config_files=[])
+    conf.set_override("state_path", str(tmp_path))
+    return conf
+
+
+@pytest.fixture
+def engine(conf, tmp_path) -> Iterator[sa.Engine]:
+    engine = db_api.create_engine(conf)
+    assert engine.url.database == str(tmp_path / "scheduler.sqlite")
+    migration.upgrade(engine)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def register(engine) -> Callable[..., list[fleet.Node]]:
+    """``register(*nodes)``: put fleet nodes in the database."""
+    def _register(*nodes: fleet.Node) -> list[fleet.Node]:
+        assert fleet.register(engine, list(nodes)) == len(nodes)
+        return list(nodes)
+    return _register
+
+
+@pytest.fixture
+def random_fleet(engine) -> list[fleet.Node]:
+    """Five nodes of the seeded random fleet."""
+    nodes = fleet.make_nodes(5, seed=42)
+    fleet.register(engine, nodes)
+    return nodes
+
+
+@pytest.fixture
+def host_manager(conf, engine) -> HostManager:
+    return HostManager(conf, engine)

@@ -1,0 +1,29 @@
+"""Drivers on a real SQLite database."""
+import pytest
+
+from scheduler.drivers.caching import CachingScheduler
+from scheduler.drivers.chance import ChanceScheduler
+from scheduler.drivers.filter import FilterScheduler
+from scheduler.host_manager import HostManager
+
+
+@pytest.fixture
+def make_driver(conf, engine):
+    def _make(cls=FilterScheduler):
+        return cls(conf, HostManager(conf, engine), engine)
+    return _make
+
+
+@pytest.fixture
+def filter_driver(make_driver):
+    return make_driver(FilterScheduler)
+
+
+@pytest.fixture
+def chance_driver(make_driver):
+    return make_driver(ChanceScheduler)
+
+
+@pytest.fixture
+def caching_driver(make_driver):
+    return make_driver(CachingScheduler)

@@ -1,0 +1,345 @@
+"""filter_scheduler against a real SQLite database."""
+from __future__ import annotations
+
+import datetime
+import random
+
+import pytest
+from stevedore import extension
+
+from scheduler import exception
+from scheduler.db import api as db_api
+from scheduler.filters.base import BaseFilter
+from scheduler.request_spec import RequestSpec
+from tests.unit.fakes import allocation_rows
+from tests.unit.fakes import make_spec
+from tests.unit.fakes import node
+from tests.unit.fakes import node_row
+from tests.unit.fakes import set_service
+from tests.unit.fakes import spec_dict
+
+U = [f"cccccccc-0000-4000-8000-{i:012d}" for i in range(10)]
+
+
+def _spec(memory_mb=4096, vcpus=1, root_gb=10, **kw):
+    return make_spec(flavor={"memory_mb": memory_mb, "vcpus": vcpus,
+                             "root_gb": root_gb}, **kw)
+
+
+def _hosts(dests):
+    return [d["host"] for d in dests]
+
+
+def test_fits_the_flavor_and_claims_it(register, engine, filter_driver):
+    register(node("small", memory_mb=4096),
+             node("big", memory_mb=16384, ram_ratio=1.5))
+    [dest] = filter_driver.select_destinations(
+        _spec(memory_mb=8192, vcpus=2, instance_uuids=[U[0]]))
+    big = node_row(engine, "big")
+    assert dest == {
+        "host": "big", "nodename": "big", "uuid": U[0],
+        "limits": {"memory_mb": 16384 * 1.5, "vcpu": 8.0, "disk_gb": 100.0},
+        "allocation": {"compute_node_uuid": big.uuid, "vcpus": 2,
+                       "memory_mb": 8192, "disk_gb": 10}}
+    assert (big.memory_mb_used, big.vcpus_used, big.local_gb_used,
+            big.generation) == (8192, 2, 10, 1)
+    assert node_row(engine, "small").generation == 0
+    [alloc] = allocation_rows(engine)
+    assert (alloc.consumer_uuid, alloc.compute_node_id, alloc.project_id,
+            alloc.user_id) == (U[0], big.id, "p1", "u1")
+
+
+def test_weighers_pick_the_host_with_most_room(register, filter_driver):
+    register(node("a", memory_mb=8192), node("b", memory_mb=32768,
+                                             vcpus=32, local_gb=400),
+             node("c", memory_mb=16384))
+    assert _hosts(filter_driver.select_destinations(_spec())) == ["b"]
+
+
+def test_negative_ram_multiplier_stacks(register, conf, filter_driver):
+    conf.set_override("weighers", ["RAMWeigher"], group="filter_scheduler")
+    conf.set_override("ram_weight_multiplier", -1.0,
+                      group="filter_scheduler")
+    from scheduler.drivers.filter import FilterScheduler
+    driver = FilterScheduler(conf, filter_driver.host_manager,
+                             filter_driver.engine)
+    register(node("a", memory_mb=8192), node("b", memory_mb=32768))
+    assert _hosts(driver.select_destinations(
+        _spec(num_instances=3))) == ["a", "a", "b"]
+
+
+def test_multi_instance_is_all_or_nothing(register, engine, filter_driver):
+    register(node("h1", memory_mb=4096), node("h2", memory_mb=4096))
+    with pytest.raises(exception.NoValidHost) as info:
+        filter_driver.select_destinations(_spec(num_instances=3))
+    assert "instance 3 of 3" in info.value.message
+    assert "0/2 hosts passed" in info.value.message
+    assert "RamFilter removed" in info.value.message
+    assert allocation_rows(engine) == []
+    for host in ("h1", "h2"):
+        row = node_row(engine, host)
+        assert (row.memory_mb_used, row.generation) == (0, 0)
+
+
+def test_each_instance_sees_the_previous_ones(register, engine,
+                                             filter_driver):
+    # Each host fits exactly one instance.
+    register(node("h1", memory_mb=4096), node("h2", memory_mb=4096))
+    dests = filter_driver.select_destinations(
+        _spec(instance_uuids=[U[0], U[1]]))
+    assert sorted(_hosts(dests)) == ["h1", "h2"]
+    assert [d["uuid"] for d in dests] == [U[0], U[1]]
+    for host in ("h1", "h2"):
+        assert node_row(engine, host).memory_mb_used == 4096
+    assert len(allocation_rows(engine)) == 2
+
+
+def test_several_instances_on_one_host(register, engine, filter_driver):
+    register(node("h1", memory_mb=16384), node("tiny", memory_mb=2048))
+    dests = filter_driver.select_destinations(_spec(num_instances=4))
+    assert _hosts(dests) == ["h1"] * 4
+    row = node_row(engine, "h1")
+    assert (row.memory_mb_used, row.running_vms, row.generation) == (
+        16384, 4, 1)
+
+
+def test_host_subset_size(register, conf, filter_driver, monkeypatch):
+    register(node("h1", memory_mb=8192), node("h2", memory_mb=16384),
+             node("h3", memory_mb=32768))
+    seen = []
+
+    def last(seq):
+        seen.append([w.host.host for w in seq])
+        return seq[-1]
+
+    monkeypatch.setattr(random, "choice", last)
+    spec = _spec(memory_mb=1024)
+    [selection] = filter_driver.plan(spec, filter_driver.host_states())
+    assert seen == [["h3"]] and selection.host.host == "h3"
+
+    seen.clear()
+    conf.set_override("host_subset_size", 2, group="filter_scheduler")
+    [selection] = filter_driver.plan(spec, filter_driver.host_states())
+    assert seen == [["h3", "h2"]] and selection.host.host == "h2"
+
+    seen.clear()
+    conf.set_override("host_subset_size", 10, group="filter_scheduler")
+    [selection] = filter_driver.plan(spec, filter_driver.host_states())
+    assert seen == [["h3", "h2", "h1"]] and selection.host.host == "h1"
+
+
+def test_plan_carries_hosts_as_read(register, filter_driver):
+    register(node("h1", memory_mb=16384))
+    hosts = filter_driver.host_states()
+    selections = filter_driver.plan(_spec(num_instances=2), hosts)
+    assert all(s.host is hosts[0] for s in selections)
+
+
+def test_resending_the_same_uuids_claims_nothing_new(register, engine,
+                                                     filter_driver):
+    register(node("h1", memory_mb=8192), node("h2", memory_mb=8192))
+    spec = _spec(instance_uuids=[U[0], U[1]])
+    first = filter_driver.select_destinations(spec)
+    usage = {h: node_row(engine, h) for h in ("h1", "h2")}
+    again = filter_driver.select_destinations(spec)
+    assert [(d["host"], d["uuid"], d["allocation"]) for d in again] == [
+        (d["host"], d["uuid"], d["allocation"]) for d in first]
+    assert {h: node_row(engine, h) for h in ("h1", "h2")} == usage
+    assert len(allocation_rows(engine)) == 2
+
+
+def test_partly_held_uuids_are_replaced(register, engine, filter_driver):
+    register(node("h1", memory_mb=16384))
+    filter_driver.select_destinations(_spec(instance_uuids=[U[0]]))
+    dests = filter_driver.select_destinations(
+        _spec(instance_uuids=[U[0], U[1]]))
+    assert [d["uuid"] for d in dests] == [U[0], U[1]]
+    assert sorted(a.consumer_uuid for a in allocation_rows(engine)) == [
+        U[0], U[1]]
+    assert node_row(engine, "h1").memory_mb_used == 8192
+
+
+def test_claim_conflict_is_retried_with_fresh_states(register, engine,
+                                                     filter_driver):
+    register(node("h1", memory_mb=8192))
+    stale = filter_driver.host_states()
+    # Another scheduler claims on h1 after we read it.
+    from scheduler import claims
+    claims.claim(engine, [claims.Claim(U[9], stale[0].node_id,
+                                       stale[0].generation, 1, 2048, 10)])
+    calls = []
+
+    def stale_once():
+        calls.append(1)
+        return stale
+
+    filter_driver.host_states = stale_once
+    [dest] = filter_driver.select_destinations(_spec(instance_uuids=[U[0]]))
+    assert calls == [1]          # the retry read SQL, not the stale list
+    assert dest["host"] == "h1"
+    row = node_row(engine, "h1")
+    assert (row.memory_mb_used, row.generation) == (2048 + 4096, 2)
+    assert sorted(a.consumer_uuid for a in allocation_rows(engine)) == [
+        U[0], U[9]]
+
+
+def test_conflict_retry_replans_when_the_winner_filled_the_host(
+        register, engine, filter_driver):
+    register(node("h1", memory_mb=4096), node("h2", memory_mb=2048))
+    stale = filter_driver.host_states()
+    h1 = next(s for s in stale if s.host == "h1")
+    from scheduler import claims
+    claims.claim(engine, [claims.Claim(U[9], h1.node_id, h1.generation, 1,
+                                       2048, 10)])
+    filter_driver.host_states = lambda: stale
+    # h1 looked best (most free RAM) but is now half full; the retry still
+    # fits the 2048 MB instance on either host.
+    [dest] = filter_driver.select_destinations(_spec(memory_mb=2048))
+    assert dest["host"] in ("h1", "h2")
+    assert len(allocation_rows(engine)) == 2
+
+
+def test_losing_every_race_gives_no_valid_host(register, engine, conf,
+                                               filter_driver, monkeypatch):
+    register(node("h1"))
+    conf.set_override("claim_retries", 2, group="scheduler")
+    from scheduler import claims
+    attempts = []
+
+    def always_conflict(engine_, to_claim):
+        attempts.append(to_claim)
+        raise claims.ClaimConflict(to_claim[0].node_id)
+
+    monkeypatch.setattr(claims, "claim", always_conflict)
+    with pytest.raises(exception.NoValidHost) as info:
+        filter_driver.select_destinations(_spec())
+    assert len(attempts) == 3
+    assert "lost the claim race 3 times" in info.value.message
+    assert allocation_rows(engine) == []
+
+
+def test_concurrent_duplicate_request_returns_what_it_claimed(
+        register, engine, filter_driver):
+    register(node("h1", memory_mb=16384), node("h2", memory_mb=8192))
+    from scheduler import claims
+    original_plan = filter_driver.plan
+
+    def plan_while_a_twin_claims(spec, hosts):
+        selections = original_plan(spec, hosts)
+        # The twin request (same consumer) wins on h2 in the meantime.
+        h2 = node_row(engine, "h2")
+        claims.claim(engine, [claims.Claim(U[0], h2.id, h2.generation, 1,
+                                           4096, 10)])
+        return selections
+
+    filter_driver.plan = plan_while_a_twin_claims
+    [dest] = filter_driver.select_destinations(_spec(instance_uuids=[U[0]]))
+    assert dest["host"] == "h2" and dest["uuid"] == U[0]
+    assert node_row(engine, "h1").memory_mb_used == 0   # rolled back
+    assert node_row(engine, "h1").generation == 0
+    assert len(allocation_rows(engine)) == 1
+
+
+def test_no_valid_host_names_the_filters(register, engine, filter_driver):
+    register(node("down", memory_mb=65536), node("small", memory_mb=2048),
+             node("far", memory_mb=65536, zone="az2"))
+    with engine.connect() as conn:
+        now = db_api.db_time(conn)
+    set_service(engine, "down",
+                last_seen_up=now - datetime.timedelta(hours=1))
+    with pytest.raises(exception.NoValidHost) as info:
+        filter_driver.select_destinations(
+            _spec(memory_mb=8192, availability_zone="az1"))
+    assert info.value.message == (
+        "No valid host: 0/3 hosts passed. AvailabilityZoneFilter removed 1 "
+        "(not in the requested availability zone (az1)), ComputeFilter "
+        "removed 1 (service down or disabled), RamFilter removed 1 "
+        "(insufficient RAM: need 8192 MB)")
+    assert allocation_rows(engine) == []
+
+
+def test_no_hosts_at_all(engine, filter_driver):
+    with pytest.raises(exception.NoValidHost) as info:
+        filter_driver.select_destinations(_spec())
+    assert info.value.message.startswith("No valid host: 0/0 hosts passed")
+
+
+def test_availability_zone(register, filter_driver):
+    register(node("a1", zone="az1"), node("a2", zone="az2", memory_mb=65536))
+    dests = filter_driver.select_destinations(
+        _spec(num_instances=2, availability_zone="az1"))
+    assert _hosts(dests) == ["a1", "a1"]
+
+
+def test_ignore_hosts(register, filter_driver):
+    register(node("h1", memory_mb=65536), node("h2"))
+    assert _hosts(filter_driver.select_destinations(
+        _spec(ignore_hosts=["H1"]))) == ["h2"]
+
+
+def test_forced_host_skips_filters_and_limits(register, engine,
+                                              filter_driver):
+    register(node("h1"), node("h2"))
+    set_service(engine, "h1", disabled=True, disabled_reason="x")
+    [dest] = filter_driver.select_destinations(
+        _spec(memory_mb=65536, force_hosts=["h1"]))
+    assert dest["host"] == "h1" and dest["limits"] == {}
+    assert node_row(engine, "h1").memory_mb_used == 65536
+
+
+def test_requested_destination_still_filters(register, engine,
+                                             filter_driver):
+    register(node("h1"), node("h2"))
+    set_service(engine, "h1", disabled=True)
+    with pytest.raises(exception.NoValidHost) as info:
+        filter_driver.select_destinations(
+            _spec(requested_destination={"host": "h1"}))
+    assert "requested_destination removed 1" in info.value.message
+    assert "ComputeFilter removed 1" in info.value.message
+
+
+def test_return_alternates(register, conf, filter_driver):
+    register(node("a", memory_mb=65536), node("b", memory_mb=32768),
+             node("c", memory_mb=16384), node("d", memory_mb=8192))
+    [dest] = filter_driver.select_destinations(
+        _spec(return_alternates=True))
+    assert dest["host"] == "a"
+    assert [a["host"] for a in dest["alternates"]] == ["b", "c"]
+    assert all("limits" in a for a in dest["alternates"])
+    [dest] = filter_driver.select_destinations(_spec())
+    assert "alternates" not in dest
+
+
+def test_rank_is_a_dry_run(register, engine, filter_driver):
+    register(node("a", memory_mb=65536), node("b", memory_mb=2048))
+    ranked = filter_driver.rank(_spec(), limit=5)
+    assert [h["host"] for h in ranked["hosts"]] == ["a"]
+    assert ranked["total"] == 2
+    ram = next(f for f in ranked["filters"] if f["name"] == "RamFilter")
+    assert (ram["in"], ram["out"], ram["sample"]) == (2, 1, ["b"])
+    assert allocation_rows(engine) == []
+    assert node_row(engine, "a").generation == 0
+
+
+def test_a_plugin_filter_by_stevedore(register, filter_driver):
+    class OnlyB(BaseFilter):
+        reason = "not b"
+
+        def host_passes(self, host, spec):
+            return host.host == "b"
+
+    manager = extension.ExtensionManager.make_test_instance([
+        extension.Extension("OnlyB", None, OnlyB,
+                            OnlyB(filter_driver.conf))])
+    filter_driver.filters = [ext.obj for ext in manager.extensions]
+    register(node("a", memory_mb=65536), node("b"))
+    assert _hosts(filter_driver.select_destinations(_spec())) == ["b"]
+
+
+def test_spec_from_legacy_is_scheduled(register, filter_driver):
+    register(node("h1"))
+    spec = RequestSpec.from_legacy(
+        {"instance_type": spec_dict()["flavor"],
+         "instance_properties": {"uuid": U[3]}}, {})
+    [dest] = filter_driver.select_destinations(spec)
+    assert dest["uuid"] == U[3]

@@ -1,0 +1,142 @@
+"""Request targeting: ignore/force hosts and nodes, requested_destination."""
+from scheduler import targeting
+from tests.unit.fakes import make_host
+from tests.unit.fakes import make_spec
+
+
+def _hosts():
+    return [make_host("host1", node_id=1),
+            make_host("Host2", node_id=2),
+            make_host("ironic", "node-a", node_id=3),
+            make_host("ironic", "Node-B", node_id=4)]
+
+
+def _names(hosts):
+    return [f"{h.host}:{h.nodename}" for h in hosts]
+
+
+def test_no_targeting_keeps_everything():
+    hosts = _hosts()
+    kept, forced, steps = targeting.apply(make_spec(), hosts)
+    assert kept == hosts
+    assert forced is False and steps == []
+
+
+def test_ignore_hosts_is_case_insensitive():
+    kept, forced, steps = targeting.apply(
+        make_spec(ignore_hosts=["HOST1", "host2"]), _hosts())
+    assert _names(kept) == ["ironic:node-a", "ironic:Node-B"]
+    assert forced is False
+    [step] = steps
+    assert (step.name, step.hosts_in, step.hosts_out) == ("ignore_hosts", 4,
+                                                          2)
+    assert step.reason == "ignored by the request"
+    assert step.sample == ("host1", "Host2")
+
+
+def test_ignore_hosts_drops_every_node_of_the_host():
+    kept, _, _ = targeting.apply(make_spec(ignore_hosts=["ironic"]),
+                                 _hosts())
+    assert _names(kept) == ["host1:host1", "Host2:Host2"]
+
+
+def test_ignoring_an_unknown_host_records_no_step():
+    hosts = _hosts()
+    kept, forced, steps = targeting.apply(make_spec(ignore_hosts=["nope"]),
+                                          hosts)
+    assert kept == hosts and steps == [] and forced is False
+
+
+def test_force_hosts_is_case_insensitive_and_skips_filters():
+    kept, forced, steps = targeting.apply(
+        make_spec(force_hosts=["IRONIC"]), _hosts())
+    assert _names(kept) == ["ironic:node-a", "ironic:Node-B"]
+    assert forced is True
+    assert [(s.name, s.reason) for s in steps] == [
+        ("force_hosts", "not a forced host")]
+
+
+def test_forced_host_is_kept_even_if_down():
+    hosts = [make_host("h1", node_id=1, service_up=False,
+                       service_disabled=True),
+             make_host("h2", node_id=2)]
+    kept, forced, _ = targeting.apply(make_spec(force_hosts=["h1"]), hosts)
+    assert kept == [hosts[0]] and forced is True
+
+
+def test_force_nodes_match_exactly():
+    kept, forced, _ = targeting.apply(make_spec(force_nodes=["Node-B"]),
+                                      _hosts())
+    assert _names(kept) == ["ironic:Node-B"]
+    assert forced is True
+    kept, forced, steps = targeting.apply(make_spec(force_nodes=["node-b"]),
+                                          _hosts())
+    assert kept == [] and forced is True
+    assert steps[-1].name == "force_nodes"
+    assert steps[-1].hosts_out == 0
+
+
+def test_force_hosts_and_nodes_intersect():
+    kept, forced, steps = targeting.apply(
+        make_spec(force_hosts=["ironic"], force_nodes=["node-a", "host1"]),
+        _hosts())
+    assert _names(kept) == ["ironic:node-a"]
+    assert forced is True
+    assert [s.name for s in steps] == ["force_hosts", "force_nodes"]
+
+
+def test_forced_but_nothing_matches_leaves_no_host():
+    kept, forced, _ = targeting.apply(make_spec(force_hosts=["ghost"]),
+                                      _hosts())
+    assert kept == [] and forced is True
+
+
+def test_ignore_wins_over_force():
+    kept, forced, steps = targeting.apply(
+        make_spec(ignore_hosts=["host1"], force_hosts=["host1"]), _hosts())
+    assert kept == [] and forced is True
+    assert [s.name for s in steps] == ["ignore_hosts", "force_hosts"]
+
+
+def test_requested_destination_narrows_without_forcing():
+    kept, forced, steps = targeting.apply(
+        make_spec(requested_destination={"host": "HOST2"}), _hosts())
+    assert _names(kept) == ["Host2:Host2"]
+    assert forced is False
+    [step] = steps
+    assert (step.name, step.reason, step.hosts_in, step.hosts_out) == (
+        "requested_destination", "not the requested host", 4, 1)
+
+
+def test_requested_destination_node_is_exact():
+    spec = make_spec(requested_destination={"host": "ironic",
+                                            "node": "Node-B"})
+    kept, forced, steps = targeting.apply(spec, _hosts())
+    assert _names(kept) == ["ironic:Node-B"] and forced is False
+    assert [s.reason for s in steps] == ["not the requested host",
+                                         "not the requested node"]
+    kept, _, _ = targeting.apply(
+        make_spec(requested_destination={"node": "node-b"}), _hosts())
+    assert kept == []
+
+
+def test_requested_destination_without_host_or_node_keeps_all():
+    hosts = _hosts()
+    for dest in ({"aggregates": ["a1"]}, {"host": None, "node": None}, None):
+        kept, forced, steps = targeting.apply(
+            make_spec(requested_destination=dest), hosts)
+        assert kept == hosts and not forced and steps == []
+
+
+def test_steps_are_recorded_in_order():
+    spec = make_spec(ignore_hosts=["host1"], force_hosts=["ironic", "host2"],
+                     force_nodes=["node-a", "Node-B", "Host2"],
+                     requested_destination={"host": "ironic",
+                                            "node": "node-a"})
+    kept, forced, steps = targeting.apply(spec, _hosts())
+    assert _names(kept) == ["ironic:node-a"]
+    assert forced is True
+    assert [(s.name, s.hosts_in, s.hosts_out) for s in steps] == [
+        ("ignore_hosts", 4, 3),
+        ("requested_destination", 3, 2),
+        ("requested_destination", 2, 1)]

@@ -1,0 +1,205 @@
+"""Weighing: normalize per call, multiply, sum, stable sort."""
+from __future__ import annotations
+
+import pytest
+
+from scheduler.weighers.base import BaseWeigher
+from scheduler.weighers.base import WeighedHost
+from scheduler.weighers.base import normalize
+from scheduler.weighers.base import weigh_hosts
+from tests.unit.fakes import make_host
+from tests.unit.fakes import make_spec
+
+
+class StatWeigher(BaseWeigher):
+    """Raw value = host.stats[key]; multiplier given, not from conf."""
+
+    def __init__(self, conf, key="raw", multiplier=1.0, minval=None,
+                 maxval=None):
+        super().__init__(conf)
+        self.key = key
+        self._multiplier = multiplier
+        self.minval = minval
+        self.maxval = maxval
+        self.calls = 0
+
+    @property
+    def name(self):
+        return f"Stat[{self.key}]"
+
+    @property
+    def multiplier(self):
+        return self._multiplier
+
+    def weigh(self, host, spec):
+        self.calls += 1
+        return host.stats[self.key]
+
+
+def _hosts(*values, key="raw"):
+    return [make_host(f"h{i}", node_id=i, stats={key: v})
+            for i, v in enumerate(values)]
+
+
+def _order(weighed):
+    return [w.host.host for w in weighed]
+
+
+# --- normalize ---------------------------------------------------------------
+
+def test_normalize_empty():
+    assert normalize([]) == []
+
+
+def test_normalize_min_max_of_the_values():
+    assert normalize([1, 2, 3]) == [0.0, 0.5, 1.0]
+    assert normalize([30, 10, 20]) == [1.0, 0.0, 0.5]
+
+
+@pytest.mark.parametrize("values", [[5], [5, 5, 5], [-3, -3], [0.0, 0.0]])
+def test_normalize_equal_values_give_zero(values):
+    assert normalize(values) == [0.0] * len(values)
+
+
+def test_normalize_with_minval_zero():
+    # nova's documented RAM example
+    assert normalize([1024, 2048, 4096], minval=0) == [0.25, 0.5, 1.0]
+
+
+def test_normalize_minval_clamps_values_below_it():
+    assert normalize([-1000, 50, 100], minval=0) == [0.0, 0.5, 1.0]
+
+
+def test_normalize_maxval_clamps_values_above_it():
+    assert normalize([0, 50, 500], maxval=100) == [0.0, 0.5, 1.0]
+
+
+def test_normalize_equal_or_inverted_bounds_give_zero():
+    assert normalize([1, 2, 3], minval=5, maxval=5) == [0.0, 0.0, 0.0]
+    assert normalize([-5, -1], minval=0) == [0.0, 0.0]
+
+
+def test_normalize_equal_values_with_a_declared_bound():
+    assert normalize([1024, 1024], minval=0) == [1.0, 1.0]
+
+
+# --- weigh_hosts -------------------------------------------------------------
+
+def test_best_first(conf):
+    weighed = weigh_hosts([StatWeigher(conf)], _hosts(1, 3, 2), make_spec())
+    assert _order(weighed) == ["h1", "h2", "h0"]
+    assert [w.weight for w in weighed] == [1.0, 0.5, 0.0]
+    assert all(isinstance(w, WeighedHost) for w in weighed)
+
+
+def test_weights_record_normalized_values_before_the_multiplier(conf):
+    weigher = StatWeigher(conf, multiplier=3.0)
+    weighed = weigh_hosts([weigher], _hosts(0, 10), make_spec())
+    assert weighed[0].weight == 3.0
+    assert weighed[0].weights == {"Stat[raw]": 1.0}
+    assert weighed[1].weights == {"Stat[raw]": 0.0}
+
+
+def test_weighers_add_up(conf):
+    hosts = [make_host("a", node_id=1, stats={"x": 0, "y": 10}),
+             make_host("b", node_id=2, stats={"x": 10, "y": 0}),
+             make_host("c", node_id=3, stats={"x": 5, "y": 5})]
+    weighers = [StatWeigher(conf, "x", multiplier=1.0),
+                StatWeigher(conf, "y", multiplier=2.0)]
+    weighed = weigh_hosts(weighers, hosts, make_spec())
+    assert {w.host.host: w.weight for w in weighed} == {
+        "a": 2.0, "b": 1.0, "c": 1.5}
+    assert _order(weighed) == ["a", "c", "b"]
+
+
+def test_normalization_is_per_call_never_remembered(conf):
+    weigher = StatWeigher(conf)
+    spec = make_spec()
+    weigh_hosts([weigher], _hosts(0, 1000), spec)
+    # A later, narrower call uses its own range, not [0, 1000].
+    weighed = weigh_hosts([weigher], _hosts(5, 10), spec)
+    assert [w.weight for w in weighed] == [1.0, 0.0]
+    weighed = weigh_hosts([weigher], _hosts(5, 10, 2000), spec)
+    assert weighed[0].weight == 1.0 and weighed[1].weight == pytest.approx(
+        5 / 1995)
+    assert weigher.minval is None and weigher.maxval is None
+
+
+def test_declared_minval_is_not_widened(conf):
+    weigher = StatWeigher(conf, minval=0)
+    weigh_hosts([weigher], _hosts(-500, 100), make_spec())
+    assert weigher.minval == 0
+    weighed = weigh_hosts([weigher], _hosts(50, 100), make_spec())
+    assert [w.weight for w in weighed] == [1.0, 0.5]
+
+
+def test_multiplier_zero_skips_the_weigher(conf):
+    class Exploding(StatWeigher):
+        def weigh(self, host, spec):
+            raise AssertionError("a weigher with multiplier 0 must not run")
+
+    hosts = _hosts(1, 2, 3)
+    weighed = weigh_hosts([Exploding(conf, multiplier=0.0)], hosts,
+                          make_spec())
+    assert _order(weighed) == ["h0", "h1", "h2"]
+    assert all(w.weight == 0.0 and w.weights == {} for w in weighed)
+
+
+def test_negative_multiplier_stacks(conf):
+    weighed = weigh_hosts([StatWeigher(conf, multiplier=-1.0)],
+                          _hosts(10, 30, 20), make_spec())
+    assert _order(weighed) == ["h0", "h2", "h1"]
+    assert [w.weight for w in weighed] == [0.0, -0.5, -1.0]
+
+
+@pytest.mark.parametrize("values,expected", [
+    ((1, 1, 1, 1), ["h0", "h1", "h2", "h3"]),
+    ((2, 1, 2, 1), ["h0", "h2", "h1", "h3"]),
+    ((1, 2, 1, 2), ["h1", "h3", "h0", "h2"]),
+])
+def test_ties_keep_input_order(conf, values, expected):
+    weighed = weigh_hosts([StatWeigher(conf)], _hosts(*values), make_spec())
+    assert _order(weighed) == expected
+
+
+def test_ties_keep_input_order_with_reversed_input(conf):
+    hosts = list(reversed(_hosts(1, 1, 1)))
+    weighed = weigh_hosts([StatWeigher(conf)], hosts, make_spec())
+    assert _order(weighed) == ["h2", "h1", "h0"]
+
+
+@pytest.mark.parametrize("count", [0, 1])
+def test_zero_or_one_host_is_not_weighed(conf, count):
+    weigher = StatWeigher(conf)
+    weighed = weigh_hosts([weigher], _hosts(*[7] * count), make_spec())
+    assert len(weighed) == count
+    assert all(w.weight == 0.0 for w in weighed)
+    assert weigher.calls == 0
+
+
+def test_no_weighers_keeps_order(conf):
+    hosts = _hosts(3, 1, 2)
+    assert [w.host for w in weigh_hosts([], hosts, make_spec())] == hosts
+
+
+def test_multiplier_comes_from_the_named_option(conf):
+    class Ram(BaseWeigher):
+        multiplier_option = "ram_weight_multiplier"
+
+        def weigh(self, host, spec):
+            return 0
+
+    weigher = Ram(conf)
+    assert weigher.name == "Ram"
+    assert weigher.multiplier == 1.0
+    conf.set_override("ram_weight_multiplier", -2.5,
+                      group="filter_scheduler")
+    assert weigher.multiplier == -2.5
+
+
+def test_base_weigher_requires_weigh(conf):
+    class Nothing(BaseWeigher):
+        multiplier_option = "ram_weight_multiplier"
+
+    with pytest.raises(NotImplementedError):
+        Nothing(conf).weigh(make_host(), make_spec())
