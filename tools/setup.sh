@@ -32,9 +32,15 @@ if [[ ! -x .venv/bin/python ]]; then
     echo "setup: creating .venv with $($python --version)"
     "$python" -m venv .venv
 fi
-.venv/bin/pip install -q --upgrade pip >/dev/null
 req_args=(-r requirements.txt)
 [[ "${1:-}" == "--with-tests" ]] && req_args+=(-r test-requirements.txt)
-.venv/bin/pip install -q "${req_args[@]}" 2>&1 | grep -v "^WARNING: Location" || true
-.venv/bin/pip install -q --no-deps -e . 2>&1 | grep -v "^WARNING: Location" || true
+# pip's output goes to a log, shown only if it fails.
+log=.venv/pip.log
+if ! { .venv/bin/pip install --upgrade pip \
+       && .venv/bin/pip install "${req_args[@]}" \
+       && .venv/bin/pip install --no-deps -e .; } > "$log" 2>&1; then
+    tail -40 "$log" >&2
+    echo "setup: pip failed; full log in $log" >&2
+    exit 1
+fi
 echo "setup: ready ($(.venv/bin/python --version), project installed in .venv)"

@@ -2,7 +2,8 @@
 file in the test's tmp_path with the migrated schema (no DB mocks)."""
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 
 import pytest
 import sqlalchemy as sa

@@ -21,14 +21,15 @@ FLAVOR = {"name": "m1.small", "flavorid": "2", "memory_mb": 2048,
 def make_host(host: str = "host1", nodename: str | None = None,
               node_id: int = 1, **kw: Any) -> HostState:
     """A HostState with roomy defaults and ratios of 1.0."""
-    fields: dict[str, Any] = dict(
-        node_id=node_id, uuid=None, host=host,
-        nodename=nodename if nodename is not None else host,
-        generation=0, vcpus_total=8, vcpus_used=0,
-        memory_mb_total=8192, memory_mb_used=0,
-        disk_gb_total=100, disk_gb_used=0,
-        cpu_allocation_ratio=1.0, ram_allocation_ratio=1.0,
-        disk_allocation_ratio=1.0, service_up=True, service_disabled=False)
+    fields: dict[str, Any] = {
+        "node_id": node_id, "uuid": None, "host": host,
+        "nodename": nodename if nodename is not None else host,
+        "generation": 0, "vcpus_total": 8, "vcpus_used": 0,
+        "memory_mb_total": 8192, "memory_mb_used": 0,
+        "disk_gb_total": 100, "disk_gb_used": 0,
+        "cpu_allocation_ratio": 1.0, "ram_allocation_ratio": 1.0,
+        "disk_allocation_ratio": 1.0, "service_up": True,
+        "service_disabled": False}
     fields.update(kw)
     return HostState(**fields)
 

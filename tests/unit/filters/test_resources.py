@@ -40,8 +40,8 @@ def test_ram_used_is_taken_into_account(conf):
 
 def test_ram_ratio_overcommits(conf):
     # limit 6144, used 4096: 2048 left
-    host = dict(memory_mb_total=4096, memory_mb_used=4096,
-                ram_allocation_ratio=1.5)
+    host = {"memory_mb_total": 4096, "memory_mb_used": 4096,
+            "ram_allocation_ratio": 1.5}
     assert _ram(conf, 2048, **host)
     assert not _ram(conf, 2049, **host)
 
@@ -76,7 +76,7 @@ def test_core_one_over_fails(conf):
 
 
 def test_core_ratio_overcommits(conf):
-    host = dict(vcpus_total=4, vcpus_used=60, cpu_allocation_ratio=16.0)
+    host = {"vcpus_total": 4, "vcpus_used": 60, "cpu_allocation_ratio": 16.0}
     assert _core(conf, 4, **host)
     assert not _core(conf, 5, **host)
 
@@ -112,8 +112,8 @@ def test_disk_counts_swap(conf):
 
 
 def test_disk_used_and_ratio(conf):
-    host = dict(disk_gb_total=100, disk_gb_used=150,
-                disk_allocation_ratio=2.0)
+    host = {"disk_gb_total": 100, "disk_gb_used": 150,
+            "disk_allocation_ratio": 2.0}
     assert _disk(conf, {"root_gb": 50}, **host)
     assert not _disk(conf, {"root_gb": 51}, **host)
 
