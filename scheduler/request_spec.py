@@ -57,7 +57,9 @@ SCHEMA: dict[str, Any] = {
         },
         "image": {
             "type": ["object", "null"],
-            "properties": {"id": _OPT_STR, "properties": _STR_MAP},
+            "additionalProperties": False,
+            "properties": {"id": _OPT_STR, "name": _OPT_STR,
+                           "properties": _STR_MAP},
         },
         "availability_zone": _OPT_STR,
         "ignore_hosts": _HOSTS,
@@ -88,7 +90,9 @@ SCHEMA: dict[str, Any] = {
         },
         "retry": {
             "type": ["object", "null"],
+            "additionalProperties": False,
             "properties": {
+                "exc": {"type": ["string", "null"], "maxLength": 4096},
                 "num_attempts": {"type": "integer", "minimum": 0},
                 "hosts": {"type": "array", "maxItems": MAX_LIST,
                           "items": {"type": "array", "minItems": 2,
@@ -299,6 +303,8 @@ def legacy_to_spec(request_spec: Any, filter_properties: Any) -> dict:
     num = request_spec.get("num_instances", 1)
     if uuids:
         spec["instance_uuids"] = uuids
+        if "num_instances" in request_spec:
+            spec["num_instances"] = num   # a mismatch is the schema's to name
     elif props.get("uuid") and num == 1:
         spec["instance_uuids"] = [props["uuid"]]
     else:

@@ -40,7 +40,8 @@ class FilterScheduler(Driver):
                                             index)
             if not passed:
                 raise exception.NoValidHost(self._refusal(
-                    spec, index, total, target_steps + steps))
+                    spec, index, total,
+                    steps if index else target_steps + steps))
             weighed = weigh_hosts(self.weighers, passed, spec)
             chosen = random.choice(weighed[:subset]).host
             selections.append(Selection(
@@ -92,10 +93,14 @@ class FilterScheduler(Driver):
                 for w in weighed if w.host is not chosen][:count]
 
     @staticmethod
-    def _refusal(spec: RequestSpec, index: int, total: int, steps) -> str:
-        text = "No valid host: " + explain(steps, total)
-        if index:
-            text = (f"No valid host for instance {index + 1} of "
-                    f"{spec.num_instances} (the request is all or nothing): "
-                    + explain(steps, total))
-        return text
+    def _refusal(spec: RequestSpec, index: int, total: int,
+                 steps) -> str:
+        if not index:
+            return "No valid host: " + explain(steps, total)
+        # Later instances only see the hosts that survived the earlier ones
+        # (nova's loop), so the counts are of those, and say so.
+        remaining = steps[0].hosts_in if steps else 0
+        return (f"No valid host for instance {index + 1} of "
+                f"{spec.num_instances} (all or nothing: none was placed); "
+                f"of the hosts left after placing the first {index}, "
+                + explain(steps, remaining))

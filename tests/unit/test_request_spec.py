@@ -460,3 +460,20 @@ def test_flavor_disk_gb_counts_swap(root, ephemeral, swap, expected):
     flavor = Flavor(memory_mb=1, vcpus=1, root_gb=root,
                     ephemeral_gb=ephemeral, swap=swap)
     assert flavor.disk_gb == expected
+
+
+def test_unknown_keys_in_image_and_retry_are_refused():
+    assert _invalid(spec_dict(image={"id": "i", "disk": "x"})).startswith(
+        "spec.image: Additional properties are not allowed ('disk'")
+    assert _invalid(spec_dict(retry={"hosts": [], "why": 1})).startswith(
+        "spec.retry: Additional properties are not allowed ('why'")
+    spec = RequestSpec.from_primitives(spec_dict(
+        retry={"num_attempts": 1, "hosts": [], "exc": "boom"}))
+    assert spec.retry["exc"] == "boom"
+
+
+def test_legacy_num_instances_disagreeing_with_uuids_is_refused():
+    with pytest.raises(exception.InvalidRequest) as info:
+        RequestSpec.from_legacy(_legacy_request_spec(num_instances=3), {})
+    assert info.value.message.startswith("spec.num_instances: 3 does not "
+                                         "match the 1 instance_uuids")

@@ -142,3 +142,8 @@ def test_filter_all_equals_host_passes(conf, cls):
     expected = [h for h in hosts if f.host_passes(h, spec)]
     assert f.filter_all(hosts, spec) == expected
     assert [h.host for h in expected] == ["h3", "h4", "h5", "h6"]
+
+
+def test_core_node_reporting_no_vcpus_is_not_judged(conf):
+    # nova's CoreFilter passes a node whose vcpus total is 0 (not reported)
+    assert _core(conf, 4, vcpus_total=0, vcpus_used=0)
