@@ -1,4 +1,4 @@
-"""Atomic claims and releases against SQL.
+"""Atomic claims, their confirmation, expiry and release, against SQL.
 
 A claim is one transaction: for every node it touches, bump the node's usage
 with ``UPDATE ... WHERE id = :id AND generation = :seen`` (generation + 1),
@@ -9,7 +9,18 @@ and plans again. A consumer already holding an allocation makes the insert
 violate the unique ``consumer_uuid`` and the transaction rolls back too, so a
 consumer never holds two claims.
 
-The UPDATEs come first on purpose: on SQLite a transaction that starts with a
+Claims for a server group with a hard policy first update the group's
+``claim_groups`` row. That serializes the group's claims (a row lock on
+PostgreSQL, the single writer on SQLite), so the membership check that
+follows, inside the same transaction, sees every committed member: two
+concurrent boots cannot both find the group empty.
+
+Claims start provisional when ``ttl`` is given: they expire at the database's
+``now + ttl`` unless :func:`confirm` is called, and :func:`expire` (a
+periodic task) gives expired ones back. The database's clock, not a worker's,
+decides.
+
+Every function here writes first: on SQLite a transaction that starts with a
 write waits for the write lock (busy timeout) instead of failing when a read
 snapshot turns out to be stale.
 """
@@ -17,10 +28,15 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import datetime
+from typing import Iterable
 
 from oslo_db import exception as db_exc
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects import sqlite
 
+from scheduler.db import api as db
 from scheduler.db import models
 
 
@@ -28,6 +44,7 @@ from scheduler.db import models
 class Claim:
     consumer_uuid: str
     node_id: int
+    host: str
     generation: int      # the node's generation the plan was made against
     vcpus: int
     memory_mb: int
@@ -37,60 +54,179 @@ class Claim:
     group_uuid: str | None = None
 
 
-class ClaimConflict(Exception):
-    """A node changed since it was read; plan again."""
+@dataclasses.dataclass(frozen=True)
+class GroupRule:
+    """A hard server-group policy the claim must keep."""
+    uuid: str
+    policy: str                 # "affinity" or "anti-affinity"
+    max_per_host: int = 1
 
-    def __init__(self, node_id: int):
-        super().__init__(f"compute node {node_id} changed concurrently")
+
+class ClaimConflict(Exception):
+    """What the plan was based on changed; plan again."""
+
+    def __init__(self, message: str, node_id: int | None = None):
+        super().__init__(message)
         self.node_id = node_id
+
+
+class GroupConflict(ClaimConflict):
+    """Another member of the group was placed concurrently."""
 
 
 class ConsumerExists(Exception):
     """One of the consumers already holds a claim."""
 
 
-def claim(engine: sa.Engine, claims: list[Claim]) -> None:
+def claim(engine: sa.Engine, claims: list[Claim], *,
+          group: GroupRule | None = None, replace: Iterable[str] = (),
+          ttl: int = 0) -> None:
     """Record ``claims`` all together or not at all.
 
+    ``replace`` names consumers whose existing claims this one supersedes
+    (released in the same transaction). ``ttl`` > 0 makes the claims expire
+    that many seconds from now unless confirmed.
     :raises ClaimConflict: a node's generation moved; nothing was written.
+    :raises GroupConflict: the claims would break ``group``; nothing was
+        written.
     :raises ConsumerExists: a consumer already has an allocation; nothing
         was written.
     """
+    replace = list(replace)
+    try:
+        with engine.begin() as conn:
+            if group is not None:
+                _lock_group(conn, group.uuid)
+            _consume(conn, claims)
+            if replace:
+                _give_back(conn, _delete(conn, models.allocations.c
+                                         .consumer_uuid.in_(replace)))
+            if group is not None:
+                _check_group(conn, group, claims)
+            expires_at = None
+            if ttl > 0:
+                expires_at = db.db_time(conn) + datetime.timedelta(
+                    seconds=ttl)
+            conn.execute(models.allocations.insert(), [
+                {"consumer_uuid": c.consumer_uuid,
+                 "compute_node_id": c.node_id, "project_id": c.project_id,
+                 "user_id": c.user_id, "group_uuid": c.group_uuid,
+                 "vcpus": c.vcpus, "memory_mb": c.memory_mb,
+                 "disk_gb": c.disk_gb, "expires_at": expires_at}
+                for c in claims])
+    except db_exc.DBDuplicateEntry as e:
+        raise ConsumerExists(str(e)) from e
+
+
+def _consume(conn: sa.Connection, claims: list[Claim]) -> None:
     by_node: dict[int, list[Claim]] = collections.defaultdict(list)
     for c in claims:
         by_node[c.node_id].append(c)
     nodes = models.compute_nodes
-    try:
-        with engine.begin() as conn:
-            # Sorted so two transactions lock nodes in the same order
-            # (no deadlock between them on PostgreSQL).
-            for node_id in sorted(by_node):
-                group = by_node[node_id]
-                vcpus = sum(c.vcpus for c in group)
-                memory = sum(c.memory_mb for c in group)
-                disk = sum(c.disk_gb for c in group)
-                result = conn.execute(
-                    nodes.update()
-                    .where(nodes.c.id == node_id,
-                           nodes.c.generation == group[0].generation,
-                           nodes.c.deleted == 0)
-                    .values(vcpus_used=nodes.c.vcpus_used + vcpus,
-                            memory_mb_used=nodes.c.memory_mb_used + memory,
-                            local_gb_used=nodes.c.local_gb_used + disk,
-                            free_ram_mb=nodes.c.free_ram_mb - memory,
-                            free_disk_gb=nodes.c.free_disk_gb - disk,
-                            running_vms=nodes.c.running_vms + len(group),
-                            generation=nodes.c.generation + 1))
-                if result.rowcount != 1:
-                    raise ClaimConflict(node_id)
-            conn.execute(models.allocations.insert(), [
-                {"consumer_uuid": c.consumer_uuid, "compute_node_id": c.node_id,
-                 "project_id": c.project_id, "user_id": c.user_id,
-                 "group_uuid": c.group_uuid, "vcpus": c.vcpus,
-                 "memory_mb": c.memory_mb, "disk_gb": c.disk_gb}
-                for c in claims])
-    except db_exc.DBDuplicateEntry as e:
-        raise ConsumerExists(str(e)) from e
+    # Sorted so two transactions lock nodes in the same order (no deadlock
+    # between them on PostgreSQL).
+    for node_id in sorted(by_node):
+        group = by_node[node_id]
+        vcpus = sum(c.vcpus for c in group)
+        memory = sum(c.memory_mb for c in group)
+        disk = sum(c.disk_gb for c in group)
+        result = conn.execute(
+            nodes.update()
+            .where(nodes.c.id == node_id,
+                   nodes.c.generation == group[0].generation,
+                   nodes.c.deleted == 0)
+            .values(vcpus_used=nodes.c.vcpus_used + vcpus,
+                    memory_mb_used=nodes.c.memory_mb_used + memory,
+                    local_gb_used=nodes.c.local_gb_used + disk,
+                    free_ram_mb=nodes.c.free_ram_mb - memory,
+                    free_disk_gb=nodes.c.free_disk_gb - disk,
+                    running_vms=nodes.c.running_vms + len(group),
+                    generation=nodes.c.generation + 1))
+        if result.rowcount != 1:
+            raise ClaimConflict(
+                f"compute node {node_id} changed concurrently", node_id)
+
+
+def _lock_group(conn: sa.Connection, group_uuid: str) -> None:
+    table = models.claim_groups
+    dialect = conn.dialect.name
+    if dialect == "postgresql":
+        conn.execute(postgresql.insert(table).values(uuid=group_uuid)
+                     .on_conflict_do_nothing())
+    elif dialect == "sqlite":
+        conn.execute(sqlite.insert(table).values(uuid=group_uuid)
+                     .on_conflict_do_nothing())
+    else:
+        conn.execute(table.insert().prefix_with("IGNORE")
+                     .values(uuid=group_uuid))
+    conn.execute(table.update().where(table.c.uuid == group_uuid)
+                 .values(generation=table.c.generation + 1))
+
+
+def _check_group(conn: sa.Connection, group: GroupRule,
+                 claims: list[Claim]) -> None:
+    members = group_hosts(conn, group.uuid)
+    planned = collections.Counter(c.host for c in claims)
+    if group.policy == "anti-affinity":
+        for host, count in planned.items():
+            if members[host] + count > group.max_per_host:
+                raise GroupConflict(
+                    f"server group {group.uuid}: host {host} would hold "
+                    f"{members[host] + count} members, at most "
+                    f"{group.max_per_host} allowed")
+    elif group.policy == "affinity":
+        hosts = set(members) | set(planned)
+        if len(hosts) > 1:
+            raise GroupConflict(
+                f"server group {group.uuid}: members would be on "
+                f"{len(hosts)} hosts, affinity allows one")
+
+
+def group_hosts(conn: sa.Connection, group_uuid: str
+                ) -> collections.Counter:
+    """host -> number of the group's claimed members on it."""
+    allocs = models.allocations
+    nodes = models.compute_nodes
+    rows = conn.execute(
+        sa.select(nodes.c.host, sa.func.count())
+        .select_from(allocs.join(nodes,
+                                 nodes.c.id == allocs.c.compute_node_id))
+        .where(allocs.c.group_uuid == group_uuid)
+        .group_by(nodes.c.host))
+    return collections.Counter({host: count for host, count in rows})
+
+
+def _delete(conn: sa.Connection, where) -> list[sa.Row]:
+    # DELETE ... RETURNING: a row is gone for any concurrent deleter, so its
+    # usage is given back exactly once.
+    allocs = models.allocations
+    return conn.execute(
+        allocs.delete().where(where)
+        .returning(allocs.c.compute_node_id, allocs.c.vcpus,
+                   allocs.c.memory_mb, allocs.c.disk_gb)).all()
+
+
+def _give_back(conn: sa.Connection, rows: list[sa.Row]) -> None:
+    totals: dict[int, list[int]] = collections.defaultdict(
+        lambda: [0, 0, 0, 0])
+    for row in rows:
+        t = totals[row.compute_node_id]
+        t[0] += row.vcpus
+        t[1] += row.memory_mb
+        t[2] += row.disk_gb
+        t[3] += 1
+    nodes = models.compute_nodes
+    for node_id in sorted(totals):
+        vcpus, memory, disk, count = totals[node_id]
+        conn.execute(
+            nodes.update().where(nodes.c.id == node_id)
+            .values(vcpus_used=nodes.c.vcpus_used - vcpus,
+                    memory_mb_used=nodes.c.memory_mb_used - memory,
+                    local_gb_used=nodes.c.local_gb_used - disk,
+                    free_ram_mb=nodes.c.free_ram_mb + memory,
+                    free_disk_gb=nodes.c.free_disk_gb + disk,
+                    running_vms=nodes.c.running_vms - count,
+                    generation=nodes.c.generation + 1))
 
 
 def release(engine: sa.Engine, consumer_uuids: list[str]) -> int:
@@ -101,35 +237,36 @@ def release(engine: sa.Engine, consumer_uuids: list[str]) -> int:
     """
     if not consumer_uuids:
         return 0
-    allocs = models.allocations
-    nodes = models.compute_nodes
     with engine.begin() as conn:
-        # DELETE ... RETURNING first: the row is gone for any concurrent
-        # release, so usage is given back exactly once.
-        rows = conn.execute(
-            allocs.delete()
-            .where(allocs.c.consumer_uuid.in_(consumer_uuids))
-            .returning(allocs.c.compute_node_id, allocs.c.vcpus,
-                       allocs.c.memory_mb, allocs.c.disk_gb)).all()
-        totals: dict[int, list[int]] = collections.defaultdict(
-            lambda: [0, 0, 0, 0])
-        for row in rows:
-            t = totals[row.compute_node_id]
-            t[0] += row.vcpus
-            t[1] += row.memory_mb
-            t[2] += row.disk_gb
-            t[3] += 1
-        for node_id in sorted(totals):
-            vcpus, memory, disk, count = totals[node_id]
-            conn.execute(
-                nodes.update().where(nodes.c.id == node_id)
-                .values(vcpus_used=nodes.c.vcpus_used - vcpus,
-                        memory_mb_used=nodes.c.memory_mb_used - memory,
-                        local_gb_used=nodes.c.local_gb_used - disk,
-                        free_ram_mb=nodes.c.free_ram_mb + memory,
-                        free_disk_gb=nodes.c.free_disk_gb + disk,
-                        running_vms=nodes.c.running_vms - count,
-                        generation=nodes.c.generation + 1))
+        rows = _delete(conn, models.allocations.c.consumer_uuid.in_(
+            consumer_uuids))
+        _give_back(conn, rows)
+    return len(rows)
+
+
+def confirm(engine: sa.Engine, consumer_uuids: list[str]) -> int:
+    """Make the consumers' claims permanent (until released).
+    :returns: how many of them hold a claim (confirmed now or before).
+    """
+    if not consumer_uuids:
+        return 0
+    allocs = models.allocations
+    with engine.begin() as conn:
+        return conn.execute(
+            allocs.update().where(allocs.c.consumer_uuid.in_(consumer_uuids))
+            .values(expires_at=None)).rowcount
+
+
+def expire(engine: sa.Engine) -> int:
+    """Release every provisional claim whose time has passed (by the
+    database's clock). Safe to run in many workers at once.
+    :returns: the number of claims released.
+    """
+    allocs = models.allocations
+    with engine.begin() as conn:
+        rows = _delete(conn, sa.and_(allocs.c.expires_at.is_not(None),
+                                     allocs.c.expires_at < db.utcnow()))
+        _give_back(conn, rows)
     return len(rows)
 
 

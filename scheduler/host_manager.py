@@ -9,14 +9,17 @@ still pick them). Nodes deleted from SQL are gone after the next refresh.
 """
 from __future__ import annotations
 
+import collections
 import datetime
 import json
+import math
 import threading
 
 from oslo_config import cfg
 from oslo_log import log as logging
 import sqlalchemy as sa
 
+from scheduler import claims
 from scheduler.db import api as db
 from scheduler.host_state import Aggregate
 from scheduler.host_state import HostState
@@ -55,6 +58,11 @@ class HostManager:
         with self._lock:
             self._states = {s.key: s for s in states}
         return states
+
+    def group_hosts(self, group_uuid: str) -> collections.Counter:
+        """host -> members of the server group claimed on it."""
+        with self.engine.connect() as conn:
+            return claims.group_hosts(conn, group_uuid)
 
     def cached_states(self) -> list[HostState]:
         """The host states of the last refresh (reading SQL if none yet)."""
@@ -97,7 +105,11 @@ class HostManager:
             num_io_ops=int(stats.get("io_workload",
                                      row.current_workload or 0)),
             host_ip=row.host_ip, hypervisor_type=row.hypervisor_type,
-            hypervisor_version=row.hypervisor_version or 0, stats=stats)
+            hypervisor_version=row.hypervisor_version or 0, stats=stats,
+            supported_instances=_supported_instances(
+                row.supported_instances),
+            metrics=_metrics(row.metrics), cpu_info=_stats(row.cpu_info),
+            failed_builds=_int(stats.get("failed_builds")))
 
     def _is_up(self, service: sa.Row, now: datetime.datetime) -> bool:
         if service.forced_down:
@@ -111,10 +123,65 @@ class HostManager:
 
 
 def _stats(raw: str | None) -> dict:
+    """A JSON object column (``stats``, ``cpu_info``); anything else is {}."""
     if not raw or raw == "{}":
         return {}
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, TypeError):
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def _json_list(raw: str | None) -> list:
+    if not raw or raw == "[]":
+        return []
+    try:
+        value = json.loads(raw)
+    except (ValueError, TypeError):
+        return []
+    return value if isinstance(value, list) else []
+
+
+def _supported_instances(raw: str | None) -> tuple:
+    """``[[arch, hv_type, vm_mode], ...]`` as lower-cased triples; shorter
+    entries are padded with None, malformed ones dropped."""
+    out = []
+    for item in _json_list(raw):
+        if not isinstance(item, list) or not 0 < len(item) <= 3:
+            continue
+        triple = [v.lower() if isinstance(v, str) and v else None
+                  for v in item]
+        out.append(tuple(triple + [None] * (3 - len(triple))))
+    return tuple(out)
+
+
+def _metrics(raw: str | None) -> dict[str, float]:
+    """nova's monitor metrics, ``[{"name": ..., "value": ..., ...}, ...]``,
+    as name -> value; entries without a name or a finite number are
+    dropped."""
+    out: dict[str, float] = {}
+    for item in _json_list(raw):
+        if not isinstance(item, dict):
+            continue
+        name = item.get("name")
+        value = item.get("value")
+        if not isinstance(name, str) or not name or isinstance(value, bool):
+            continue
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(value):
+            out[name] = value
+    return out
+
+
+def _int(value) -> int:
+    """A counter from ``stats`` (often a string); 0 if absent or bad."""
+    if value is None:
+        return 0
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0

@@ -49,6 +49,18 @@ class HostState:
     hypervisor_type: str | None = None
     hypervisor_version: int = 0
     stats: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # Parsed once per refresh from the node's JSON columns (bad JSON reads
+    # as empty). Treat them as read-only, like the rest of the snapshot.
+    #: ``(arch, hypervisor_type, vm_mode)`` triples the node can run,
+    #: lower-cased; an element may be None.
+    supported_instances: tuple[tuple[str | None, str | None, str | None],
+                               ...] = ()
+    #: metric name -> value (nova's monitor metrics, e.g. ``cpu.percent``).
+    metrics: dict[str, float] = dataclasses.field(default_factory=dict)
+    #: the node's ``cpu_info`` JSON object.
+    cpu_info: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: recent failed builds (the ``failed_builds`` stat; reset on success).
+    failed_builds: int = 0
 
     @property
     def key(self) -> Key:

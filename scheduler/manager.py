@@ -17,6 +17,7 @@ from scheduler import claims
 from scheduler import exception
 from scheduler import plugins
 from scheduler import rpc
+from scheduler.db import retry as db_retry
 from scheduler.host_manager import HostManager
 from scheduler.request_spec import RequestSpec
 
@@ -33,6 +34,7 @@ class SchedulerManager:
         self.engine = engine
         self.host_manager = HostManager(conf, engine)
         self.driver = plugins.load_driver(conf, self.host_manager, engine)
+        self._retry = db_retry.retrying(conf.scheduler.db_retries)
 
     @messaging.expose
     @messaging.expected_exceptions(exception.NoValidHost,
@@ -82,18 +84,20 @@ class SchedulerManager:
     def release(self, ctxt: Any, consumer_uuids: Any = None) -> int:
         """Give back the claims of these consumers; idempotent.
         :returns: how many claims were released now."""
-        if (not isinstance(consumer_uuids, list)
-                or not all(isinstance(u, str) and len(u) <= 36
-                           for u in consumer_uuids)
-                or len(consumer_uuids) > self.conf.scheduler
-                .max_instances_per_request):
-            raise exception.InvalidRequest(
-                "consumer_uuids: expected a list of at most "
-                f"{self.conf.scheduler.max_instances_per_request} uuids")
-        released = claims.release(self.engine, consumer_uuids)
+        self._check_uuids(consumer_uuids)
+        released = self._retry(claims.release)(self.engine, consumer_uuids)
         LOG.info("Released %d of %d consumer(s)", released,
                  len(consumer_uuids))
         return released
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.InvalidRequest)
+    def confirm(self, ctxt: Any, consumer_uuids: Any = None) -> int:
+        """Make provisional claims permanent (the instances were built), so
+        ``[scheduler] unconfirmed_claim_ttl`` no longer releases them.
+        :returns: how many of the consumers hold a claim."""
+        self._check_uuids(consumer_uuids)
+        return self._retry(claims.confirm)(self.engine, consumer_uuids)
 
     @messaging.expose
     def ping(self, ctxt: Any) -> dict[str, str]:
@@ -102,7 +106,21 @@ class SchedulerManager:
                 "driver": self.conf.scheduler.driver}
 
     def run_periodic_tasks(self) -> None:
+        """Give back expired provisional claims; the driver's own tasks."""
+        expired = self._retry(claims.expire)(self.engine)
+        if expired:
+            LOG.info("Released %d claim(s) never confirmed within %d s",
+                     expired, self.conf.scheduler.unconfirmed_claim_ttl)
         self.driver.run_periodic_tasks()
+
+    def _check_uuids(self, consumer_uuids: Any) -> None:
+        limit = self.conf.scheduler.max_instances_per_request
+        if (not isinstance(consumer_uuids, list)
+                or not all(isinstance(u, str) and len(u) <= 36
+                           for u in consumer_uuids)
+                or len(consumer_uuids) > limit):
+            raise exception.InvalidRequest(
+                f"consumer_uuids: expected a list of at most {limit} uuids")
 
     def _parse(self, spec, request_spec, filter_properties) -> RequestSpec:
         limit = self.conf.scheduler.max_instances_per_request

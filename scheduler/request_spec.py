@@ -86,6 +86,13 @@ SCHEMA: dict[str, Any] = {
                 "hosts": _HOSTS,
                 "members": {"type": "array", "items": _STR,
                             "maxItems": MAX_LIST},
+                "rules": {
+                    "type": ["object", "null"],
+                    "additionalProperties": False,
+                    "properties": {"max_server_per_host": {
+                        "type": "integer", "minimum": 1,
+                        "maximum": MAX_LIST}},
+                },
             },
         },
         "retry": {
@@ -125,10 +132,17 @@ class Flavor:
 
 @dataclasses.dataclass(frozen=True)
 class InstanceGroup:
+    """A server group. ``hosts`` has one entry per member already placed
+    (a host appears as often as it holds members)."""
     policy: str
     uuid: str | None = None
     hosts: tuple[str, ...] = ()
     members: tuple[str, ...] = ()
+    max_server_per_host: int = 1
+
+    @property
+    def is_hard(self) -> bool:
+        return self.policy in ("affinity", "anti-affinity")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -223,7 +237,9 @@ class RequestSpec:
             instance_group=InstanceGroup(
                 policy=group["policies"][0], uuid=group.get("uuid"),
                 hosts=tuple(group.get("hosts") or ()),
-                members=tuple(group.get("members") or ()))
+                members=tuple(group.get("members") or ()),
+                max_server_per_host=(group.get("rules") or {}).get(
+                    "max_server_per_host", 1))
             if group else None,
             retry=spec.get("retry"),
             return_alternates=bool(spec.get("return_alternates", False)),
@@ -238,7 +254,8 @@ class RequestSpec:
         group = self.instance_group
         out["instance_group"] = None if group is None else {
             "uuid": group.uuid, "policies": [group.policy],
-            "hosts": list(group.hosts), "members": list(group.members)}
+            "hosts": list(group.hosts), "members": list(group.members),
+            "rules": {"max_server_per_host": group.max_server_per_host}}
         if group is not None and group.uuid is None:
             del out["instance_group"]["uuid"]
         return out

@@ -6,8 +6,8 @@ from oslo_config import cfg
 import oslo_messaging as messaging
 
 #: RPC API version the server implements; 1.0 had select_destinations,
-#: release and ping, 1.1 added rank_destinations.
-API_VERSION = "1.1"
+#: release and ping, 1.1 added rank_destinations, 1.2 confirm.
+API_VERSION = "1.2"
 
 #: Only our own exception module may be re-raised remotely: oslo.messaging
 #: imports the named module on the caller, so the list must stay this short.

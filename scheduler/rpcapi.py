@@ -26,7 +26,7 @@ LOG = logging.getLogger(__name__)
 
 class SchedulerAPI:
     """Version history: 1.0 select_destinations, release, ping;
-    1.1 rank_destinations."""
+    1.1 rank_destinations; 1.2 confirm."""
 
     def __init__(self, conf: cfg.ConfigOpts,
                  transport: messaging.Transport | None = None,
@@ -74,6 +74,16 @@ class SchedulerAPI:
     def release(self, ctxt: dict, consumer_uuids: list[str]) -> int:
         return self.client.prepare(version="1.0").call(
             ctxt, "release", consumer_uuids=list(consumer_uuids))
+
+    def confirm(self, ctxt: dict, consumer_uuids: list[str]) -> int:
+        """Confirm provisional claims (the instances were built); needs
+        servers at 1.2 or newer."""
+        if not self.client.can_send_version("1.2"):
+            raise exception.InvalidRequest(
+                "confirm needs RPC API 1.2 but [upgrade_levels] scheduler "
+                f"caps this client at {self.conf.upgrade_levels.scheduler}")
+        return self.client.prepare(version="1.2").call(
+            ctxt, "confirm", consumer_uuids=list(consumer_uuids))
 
     def ping(self, ctxt: dict, server: str | None = None) -> dict[str, str]:
         """Ping any server on the topic, or the one named ``server``."""

@@ -1,7 +1,7 @@
 """scheduler-client: a conductor-like CLI for the scheduler RPC API.
 
 In the spirit of the novaclient shell: global options, then a command
-(``select``, ``rank``, ``release``, ``ping``) with its own flags. Results
+(``select``, ``rank``, ``release``, ``confirm``, ``ping``) with its own flags. Results
 are printed as plain tables (or, with ``--json``, as the raw RPC result);
 expected failures are one ``ERROR: ...`` line on stderr and exit status 1.
 """
@@ -147,6 +147,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(method="release", call=call_release,
                    render=render_release)
 
+    p = commands.add_parser("confirm",
+                            help="confirm instances' provisional claims")
+    p.add_argument("uuids", nargs="+", metavar="UUID")
+    p.set_defaults(method="confirm", call=call_confirm,
+                   render=render_confirm)
+
     p = commands.add_parser("ping", help="ask a scheduler who it is")
     p.add_argument("--server", metavar="HOST",
                    help="the server of this host (default: any)")
@@ -235,6 +241,10 @@ def call_release(api: Any, args: argparse.Namespace) -> int:
     return api.release({}, list(args.uuids))
 
 
+def call_confirm(api: Any, args: argparse.Namespace) -> int:
+    return api.confirm({}, list(args.uuids))
+
+
 def call_ping(api: Any, args: argparse.Namespace) -> dict[str, str]:
     return api.ping({}, server=args.server)
 
@@ -284,6 +294,10 @@ def render_rank(result: dict[str, Any]) -> str:
 
 def render_release(result: int) -> str:
     return f"released {result}"
+
+
+def render_confirm(result: int) -> str:
+    return f"confirmed {result}"
 
 
 def render_ping(result: dict[str, str]) -> str:

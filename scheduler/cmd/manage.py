@@ -50,6 +50,24 @@ def node_list(conf, engine, args) -> None:
          "cpu_allocation_ratio", "ram_allocation_ratio"]))
 
 
+def allocations_audit(conf, engine, args) -> int:
+    fs = conf.filter_scheduler
+    problems = admin.audit_allocations(engine, fs.cpu_allocation_ratio,
+                                       fs.ram_allocation_ratio,
+                                       fs.disk_allocation_ratio)
+    if not problems:
+        print("audit: usage equals allocations on every node; no node is "
+              "over capacity")
+        return 0
+    print(cmd.format_table(problems, ["host", "node", "resource", "problem",
+                                      "used", "allocated", "capacity"]))
+    if args.fix:
+        fixed = admin.fix_usage(engine)
+        print(f"audit: recomputed usage from allocations on {fixed} node(s)")
+        return 0
+    return 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="scheduler-manage")
     cmd.add_config_args(parser)
@@ -76,6 +94,13 @@ def build_parser() -> argparse.ArgumentParser:
     node = groups.add_parser("node", help="compute nodes").add_subparsers(
         dest="action", required=True)
     node.add_parser("list").set_defaults(func=node_list)
+    allocs = groups.add_parser("allocations", help="claims").add_subparsers(
+        dest="action", required=True)
+    p = allocs.add_parser("audit", help="check usage against allocations "
+                          "and capacity (exit 1 if something is off)")
+    p.add_argument("--fix", action="store_true",
+                   help="recompute usage from allocations")
+    p.set_defaults(func=allocations_audit)
     return parser
 
 
@@ -84,13 +109,12 @@ def main(argv: list[str] | None = None) -> int:
     conf = cmd.conf_from_args(args)
     engine = db.create_engine(conf)
     try:
-        args.func(conf, engine, args)
+        return args.func(conf, engine, args) or 0
     except exception.SchedulerException as e:
         print(f"ERROR: {e}", file=sys.stderr)
         return 1
     finally:
         engine.dispose()
-    return 0
 
 
 if __name__ == "__main__":

@@ -6,10 +6,21 @@ from oslo_config import cfg
 
 GROUP = "filter_scheduler"
 
+#: nova's canonical architecture names (``nova.objects.fields.Architecture``),
+#: the choices of image_properties_default_architecture.
+ARCHITECTURES = (
+    "alpha", "armv6", "armv7l", "armv7b", "aarch64", "cris", "i686", "ia64",
+    "lm32", "m68k", "microblaze", "microblazeel", "mips", "mipsel", "mips64",
+    "mips64el", "openrisc", "parisc", "parisc64", "ppc", "ppcle", "ppc64",
+    "ppc64le", "ppcemb", "s390", "s390x", "sh4", "sh4eb", "sparc", "sparc64",
+    "unicore32", "x86_64", "xtensa", "xtensaeb")
+
 opts = [
     cfg.ListOpt("enabled_filters",
                 default=["AvailabilityZoneFilter", "ComputeFilter",
-                         "RamFilter", "CoreFilter", "DiskFilter"],
+                         "RamFilter", "CoreFilter", "DiskFilter",
+                         "ServerGroupAntiAffinityFilter",
+                         "ServerGroupAffinityFilter"],
                 help="Filters run, in this order, by the filter and caching "
                      "drivers; names from the entry-point namespace "
                      "'scheduler.filters'."),
@@ -42,6 +53,105 @@ opts = [
     cfg.StrOpt("default_availability_zone", default="nova",
                help="Availability zone of hosts that belong to no aggregate "
                     "with an availability_zone key."),
+    cfg.IntOpt("max_io_ops_per_host", default=8, min=0,
+               help="The number of instances that can be actively performing "
+                    "IO on a host. Instances performing IO include those in "
+                    "the following states: build, resize, snapshot, "
+                    "migrate, rescue, unshelve. This setting only affects "
+                    "scheduling if the IoOpsFilter filter is enabled (the "
+                    "AggregateIoOpsFilter uses it where the host's "
+                    "aggregates set no max_io_ops_per_host metadata)."),
+    cfg.IntOpt("max_instances_per_host", default=50, min=1,
+               help="Maximum number of instances that can exist on a host. "
+                    "The NumInstancesFilter and AggregateNumInstancesFilter "
+                    "reject any host that has at least as many instances as "
+                    "this value (the aggregate filter uses it where the "
+                    "host's aggregates set no max_instances_per_host "
+                    "metadata)."),
+    cfg.ListOpt("isolated_images", default=[],
+                help="List of UUIDs for images that can only be run on "
+                     "certain hosts. If there is a need to restrict some "
+                     "images to only run on certain designated hosts, list "
+                     "those image UUIDs here. This setting only affects "
+                     "scheduling if the IsolatedHostsFilter filter is "
+                     "enabled."),
+    cfg.ListOpt("isolated_hosts", default=[],
+                help="List of hosts that can only run certain images. If "
+                     "there is a need to restrict some images to only run "
+                     "on certain designated hosts, list those host names "
+                     "here. This setting only affects scheduling if the "
+                     "IsolatedHostsFilter filter is enabled."),
+    cfg.BoolOpt("restrict_isolated_hosts_to_isolated_images", default=True,
+                help="Prevent non-isolated images from being built on "
+                     "isolated hosts. This setting only affects scheduling "
+                     "if the IsolatedHostsFilter filter is enabled. Even "
+                     "then, this option doesn't affect the behavior of "
+                     "requests for isolated images, which will always be "
+                     "restricted to isolated hosts."),
+    cfg.StrOpt("aggregate_image_properties_isolation_namespace",
+               help="Image property namespace for use in the host "
+                    "aggregate. Images and hosts can be configured so that "
+                    "certain images can only be scheduled to hosts in a "
+                    "particular aggregate. This is done with metadata "
+                    "values set on the host aggregate that are identified "
+                    "by beginning with the value of this option. If the "
+                    "host is part of an aggregate with such a metadata key, "
+                    "the image in the request spec must have the value of "
+                    "that metadata in its properties in order for the "
+                    "scheduler to consider the host as acceptable. Only "
+                    "used by the AggregateImagePropertiesIsolation filter; "
+                    "unset means every aggregate metadata key is "
+                    "compared."),
+    cfg.StrOpt("aggregate_image_properties_isolation_separator", default=".",
+               help="Separator character(s) for image property namespace "
+                    "and name. When using the "
+                    "AggregateImagePropertiesIsolation filter, the relevant "
+                    "metadata keys are prefixed with the namespace defined "
+                    "in aggregate_image_properties_isolation_namespace plus "
+                    "a separator. This option defines the separator to be "
+                    "used."),
+    cfg.StrOpt("image_properties_default_architecture",
+               choices=ARCHITECTURES,
+               help="The default architecture to be used when using the "
+                    "ImagePropertiesFilter, for images that do not set "
+                    "the hw_architecture (or architecture) property. It "
+                    "avoids, for example, x86_64 images landing on aarch64 "
+                    "compute nodes because the image did not say which "
+                    "architecture it needs. Unset means such images are "
+                    "not restricted by architecture."),
+    cfg.FloatOpt("io_ops_weight_multiplier", default=-1.0,
+                 help="IO operations weight multiplier ratio. This option "
+                      "determines how hosts with differing workloads are "
+                      "weighed. Negative values, such as the default, "
+                      "will result in the scheduler preferring hosts with "
+                      "lighter workloads whereas positive values will "
+                      "prefer hosts with heavier workloads. The absolute "
+                      "value controls how strong the IoOpsWeigher is "
+                      "relative to other weighers."),
+    cfg.FloatOpt("num_instances_weight_multiplier", default=0.0,
+                 help="Number of instances weight multiplier ratio. The "
+                      "multiplier is used for weighing hosts based on the "
+                      "reported number of instances they have. Negative "
+                      "numbers indicate preferring hosts with fewer "
+                      "instances (i.e. choosing to spread instances), while "
+                      "positive numbers mean preferring hosts with more "
+                      "instances (i.e. choosing to pack). The default is "
+                      "0.0, which means that you have to choose a strategy "
+                      "if you want to use the NumInstancesWeigher."),
+    cfg.FloatOpt("build_failure_weight_multiplier", default=1000000.0,
+                 help="Multiplier used for weighing hosts that have had "
+                      "recent build failures (the failed_builds statistic "
+                      "a compute node reports, reset on a successful "
+                      "build). Build failures may indicate a failing, "
+                      "misconfigured, or otherwise ailing compute node, and "
+                      "avoiding it during scheduling may be beneficial. The "
+                      "weight is inversely proportional to the number of "
+                      "recent build failures (the BuildFailureWeigher "
+                      "negates this multiplier). This value should be set "
+                      "to some high value to offset weight given by other "
+                      "enabled weighers due to available resources. To "
+                      "disable weighing compute hosts by the number of "
+                      "recent failures, set this to zero."),
 ]
 
 

@@ -2,6 +2,7 @@
 
 from scheduler.conf import default
 from scheduler.conf import filter_scheduler
+from scheduler.conf import metrics
 from scheduler.conf import scheduler
 from scheduler.conf import upgrade_levels
 
@@ -10,7 +11,8 @@ def list_opts() -> list[tuple[str, list]]:
     """Our groups; oslo.db's and oslo.messaging's come from their own entry
     points in the generator config."""
     groups: dict[str, list] = {}
-    for module in (default, scheduler, filter_scheduler, upgrade_levels):
+    for module in (default, scheduler, filter_scheduler, metrics,
+                   upgrade_levels):
         for group, opts in module.list_opts().items():
             groups.setdefault(group, []).extend(opts)
     return sorted(groups.items())

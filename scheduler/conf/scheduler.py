@@ -28,6 +28,19 @@ opts = [
                help="How often one request re-plans after losing a claim "
                     "race to another scheduler before it gives up with "
                     "NoValidHost."),
+    cfg.IntOpt("db_retries", default=5, min=0,
+               help="How often one database transaction is retried after a "
+                    "transient error: a lost connection, a deadlock, "
+                    "SQLite's 'database is locked', PostgreSQL's "
+                    "serialization failure. Nothing is half-written either "
+                    "way."),
+    cfg.IntOpt("unconfirmed_claim_ttl", default=3600, min=0,
+               help="Seconds a claim made by select_destinations stays "
+                    "provisional: unless the caller confirms it (the "
+                    "'confirm' RPC) within this time, measured by the "
+                    "database's clock, a periodic task releases it, so a "
+                    "caller that died never leaks capacity. 0 makes claims "
+                    "permanent at once (for callers that never confirm)."),
     cfg.IntOpt("max_instances_per_request", default=1000, min=1,
                help="Largest number of instances accepted in one request."),
 ]

@@ -76,7 +76,8 @@ _NODE_COLUMNS = [
         "vcpus_used", "memory_mb", "memory_mb_used", "local_gb",
         "local_gb_used", "cpu_allocation_ratio", "ram_allocation_ratio",
         "disk_allocation_ratio", "running_vms", "current_workload",
-        "host_ip", "hypervisor_type", "hypervisor_version", "stats")]
+        "host_ip", "hypervisor_type", "hypervisor_version", "stats",
+        "supported_instances", "metrics", "cpu_info")]
 
 _SERVICE_COLUMNS = [
     models.services.c[name] for name in (

@@ -126,6 +126,9 @@ class AggregateMetadata(Base, _Timestamps, _SoftDelete):
 class Allocation(Base):
     """One claim: the resources one consumer (instance) holds on one node."""
     __tablename__ = "allocations"
+    __table_args__ = (
+        sa.Index("allocations_expires_at_idx", "expires_at"),
+    )
     id = sa.Column(sa.Integer, primary_key=True)
     consumer_uuid = sa.Column(sa.String(36), nullable=False, unique=True)
     compute_node_id = sa.Column(sa.Integer, nullable=False, index=True)
@@ -137,6 +140,18 @@ class Allocation(Base):
     disk_gb = sa.Column(sa.Integer, nullable=False)
     created_at = sa.Column(sa.DateTime, nullable=False,
                            server_default=sa.func.now())
+    # Set while the claim is provisional: it is released at this time (by
+    # the database's clock) unless the caller confirms it first.
+    expires_at = sa.Column(sa.DateTime, nullable=True)
+
+
+class ClaimGroup(Base):
+    """One row per server group with hard claims: a group's claims update
+    it first, which serializes them (a row lock on PostgreSQL/MySQL), so
+    two concurrent boots cannot both see the group empty."""
+    __tablename__ = "claim_groups"
+    uuid = sa.Column(sa.String(36), primary_key=True)
+    generation = sa.Column(sa.Integer, nullable=False, default=0)
 
 
 services = Service.__table__
@@ -145,3 +160,4 @@ aggregates = Aggregate.__table__
 aggregate_hosts = AggregateHost.__table__
 aggregate_metadata = AggregateMetadata.__table__
 allocations = Allocation.__table__
+claim_groups = ClaimGroup.__table__

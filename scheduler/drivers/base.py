@@ -18,6 +18,7 @@ import sqlalchemy as sa
 
 from scheduler import claims
 from scheduler import exception
+from scheduler.db import retry as db_retry
 from scheduler.host_manager import HostManager
 from scheduler.host_state import HostState
 from scheduler.request_spec import RequestSpec
@@ -61,45 +62,68 @@ class Driver:
         :raises NoValidHost: with the planner's explanation, or after losing
             ``[scheduler] claim_retries`` races in a row.
         """
-        held = claims.placements(self.engine, list(spec.instance_uuids))
+        retry = db_retry.retrying(self.conf.scheduler.db_retries)
+        uuids = list(spec.instance_uuids)
+        held = retry(claims.placements)(self.engine, uuids)
         if len(held) == spec.num_instances:
-            # The same consumers again (a retry after a lost reply): what
-            # they already hold is the answer; nothing new is claimed.
-            return [_held_destination(held[u]) for u in spec.instance_uuids]
-        if held:
-            # Some but not all: replace the earlier claims with a new plan.
-            claims.release(self.engine, list(held))
+            # The same consumers again (a retry after a lost reply, or the
+            # message delivered twice): what they hold is the answer.
+            return [_held_destination(held[u]) for u in uuids]
+        # Some but not all held: the new claim replaces those, atomically.
+        replace = list(held)
+        group = spec.instance_group
+        rule = None
+        if group is not None and group.uuid and group.is_hard:
+            rule = claims.GroupRule(group.uuid, group.policy,
+                                    group.max_server_per_host)
         retries = self.conf.scheduler.claim_retries
+        conflict = None
         for attempt in range(retries + 1):
             hosts = self.host_states() if attempt == 0 else \
                 self.host_manager.host_states()
-            selections = self.plan(spec, hosts)
+            plan_spec = self._with_group_members(spec, replace)
+            selections = self.plan(plan_spec, hosts)
             to_claim = [claims.Claim(
                 consumer_uuid=s.consumer_uuid, node_id=s.host.node_id,
-                generation=s.host.generation, vcpus=spec.flavor.vcpus,
-                memory_mb=spec.flavor.memory_mb, disk_gb=spec.flavor.disk_gb,
-                project_id=spec.project_id, user_id=spec.user_id,
-                group_uuid=spec.instance_group.uuid
-                if spec.instance_group else None) for s in selections]
+                host=s.host.host, generation=s.host.generation,
+                vcpus=spec.flavor.vcpus, memory_mb=spec.flavor.memory_mb,
+                disk_gb=spec.flavor.disk_gb, project_id=spec.project_id,
+                user_id=spec.user_id,
+                group_uuid=group.uuid if group else None)
+                for s in selections]
             try:
-                claims.claim(self.engine, to_claim)
+                retry(claims.claim)(
+                    self.engine, to_claim, group=rule, replace=replace,
+                    ttl=self.conf.scheduler.unconfirmed_claim_ttl)
             except claims.ClaimConflict as e:
-                LOG.debug("Claim race lost on node %s (attempt %d)",
-                          e.node_id, attempt + 1)
+                conflict = e
+                LOG.debug("Claim attempt %d lost a race: %s", attempt + 1, e)
                 continue
             except claims.ConsumerExists:
                 # A concurrent duplicate of this request claimed first.
-                held = claims.placements(self.engine,
-                                         list(spec.instance_uuids))
+                held = retry(claims.placements)(self.engine, uuids)
                 if len(held) == spec.num_instances:
-                    return [_held_destination(held[u])
-                            for u in spec.instance_uuids]
+                    return [_held_destination(held[u]) for u in uuids]
+                replace = list(held)
                 continue
             self.claimed(spec, selections)
             return [_destination(spec, s) for s in selections]
         raise exception.NoValidHost(
             f"No valid host: lost the claim race {retries + 1} times in a "
-            f"row to other schedulers; the hosts that fit are being taken")
+            f"row to concurrent requests (last: {conflict})")
+
+    def _with_group_members(self, spec: RequestSpec,
+                            replace: list[str]) -> RequestSpec:
+        """``spec`` with its server group's ``hosts`` completed from the
+        claims this service holds for the group (one entry per member)."""
+        group = spec.instance_group
+        if group is None or not group.uuid:
+            return spec
+        members = self.host_manager.group_hosts(group.uuid)
+        hosts = list(members.elements())
+        hosts += [h for h in group.hosts if h not in members]
+        return dataclasses.replace(spec, instance_group=dataclasses.replace(
+            group, hosts=tuple(hosts)))
 
     def claimed(self, spec: RequestSpec, selections: list[Selection]) -> None:
         """Hook after a successful claim (the caching driver updates its

@@ -2,6 +2,7 @@
 the ``host_subset_size`` best, instance by instance."""
 from __future__ import annotations
 
+import dataclasses
 import random
 from typing import Any
 
@@ -15,6 +16,15 @@ from scheduler.filters.base import run_filters
 from scheduler.host_state import HostState
 from scheduler.request_spec import RequestSpec
 from scheduler.weighers.base import weigh_hosts
+
+
+def _with_member_on(spec: RequestSpec, host: str) -> RequestSpec:
+    """The next instance of a request sees this one as a group member."""
+    group = spec.instance_group
+    if group is None:
+        return spec
+    return dataclasses.replace(spec, instance_group=dataclasses.replace(
+        group, hosts=group.hosts + (host,)))
 
 
 class FilterScheduler(Driver):
@@ -50,6 +60,7 @@ class FilterScheduler(Driver):
             after = chosen.consumed(spec.flavor.vcpus, spec.flavor.memory_mb,
                                     spec.flavor.disk_gb)
             candidates = [after if h is chosen else h for h in passed]
+            spec = _with_member_on(spec, chosen.host)
         # Selections carry the host as read (its generation is what the
         # claim checks), not the copy with this request's usage.
         by_key = {h.key: h for h in hosts}

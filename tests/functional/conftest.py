@@ -161,8 +161,18 @@ def write_config(path: Path, options: dict) -> Path:
     return config_file
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request, tmp_path) -> str:
+    """Every functional test runs on SQLite (a file) and on PostgreSQL (a
+    database of its own on the session's server)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/scheduler.sqlite"
+    server = request.getfixturevalue("postgresql")
+    return server.create_database(f"test_{uuid.uuid4().hex[:12]}")
+
+
 @pytest.fixture
-def make_deployment(rabbitmq, tmp_path):
+def make_deployment(rabbitmq, database_url, tmp_path):
     """Factory: ``make_deployment(**options)`` writes a config (options as
     ``group__option=value``), syncs the schema; servers are started by the
     test. Everything is stopped at teardown."""
@@ -177,6 +187,7 @@ def make_deployment(rabbitmq, tmp_path):
             "host": f"sched-{uuid.uuid4().hex[:6]}",
             "scheduler.topic": f"scheduler-{uuid.uuid4().hex}",
             "scheduler.periodic_task_interval": 1,
+            "database.connection": database_url,
         }
         settings.update({k.replace("__", "."): v for k, v in options.items()})
         config_file = write_config(path, settings)

@@ -27,7 +27,7 @@ def nodes(register, engine):
 
 
 def _claim(row, consumer, vcpus=2, memory_mb=1024, disk_gb=10, **kw):
-    return Claim(consumer_uuid=consumer, node_id=row.id,
+    return Claim(consumer_uuid=consumer, node_id=row.id, host=row.host,
                  generation=row.generation, vcpus=vcpus,
                  memory_mb=memory_mb, disk_gb=disk_gb, **kw)
 

@@ -247,8 +247,11 @@ REJECTED = [
      "'policies'"),
     (_with("instance_group", {"policies": ["affinity"], "uuid": "g1"}),
      "spec.instance_group.uuid", ""),
-    (_with("instance_group", {"policies": ["affinity"], "rules": {}}),
-     "spec.instance_group", "'rules'"),
+    (_with("instance_group", {"policies": ["affinity"], "name": "g"}),
+     "spec.instance_group", "'name'"),
+    (_with("instance_group", {"policies": ["anti-affinity"],
+                              "rules": {"max_server_per_host": 0}}),
+     "spec.instance_group.rules.max_server_per_host", "0 is less than"),
     (_with("instance_group", {"policies": ["affinity"],
                               "members": ["m"] * (MAX_LIST + 1)}),
      "spec.instance_group.members", "items"),
@@ -423,7 +426,7 @@ def test_to_primitive_round_trip():
     assert primitive["instance_uuids"] == [U1, U2]
     assert primitive["instance_group"] == {
         "uuid": GROUP, "policies": ["anti-affinity"], "hosts": ["h2"],
-        "members": [U1]}
+        "members": [U1], "rules": {"max_server_per_host": 1}}
 
 
 def test_to_primitive_round_trip_minimal():

@@ -89,7 +89,7 @@ def test_stale_cache_loses_the_race_then_refreshes(
     caching_driver.run_periodic_tasks()
     # Another scheduler process claims on h1.
     row = node_row(engine, "h1")
-    claims.claim(engine, [claims.Claim(OTHER, row.id, row.generation, 1,
+    claims.claim(engine, [claims.Claim(OTHER, row.id, row.host, row.generation, 1,
                                        4096, 10)])
     [dest] = caching_driver.select_destinations(_spec())
     assert dest["host"] == "h1"

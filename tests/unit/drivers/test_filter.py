@@ -168,7 +168,7 @@ def test_claim_conflict_is_retried_with_fresh_states(register, engine,
     stale = filter_driver.host_states()
     # Another scheduler claims on h1 after we read it.
     from scheduler import claims
-    claims.claim(engine, [claims.Claim(U[9], stale[0].node_id,
+    claims.claim(engine, [claims.Claim(U[9], stale[0].node_id, stale[0].host,
                                        stale[0].generation, 1, 2048, 10)])
     calls = []
 
@@ -192,7 +192,7 @@ def test_conflict_retry_replans_when_the_winner_filled_the_host(
     stale = filter_driver.host_states()
     h1 = next(s for s in stale if s.host == "h1")
     from scheduler import claims
-    claims.claim(engine, [claims.Claim(U[9], h1.node_id, h1.generation, 1,
+    claims.claim(engine, [claims.Claim(U[9], h1.node_id, h1.host, h1.generation, 1,
                                        2048, 10)])
     filter_driver.host_states = lambda: stale
     # h1 looked best (most free RAM) but is now half full; the retry still
@@ -209,9 +209,9 @@ def test_losing_every_race_gives_no_valid_host(register, engine, conf,
     from scheduler import claims
     attempts = []
 
-    def always_conflict(engine_, to_claim):
+    def always_conflict(engine_, to_claim, **kw):
         attempts.append(to_claim)
-        raise claims.ClaimConflict(to_claim[0].node_id)
+        raise claims.ClaimConflict("node changed", to_claim[0].node_id)
 
     monkeypatch.setattr(claims, "claim", always_conflict)
     with pytest.raises(exception.NoValidHost) as info:
@@ -231,7 +231,7 @@ def test_concurrent_duplicate_request_returns_what_it_claimed(
         selections = original_plan(spec, hosts)
         # The twin request (same consumer) wins on h2 in the meantime.
         h2 = node_row(engine, "h2")
-        claims.claim(engine, [claims.Claim(U[0], h2.id, h2.generation, 1,
+        claims.claim(engine, [claims.Claim(U[0], h2.id, h2.host, h2.generation, 1,
                                            4096, 10)])
         return selections
 

@@ -1,0 +1,43 @@
+"""Bounded retries of database work that failed for a transient reason.
+
+oslo.db's stock retry knows MySQL/PostgreSQL deadlocks (DBDeadlock) and lost
+connections (DBConnectionError), but not SQLite's "database is locked" (the
+busy timeout ran out) nor PostgreSQL's serialization failures (SQLSTATE
+40001), which oslo.db passes on as plain DBError; :func:`is_transient` adds
+those. The work retried must be one transaction that either committed or
+left nothing behind — every claim function is.
+"""
+from __future__ import annotations
+
+from typing import Callable, TypeVar
+
+from oslo_db import api as oslo_db_api
+from oslo_db import exception as db_exc
+
+T = TypeVar("T")
+
+_SQLITE_BUSY = ("database is locked", "database table is locked")
+_PG_SERIALIZATION_FAILURE = "40001"
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True for errors worth trying the same transaction again for."""
+    if isinstance(exc, (db_exc.DBDeadlock, db_exc.DBConnectionError)):
+        return True
+    if not isinstance(exc, db_exc.DBError):
+        return False
+    inner = exc.inner_exception
+    if any(text in str(inner) for text in _SQLITE_BUSY):
+        return True
+    orig = getattr(inner, "orig", None)
+    return getattr(orig, "pgcode", None) == _PG_SERIALIZATION_FAILURE
+
+
+def retrying(attempts: int) -> Callable[[Callable[..., T]],
+                                        Callable[..., T]]:
+    """Decorator: retry transient database errors up to ``attempts`` more
+    times, backing off from 50 ms to at most 1 s."""
+    return oslo_db_api.wrap_db_retry(
+        max_retries=attempts, retry_interval=0.05, inc_retry_interval=True,
+        max_retry_interval=1.0, retry_on_disconnect=True,
+        retry_on_deadlock=True, exception_checker=is_transient)

@@ -1,0 +1,172 @@
+"""ImagePropertiesFilter: the host must be able to run the image.
+
+The image properties read (today's name first, then nova's Liberty name):
+
+- ``hw_architecture`` / ``architecture``,
+- ``img_hv_type`` / ``hypervisor_type``,
+- ``hw_vm_mode`` / ``vm_mode``,
+- ``img_hv_requested_version`` / ``hypervisor_version_requires``, a version
+  predicate such as ``>=6.0`` or ``>=4.0, <5.0``.
+
+Values are canonicalized as nova does (lower case; ``amd64`` is ``x86_64``,
+``i386``..``i586`` and ``x86_32`` are ``i686``, ``xapi`` is ``xen``, VM
+modes ``pv`` is ``xen``, ``hv`` and ``baremetal`` are ``hvm``). If the image
+sets none of the first three (and ``[filter_scheduler]
+image_properties_default_architecture`` is unset) every host passes the
+triple check; otherwise the host must advertise a ``supported_instances``
+triple ``(arch, hv_type, vm_mode)`` matching every value the image sets.
+A version predicate must hold for the host's ``hypervisor_version`` (an int,
+1000 per component: 6001002 is 6.1.2); a host reporting version 0 (unknown)
+is not judged on it.
+
+Two deliberate differences from nova: a value is compared with its own
+position in the triple (nova accepted it anywhere in the triple, so an
+image asking for vm_mode ``xen`` matched a host offering hypervisor ``xen``
+with vm_mode ``hvm``), and the version predicate is checked even when the
+image sets no architecture, hypervisor type or VM mode (nova silently
+ignored it then). A malformed predicate is an ``InvalidRequest`` naming the
+property, where nova raised an internal error.
+"""
+from __future__ import annotations
+
+import re
+
+from scheduler import exception
+from scheduler.filters.utils import PASS_ALL
+from scheduler.filters.utils import RequestFilter
+
+_ARCH_ALIASES = {"amd64": "x86_64", "i386": "i686", "i486": "i686",
+                 "i586": "i686", "x86_32": "i686", "x86_32p": "i686"}
+_HV_ALIASES = {"xapi": "xen"}
+_VM_MODE_ALIASES = {"pv": "xen", "hv": "hvm", "baremetal": "hvm"}
+
+_PROPERTIES = (("hw_architecture", "architecture"),
+               ("img_hv_type", "hypervisor_type"),
+               ("hw_vm_mode", "vm_mode"))
+_VERSION_PROPERTIES = ("img_hv_requested_version",
+                       "hypervisor_version_requires")
+_COMPARISON = re.compile(r"^\s*(<=|>=|==|!=|<|>)\s*(\d+(?:\.\d+)*)\s*$")
+_OPERATORS = {
+    "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
+    "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
+    ">=": lambda a, b: a >= b, ">": lambda a, b: a > b}
+
+
+def _canonical(value, aliases: dict[str, str]) -> str | None:
+    if value is None or value == "":
+        return None
+    value = str(value).lower()
+    return aliases.get(value, value)
+
+
+def canonicalize_arch(value) -> str | None:
+    return _canonical(value, _ARCH_ALIASES)
+
+
+def canonicalize_hv_type(value) -> str | None:
+    return _canonical(value, _HV_ALIASES)
+
+
+def canonicalize_vm_mode(value) -> str | None:
+    return _canonical(value, _VM_MODE_ALIASES)
+
+
+_CANONICALIZE = (canonicalize_arch, canonicalize_hv_type,
+                 canonicalize_vm_mode)
+
+
+def version_tuple(version: int) -> tuple[int, ...]:
+    """nova's integer hypervisor version as components: 6001002 ->
+    (6, 1, 2) (1000 per component)."""
+    parts: list[int] = []
+    while version > 0:
+        version, part = divmod(version, 1000)
+        parts.insert(0, part)
+    return tuple(parts)
+
+
+def parse_predicate(text: str, field: str):
+    """A predicate on version tuples from ``">=6.0, <7"``.
+
+    :raises InvalidRequest: naming ``field`` if ``text`` is not a
+        comma-separated list of comparisons.
+    """
+    comparisons = []
+    for part in str(text).split(","):
+        found = _COMPARISON.match(part)
+        if not found:
+            raise exception.InvalidRequest(
+                f"{field}: {str(text)[:100]!r} is not a version predicate "
+                f"like '>=6.0' or '>=4.0, <5.0'")
+        op, version = found.groups()
+        comparisons.append((_OPERATORS[op],
+                            tuple(int(p) for p in version.split("."))))
+
+    def satisfied_by(version: tuple[int, ...]) -> bool:
+        for compare, wanted in comparisons:
+            width = max(len(version), len(wanted))
+            have = version + (0,) * (width - len(version))
+            want = wanted + (0,) * (width - len(wanted))
+            if not compare(have, want):
+                return False
+        return True
+    return satisfied_by
+
+
+def _get(props: dict, names: tuple[str, ...]):
+    for name in names:
+        value = props.get(name)
+        if value is not None and value != "":
+            return name, value
+    return None, None
+
+
+class ImagePropertiesFilter(RequestFilter):
+    reason = "cannot run the image (architecture, hypervisor or VM mode)"
+    run_filter_once_per_request = True
+
+    def prepare(self, spec):
+        props = (spec.image or {}).get("properties") or {}
+        wanted = []
+        for names, canonicalize in zip(_PROPERTIES, _CANONICALIZE):
+            wanted.append(canonicalize(_get(props, names)[1]))
+        if wanted[0] is None:
+            wanted[0] = canonicalize_arch(
+                self.conf.filter_scheduler
+                .image_properties_default_architecture)
+        name, text = _get(props, _VERSION_PROPERTIES)
+        predicate = None
+        if name is not None:
+            predicate = parse_predicate(
+                text, f"spec.image.properties.{name}")
+        if not any(wanted) and predicate is None:
+            return PASS_ALL
+        return (tuple(wanted) if any(wanted) else None), predicate
+
+    def passes(self, host, prepared) -> bool:
+        wanted, predicate = prepared
+        if wanted is not None:
+            arch, hv_type, vm_mode = wanted
+            for h_arch, h_hv_type, h_vm_mode in host.supported_instances:
+                if ((arch is None or arch == h_arch)
+                        and (hv_type is None or hv_type == h_hv_type)
+                        and (vm_mode is None or vm_mode == h_vm_mode)):
+                    break
+            else:
+                return False
+        if predicate is not None and host.hypervisor_version:
+            return predicate(version_tuple(host.hypervisor_version))
+        return True
+
+    def explain(self, spec) -> str:
+        props = (spec.image or {}).get("properties") or {}
+        asked = []
+        for names in (*_PROPERTIES, _VERSION_PROPERTIES):
+            name, value = _get(props, names)
+            if name is not None:
+                asked.append(f"{name}={str(value)[:40]}")
+        default = self.conf.filter_scheduler \
+            .image_properties_default_architecture
+        if default and _get(props, _PROPERTIES[0])[0] is None:
+            asked.insert(0, f"default architecture={default}")
+        return f"{self.reason}: {', '.join(asked)}" if asked else self.reason
