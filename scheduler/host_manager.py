@@ -128,7 +128,7 @@ def _stats(raw: str | None) -> dict:
         return {}
     try:
         value = json.loads(raw)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}
 
@@ -138,7 +138,7 @@ def _json_list(raw: str | None) -> list:
         return []
     try:
         value = json.loads(raw)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         return []
     return value if isinstance(value, list) else []
 

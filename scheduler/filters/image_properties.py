@@ -128,8 +128,8 @@ class ImagePropertiesFilter(RequestFilter):
     def prepare(self, spec):
         props = (spec.image or {}).get("properties") or {}
         wanted = []
-        for names, canonicalize in zip(_PROPERTIES, _CANONICALIZE):
-            wanted.append(canonicalize(_get(props, names)[1]))
+        for names, canonical in zip(_PROPERTIES, _CANONICALIZE, strict=True):
+            wanted.append(canonical(_get(props, names)[1]))
         if wanted[0] is None:
             wanted[0] = canonicalize_arch(
                 self.conf.filter_scheduler

@@ -31,12 +31,13 @@ LOG = logging.getLogger(__name__)
 #: of the filter: every host passes without being looked at.
 PASS_ALL: Any = object()
 
-_warned: set[tuple[str, str]] = set()
+_warned: set[Any] = set()
 _warned_lock = threading.Lock()
 
 
-def warn_once(key: tuple[str, str], msg: str, *args: Any) -> None:
-    """Log a warning the first time ``key`` is seen in this process."""
+def warn_once(key: Any, msg: str, *args: Any) -> None:
+    """Log a warning the first time ``key`` (hashable) is seen in this
+    process; the message is formatted only then."""
     if key in _warned:
         return
     with _warned_lock:
@@ -77,9 +78,9 @@ def min_value(values: set[str], default: Any, cast: Callable[[str], Any],
     try:
         return min(cast(v) for v in values)
     except (TypeError, ValueError):
-        bad = ", ".join(sorted(values))
-        warn_once((key, bad), "Could not decode aggregate metadata %s=%s; "
-                  "using the default %s", key, bad, default)
+        warn_once((key, frozenset(values)), "Could not decode aggregate "
+                  "metadata %s=%s; using the default %s", key,
+                  sorted(values), default)
         return default
 
 
@@ -132,7 +133,7 @@ def lookup_path(host: HostState, path: tuple[str, ...],
         if isinstance(value, str):
             try:
                 value = json.loads(value)
-            except ValueError:
+            except (ValueError, RecursionError):
                 return None
         if not isinstance(value, Mapping):
             return None

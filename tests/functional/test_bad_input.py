@@ -6,6 +6,7 @@ import oslo_messaging as messaging
 import pytest
 
 from scheduler import exception
+from scheduler import rpc
 
 FLAVOR = {"memory_mb": 1024, "vcpus": 1, "root_gb": 10}
 
@@ -70,4 +71,4 @@ def test_unknown_method_and_bad_arguments(serving):
     assert caught.value.message == \
         "request_spec.instance_type: the flavor is missing"
     assert serving.api.select_destinations({}, {"flavor": FLAVOR})
-    assert serving.api.ping({})["version"] == "1.1"
+    assert serving.api.ping({})["version"] == rpc.API_VERSION

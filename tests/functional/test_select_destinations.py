@@ -8,6 +8,7 @@ import pytest
 import sqlalchemy as sa
 
 from scheduler import exception
+from scheduler import rpc
 from scheduler.db import models
 from tests.functional.conftest import node
 
@@ -166,6 +167,23 @@ def test_ping_names_the_server_and_driver(make_deployment):
     deployment = make_deployment(scheduler__driver="chance_scheduler")
     deployment.start_server(name="sched-ping")
     assert deployment.api.ping({}) == {
-        "host": "sched-ping", "version": "1.1", "driver": "chance_scheduler"}
+        "host": "sched-ping", "version": rpc.API_VERSION,
+        "driver": "chance_scheduler"}
     assert deployment.api.ping({}, server="sched-ping")["host"] == \
         "sched-ping"
+
+
+def test_a_client_capped_at_an_older_version_still_places(make_deployment):
+    deployment = make_deployment(upgrade_levels__scheduler="1.0")
+    deployment.fleet(5)
+    deployment.start_server()
+
+    placed = deployment.api.select_destinations({}, {"flavor": FLAVOR})
+
+    with pytest.raises(exception.InvalidRequest) as caught:
+        deployment.api.confirm({}, [placed[0]["uuid"]])
+    assert caught.value.message == (
+        "confirm needs RPC API 1.2 but [upgrade_levels] scheduler caps this "
+        "client at 1.0")
+    with pytest.raises(exception.InvalidRequest):
+        deployment.api.rank_destinations({}, {"flavor": FLAVOR})

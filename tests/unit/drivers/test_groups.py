@@ -1,0 +1,251 @@
+"""Server groups through the filter scheduler on a real SQLite database:
+spreading and packing within a request, members claimed by earlier requests,
+and refusals that claim nothing."""
+from __future__ import annotations
+
+import sqlalchemy as sa
+import pytest
+
+from scheduler import claims
+from scheduler import exception
+from scheduler.db import models
+from tests.unit.fakes import allocation_rows
+from tests.unit.fakes import make_spec
+from tests.unit.fakes import node
+from tests.unit.fakes import node_row
+
+G = "eeeeeeee-0000-4000-8000-000000000001"
+G2 = "eeeeeeee-0000-4000-8000-000000000002"
+U = [f"ffffffff-0000-4000-8000-{i:012d}" for i in range(12)]
+
+
+def _spec(policy, uuids=None, num=None, group_uuid=G, hosts=(),
+          max_per_host=None, memory_mb=1024):
+    group = {"policies": [policy], "hosts": list(hosts)}
+    if group_uuid is not None:
+        group["uuid"] = group_uuid
+    if max_per_host is not None:
+        group["rules"] = {"max_server_per_host": max_per_host}
+    kw = {}
+    if uuids is not None:
+        kw["instance_uuids"] = list(uuids)
+    if num is not None:
+        kw["num_instances"] = num
+    return make_spec(flavor={"memory_mb": memory_mb, "vcpus": 1,
+                             "root_gb": 10},
+                     instance_group=group, **kw)
+
+
+def _hosts(dests):
+    return [d["host"] for d in dests]
+
+
+def _group_rows(engine):
+    t = models.claim_groups
+    with engine.connect() as conn:
+        return {r.uuid: r.generation for r in conn.execute(sa.select(t))}
+
+
+def _untouched(engine, *hosts):
+    for host in hosts:
+        row = node_row(engine, host)
+        assert (row.generation, row.memory_mb_used, row.running_vms) == (
+            0, 0, 0), host
+
+
+def _register3(register):
+    """Three hosts; the weighers alone would stack small instances on
+    h1."""
+    register(node("h1", memory_mb=32768), node("h2", memory_mb=16384),
+             node("h3", memory_mb=16384))
+
+
+def test_anti_affinity_spreads_one_request_over_distinct_hosts(
+        register, engine, filter_driver):
+    _register3(register)
+    dests = filter_driver.select_destinations(
+        _spec("anti-affinity", uuids=U[:3]))
+    assert sorted(_hosts(dests)) == ["h1", "h2", "h3"]
+    rows = allocation_rows(engine)
+    assert {r.consumer_uuid for r in rows} == set(U[:3])
+    assert {r.group_uuid for r in rows} == {G}
+    assert _group_rows(engine) == {G: 1}
+    with engine.connect() as conn:
+        assert claims.group_hosts(conn, G) == {"h1": 1, "h2": 1, "h3": 1}
+
+
+def test_without_a_group_the_same_request_packs(register, filter_driver):
+    # the control for the test above: the weighers alone stack on h1
+    register(node("h1", memory_mb=32768), node("h2", memory_mb=16384),
+             node("h3", memory_mb=16384))
+    spec = make_spec(flavor={"memory_mb": 1024, "vcpus": 1, "root_gb": 10},
+                     num_instances=3)
+    assert _hosts(filter_driver.select_destinations(spec)) == ["h1"] * 3
+
+
+def test_anti_affinity_beats_the_weighers(register, filter_driver):
+    register(node("h1", memory_mb=32768), node("h2", memory_mb=16384),
+             node("h3", memory_mb=16384))
+    dests = filter_driver.select_destinations(
+        _spec("anti-affinity", num=3))
+    assert sorted(_hosts(dests)) == ["h1", "h2", "h3"]
+
+
+def test_more_members_than_hosts_is_refused_and_claims_nothing(
+        register, engine, filter_driver):
+    _register3(register)
+    with pytest.raises(exception.NoValidHost) as info:
+        filter_driver.select_destinations(
+            _spec("anti-affinity", uuids=U[:4]))
+    message = info.value.message
+    assert "instance 4 of 4" in message
+    assert ("ServerGroupAntiAffinityFilter removed 1 (server group "
+            "anti-affinity: host already holds a member)") in message
+    assert allocation_rows(engine) == []
+    assert _group_rows(engine) == {}
+    _untouched(engine, "h1", "h2", "h3")
+
+
+def test_max_server_per_host_two(register, engine, filter_driver):
+    register(node("h1", memory_mb=16384), node("h2", memory_mb=16384))
+    dests = filter_driver.select_destinations(
+        _spec("anti-affinity", num=4, max_per_host=2))
+    assert sorted(_hosts(dests)) == ["h1", "h1", "h2", "h2"]
+    with pytest.raises(exception.NoValidHost) as info:
+        filter_driver.select_destinations(
+            _spec("anti-affinity", num=1, max_per_host=2))
+    assert "ServerGroupAntiAffinityFilter removed 2" in info.value.message
+    assert len(allocation_rows(engine)) == 4
+
+
+def test_affinity_request_of_three_lands_on_one_host(register, engine,
+                                                     filter_driver):
+    # each instance's usage makes the next one prefer another host, unless
+    # the group holds them together
+    register(node("h1", memory_mb=8192), node("h2", memory_mb=8192),
+             node("h3", memory_mb=8192))
+    dests = filter_driver.select_destinations(
+        _spec("affinity", uuids=U[:3], memory_mb=2048))
+    hosts = _hosts(dests)
+    assert len(set(hosts)) == 1 and len(hosts) == 3
+    row = node_row(engine, hosts[0])
+    assert (row.memory_mb_used, row.running_vms, row.generation) == (
+        6144, 3, 1)
+    assert _group_rows(engine) == {G: 1}
+
+
+def test_affinity_that_does_not_fit_one_host_is_refused(register, engine,
+                                                        filter_driver):
+    register(node("h1", memory_mb=4096), node("h2", memory_mb=4096))
+    with pytest.raises(exception.NoValidHost) as info:
+        filter_driver.select_destinations(
+            _spec("affinity", num=3, memory_mb=2048))
+    # the second instance saw only the first one's host (the affinity
+    # filter), so the third finds that host full
+    assert info.value.message == (
+        "No valid host for instance 3 of 3 (all or nothing: none was "
+        "placed); of the hosts left after placing the first 2, 0/1 hosts "
+        "passed. RamFilter removed 1 (insufficient RAM: need 2048 MB)")
+    assert allocation_rows(engine) == []
+    _untouched(engine, "h1", "h2")
+
+
+def test_anti_affinity_sees_members_claimed_by_earlier_requests(
+        register, engine, filter_driver):
+    _register3(register)
+    first = filter_driver.select_destinations(
+        _spec("anti-affinity", uuids=U[:2]))
+    second = filter_driver.select_destinations(
+        _spec("anti-affinity", uuids=U[2:3]))
+    assert sorted(_hosts(first) + _hosts(second)) == ["h1", "h2", "h3"]
+    assert _group_rows(engine) == {G: 2}
+    # the group is full now: the next member is refused, by the filter
+    with pytest.raises(exception.NoValidHost) as info:
+        filter_driver.select_destinations(
+            _spec("anti-affinity", uuids=U[3:4]))
+    assert info.value.message == (
+        "No valid host: 0/3 hosts passed. ServerGroupAntiAffinityFilter "
+        "removed 3 (server group anti-affinity: host already holds a "
+        "member)")
+    # releasing a member frees its host for the group
+    claims.release(engine, [U[0]])
+    [dest] = filter_driver.select_destinations(
+        _spec("anti-affinity", uuids=U[3:4]))
+    assert dest["host"] == _hosts(first)[0]
+
+
+def test_other_groups_do_not_count(register, engine, filter_driver):
+    register(node("h1", memory_mb=16384))
+    filter_driver.select_destinations(_spec("anti-affinity", uuids=U[:1]))
+    [dest] = filter_driver.select_destinations(
+        _spec("anti-affinity", uuids=U[1:2], group_uuid=G2))
+    assert dest["host"] == "h1"
+    assert _group_rows(engine) == {G: 1, G2: 1}
+
+
+def test_affinity_sees_members_claimed_by_earlier_requests(
+        register, engine, filter_driver):
+    register(node("small", memory_mb=8192))
+    [first] = filter_driver.select_destinations(
+        _spec("affinity", uuids=U[:1]))
+    assert first["host"] == "small"
+    # a roomier host arrives; the weighers alone would pick it
+    register(node("big", memory_mb=65536, vcpus=64, local_gb=1000))
+    dests = filter_driver.select_destinations(
+        _spec("affinity", uuids=U[1:3]))
+    assert _hosts(dests) == ["small", "small"]
+    other = make_spec(flavor={"memory_mb": 1024, "vcpus": 1,
+                              "root_gb": 10})
+    assert _hosts(filter_driver.select_destinations(other)) == ["big"]
+
+
+def test_caller_sent_hosts_count_as_members(register, engine,
+                                            filter_driver):
+    _register3(register)
+    dests = filter_driver.select_destinations(
+        _spec("anti-affinity", num=2, hosts=["h2"]))
+    assert sorted(_hosts(dests)) == ["h1", "h3"]
+
+
+def test_a_group_without_uuid_still_spreads_within_one_request(
+        register, engine, filter_driver):
+    register(node("h1", memory_mb=32768), node("h2", memory_mb=16384),
+             node("h3", memory_mb=16384))
+    dests = filter_driver.select_destinations(
+        _spec("anti-affinity", uuids=U[:3], group_uuid=None))
+    assert sorted(_hosts(dests)) == ["h1", "h2", "h3"]
+    assert {r.group_uuid for r in allocation_rows(engine)} == {None}
+    assert _group_rows(engine) == {}
+    with pytest.raises(exception.NoValidHost):
+        filter_driver.select_destinations(
+            _spec("anti-affinity", num=4, group_uuid=None))
+    assert len(allocation_rows(engine)) == 3
+
+
+def test_a_group_without_uuid_packs_for_affinity(register, engine,
+                                                  filter_driver):
+    register(node("h1", memory_mb=8192), node("h2", memory_mb=8192))
+    dests = filter_driver.select_destinations(
+        _spec("affinity", num=3, group_uuid=None, memory_mb=2048))
+    assert len(set(_hosts(dests))) == 1
+
+
+@pytest.mark.parametrize("policy", ["soft-affinity", "soft-anti-affinity"])
+def test_soft_policies_take_no_group_lock(register, engine, filter_driver,
+                                          policy):
+    register(node("h1", memory_mb=16384))
+    filter_driver.select_destinations(_spec(policy, num=2))
+    assert len(allocation_rows(engine)) == 2
+    assert {r.group_uuid for r in allocation_rows(engine)} == {G}
+    assert _group_rows(engine) == {}
+
+
+def test_resending_held_members_returns_them(register, engine,
+                                             filter_driver):
+    _register3(register)
+    spec = _spec("anti-affinity", uuids=U[:3])
+    first = filter_driver.select_destinations(spec)
+    # the group's own members must not block their re-sent request
+    again = filter_driver.select_destinations(spec)
+    assert _hosts(again) == _hosts(first)
+    assert len(allocation_rows(engine)) == 3
