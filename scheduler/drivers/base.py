@@ -53,6 +53,12 @@ class Driver:
         """One Selection per instance, in order, or NoValidHost."""
         raise NotImplementedError
 
+    def decide(self, spec: RequestSpec) -> list[Selection]:
+        """Refresh and plan, without claiming: the scheduling decision
+        alone (what benchmarks time)."""
+        return self.plan(self._with_group_members(spec, []),
+                         self.host_states())
+
     def run_periodic_tasks(self) -> None:
         """Called every ``[scheduler] periodic_task_interval`` seconds."""
 
