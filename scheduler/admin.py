@@ -123,6 +123,8 @@ def fix_usage(engine: sa.Engine) -> int:
 
     vcpus, memory, disk = total(a.c.vcpus), total(a.c.memory_mb), \
         total(a.c.disk_gb)
+    count = (sa.select(sa.func.count()).where(a.c.compute_node_id == n.c.id)
+             .scalar_subquery())
     with engine.begin() as conn:
         return conn.execute(
             n.update()
@@ -131,7 +133,7 @@ def fix_usage(engine: sa.Engine) -> int:
                           n.c.memory_mb_used != memory,
                           n.c.local_gb_used != disk))
             .values(vcpus_used=vcpus, memory_mb_used=memory,
-                    local_gb_used=disk,
+                    local_gb_used=disk, running_vms=count,
                     free_ram_mb=n.c.memory_mb - memory,
                     free_disk_gb=n.c.local_gb - disk,
                     generation=n.c.generation + 1)).rowcount

@@ -182,17 +182,21 @@ def _check_group(conn: sa.Connection, group: GroupRule,
                 f"{len(hosts)} hosts, affinity allows one")
 
 
-def group_hosts(conn: sa.Connection, group_uuid: str
-                ) -> collections.Counter:
-    """host -> number of the group's claimed members on it."""
+def group_hosts(conn: sa.Connection, group_uuid: str,
+                exclude: Iterable[str] = ()) -> collections.Counter:
+    """host -> number of the group's claimed members on it (consumers in
+    ``exclude`` not counted)."""
     allocs = models.allocations
     nodes = models.compute_nodes
-    rows = conn.execute(
-        sa.select(nodes.c.host, sa.func.count())
-        .select_from(allocs.join(nodes,
-                                 nodes.c.id == allocs.c.compute_node_id))
-        .where(allocs.c.group_uuid == group_uuid)
-        .group_by(nodes.c.host))
+    query = (sa.select(nodes.c.host, sa.func.count())
+             .select_from(allocs.join(nodes,
+                                      nodes.c.id == allocs.c.compute_node_id))
+             .where(allocs.c.group_uuid == group_uuid)
+             .group_by(nodes.c.host))
+    exclude = list(exclude)
+    if exclude:
+        query = query.where(allocs.c.consumer_uuid.not_in(exclude))
+    rows = conn.execute(query)
     return collections.Counter({host: count for host, count in rows})
 
 

@@ -59,10 +59,12 @@ class HostManager:
             self._states = {s.key: s for s in states}
         return states
 
-    def group_hosts(self, group_uuid: str) -> collections.Counter:
-        """host -> members of the server group claimed on it."""
+    def group_hosts(self, group_uuid: str, exclude: list[str] = ()
+                    ) -> collections.Counter:
+        """host -> members of the server group claimed on it, leaving out
+        the consumers in ``exclude``."""
         with self.engine.connect() as conn:
-            return claims.group_hosts(conn, group_uuid)
+            return claims.group_hosts(conn, group_uuid, exclude)
 
     def cached_states(self) -> list[HostState]:
         """The host states of the last refresh (reading SQL if none yet)."""

@@ -64,7 +64,8 @@ def allocations_audit(conf, engine, args) -> int:
     if args.fix:
         fixed = admin.fix_usage(engine)
         print(f"audit: recomputed usage from allocations on {fixed} node(s)")
-        return 0
+        # Over-capacity cannot be fixed by recomputing; it stays an error.
+        return int(any(p["problem"] == "over capacity" for p in problems))
     return 1
 
 

@@ -49,6 +49,10 @@ class Service(Base, _Timestamps, _SoftDelete):
     forced_down = sa.Column(sa.Boolean, nullable=False, default=False)
     last_seen_up = sa.Column(sa.DateTime, nullable=True)
     version = sa.Column(sa.Integer, nullable=False, default=0)
+    #: Stamped by triggers on admin changes (not heartbeats); see
+    #: migration 0003.
+    change_seq = sa.Column(sa.BigInteger, nullable=False, default=0,
+                           index=True)
 
 
 class ComputeNode(Base, _Timestamps, _SoftDelete):
@@ -89,6 +93,9 @@ class ComputeNode(Base, _Timestamps, _SoftDelete):
     # Bumped by every writer of this row (claims and compute agents); a
     # claim's UPDATE is conditional on the generation it planned with.
     generation = sa.Column(sa.Integer, nullable=False, default=0)
+    #: Stamped by triggers on every write; see migration 0003.
+    change_seq = sa.Column(sa.BigInteger, nullable=False, default=0,
+                           index=True)
 
 
 class Aggregate(Base, _Timestamps, _SoftDelete):
@@ -154,6 +161,17 @@ class ClaimGroup(Base):
     generation = sa.Column(sa.Integer, nullable=False, default=0)
 
 
+class ChangeCounter(Base):
+    """One row (id 1) of counters that triggers bump on every tracked
+    write; a refresh compares them with what it saw last."""
+    __tablename__ = "change_counter"
+    id = sa.Column(sa.Integer, primary_key=True)
+    nodes = sa.Column(sa.BigInteger, nullable=False, default=0)
+    node_deletes = sa.Column(sa.BigInteger, nullable=False, default=0)
+    services = sa.Column(sa.BigInteger, nullable=False, default=0)
+    aggregates = sa.Column(sa.BigInteger, nullable=False, default=0)
+
+
 services = Service.__table__
 compute_nodes = ComputeNode.__table__
 aggregates = Aggregate.__table__
@@ -161,3 +179,4 @@ aggregate_hosts = AggregateHost.__table__
 aggregate_metadata = AggregateMetadata.__table__
 allocations = Allocation.__table__
 claim_groups = ClaimGroup.__table__
+change_counter = ChangeCounter.__table__

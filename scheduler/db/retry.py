@@ -3,8 +3,8 @@
 oslo.db's stock retry knows MySQL/PostgreSQL deadlocks (DBDeadlock) and lost
 connections (DBConnectionError), but not SQLite's "database is locked" (the
 busy timeout ran out) nor PostgreSQL's serialization failures (SQLSTATE
-40001), which oslo.db passes on as plain DBError; :func:`is_transient` adds
-those. The work retried must be one transaction that either committed or
+40001): oslo.db 18 re-raises those as the raw SQLAlchemy OperationalError
+(older releases wrapped them in DBError). :func:`is_transient` adds them. The work retried must be one transaction that either committed or
 left nothing behind — every claim function is.
 """
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Callable, TypeVar
 
 from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
+from sqlalchemy import exc as sa_exc
 
 T = TypeVar("T")
 
@@ -24,13 +25,13 @@ def is_transient(exc: BaseException) -> bool:
     """True for errors worth trying the same transaction again for."""
     if isinstance(exc, (db_exc.DBDeadlock, db_exc.DBConnectionError)):
         return True
-    if not isinstance(exc, db_exc.DBError):
+    if isinstance(exc, db_exc.DBError):
+        exc = exc.inner_exception
+    if not isinstance(exc, sa_exc.OperationalError):
         return False
-    inner = exc.inner_exception
-    if any(text in str(inner) for text in _SQLITE_BUSY):
+    if any(text in str(exc.orig) for text in _SQLITE_BUSY):
         return True
-    orig = getattr(inner, "orig", None)
-    return getattr(orig, "pgcode", None) == _PG_SERIALIZATION_FAILURE
+    return getattr(exc.orig, "pgcode", None) == _PG_SERIALIZATION_FAILURE
 
 
 def retrying(attempts: int) -> Callable[[Callable[..., T]],

@@ -125,7 +125,9 @@ class Driver:
         group = spec.instance_group
         if group is None or not group.uuid:
             return spec
-        members = self.host_manager.group_hosts(group.uuid)
+        # Consumers this request re-claims are not members elsewhere: their
+        # old claims are released in the same transaction.
+        members = self.host_manager.group_hosts(group.uuid, exclude=replace)
         hosts = list(members.elements())
         hosts += [h for h in group.hosts if h not in members]
         return dataclasses.replace(spec, instance_group=dataclasses.replace(

@@ -51,9 +51,9 @@ def test_db_sync_and_version(config, capsys, tmp_path):
     assert _run(capsys, args + ["db", "version"]) == (
         0, "none (run 'db sync')\n", "")
     assert _run(capsys, args + ["db", "sync"]) == (
-        0, "database at revision 0002\n", "")
+        0, "database at revision 0003\n", "")
     assert (tmp_path / "scheduler.sqlite").exists()
-    assert _run(capsys, args + ["db", "version"]) == (0, "0002\n", "")
+    assert _run(capsys, args + ["db", "version"]) == (0, "0003\n", "")
     # re-running sync is safe
     assert _run(capsys, args + ["db", "sync"])[0] == 0
 
@@ -122,11 +122,12 @@ def test_audit_uses_the_configured_default_ratios(config, capsys, register,
     assert code == 1
     assert out.splitlines()[2].split() == [
         "h1", "h1", "vcpus", "over", "capacity", "6", "6", "4.0"]
-    # --fix only recomputes usage; over capacity is not something it fixes
+    # --fix only recomputes usage; over capacity is not something it
+    # fixes, so it still exits 1
     code, out, _ = _run(capsys, config(
         filter_scheduler={"cpu_allocation_ratio": "1.0"})
         + ["allocations", "audit", "--fix"])
-    assert code == 0
+    assert code == 1
     assert out.splitlines()[-1] == (
         "audit: recomputed usage from allocations on 0 node(s)")
 

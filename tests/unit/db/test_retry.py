@@ -1,10 +1,9 @@
 """db.retry: which database errors are transient, and the bounded retry.
 
 The non-transient database errors are real ones, raised through oslo.db's
-engine (a unique-constraint violation, a missing table). A real SQLite
-"database is locked" is not tested here: oslo.db 18 re-raises it as a plain
-``sqlalchemy.exc.OperationalError`` (not a ``DBError``), which
-``is_transient`` does not recognize (reported to the lead)."""
+engine (a unique-constraint violation, a missing table), and so is SQLite's
+"database is locked", which oslo.db 18 re-raises as the raw
+``sqlalchemy.exc.OperationalError``."""
 from __future__ import annotations
 
 import uuid as uuidlib
@@ -14,6 +13,7 @@ from oslo_db import exception as db_exc
 import pytest
 import sqlalchemy as sa
 
+from scheduler.db import api as db_api
 from scheduler.db import models
 from scheduler.db import retry
 
@@ -55,18 +55,17 @@ class _PgError(Exception):
         self.pgcode = pgcode
 
 
-class _Wrapped(Exception):
+def _operational(orig: Exception) -> sa.exc.OperationalError:
     """What SQLAlchemy raises: the DB-API error in ``orig``."""
-
-    def __init__(self, orig):
-        super().__init__(str(orig))
-        self.orig = orig
+    return sa.exc.OperationalError("UPDATE ...", {}, orig)
 
 
 @pytest.mark.parametrize("error,transient", [
-    (db_exc.DBError(_Wrapped(_PgError("40001"))), True),
-    (db_exc.DBError(_Wrapped(_PgError("23505"))), False),
-    (db_exc.DBError(Exception("database table is locked")), True),
+    (_operational(_PgError("40001")), True),
+    (db_exc.DBError(_operational(_PgError("40001"))), True),
+    (_operational(_PgError("23505")), False),
+    (_operational(Exception("database table is locked")), True),
+    (db_exc.DBError(_operational(Exception("database is locked"))), True),
     (db_exc.DBError(Exception("syntax error")), False),
     (db_exc.DBError(), False),
     (db_exc.DBDuplicateEntry(["uuid"], Exception("UNIQUE failed")), False),
@@ -119,7 +118,7 @@ def test_retrying_zero_means_one_try(no_sleep):
 
 
 def test_retrying_backs_off_up_to_a_second(no_sleep):
-    work, calls = _flaky(8, lambda: db_exc.DBError(
+    work, calls = _flaky(8, lambda: _operational(
         Exception("database is locked")))
     assert retry.retrying(8)(work)() == "done"
     assert no_sleep[0] == pytest.approx(0.05)
@@ -136,3 +135,21 @@ def test_retrying_does_not_retry_other_errors(no_sleep):
             retry.retrying(5)(work)()
         assert len(calls) == 1
     assert no_sleep == []
+
+
+def test_sqlite_database_is_locked_is_transient(conf, engine):
+    other = db_api.create_engine(conf)
+    with engine.connect() as holder:
+        holder.begin()
+        holder.execute(models.claim_groups.insert().values(uuid="a",
+                                                           generation=0))
+        with other.connect() as conn:
+            conn.exec_driver_sql("PRAGMA busy_timeout=10")
+            conn.commit()
+            with pytest.raises(Exception) as info:
+                with conn.begin():
+                    conn.execute(models.claim_groups.insert().values(
+                        uuid="b", generation=0))
+        holder.rollback()
+    other.dispose()
+    assert retry.is_transient(info.value)

@@ -249,3 +249,12 @@ def test_resending_held_members_returns_them(register, engine,
     again = filter_driver.select_destinations(spec)
     assert _hosts(again) == _hosts(first)
     assert len(allocation_rows(engine)) == 3
+
+
+def test_partially_held_request_keeps_anti_affinity_room(register,
+                                                         filter_driver):
+    register(node("h1", memory_mb=16384), node("h2", memory_mb=16384))
+    filter_driver.select_destinations(_spec("anti-affinity", uuids=U[:1]))
+    dests = filter_driver.select_destinations(_spec("anti-affinity",
+                                                    uuids=U[:2]))
+    assert sorted(_hosts(dests)) == ["h1", "h2"]

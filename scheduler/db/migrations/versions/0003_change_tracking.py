@@ -1,0 +1,150 @@
+"""Change tracking, so a refresh reads only what changed.
+
+Every write to ``compute_nodes`` (and every admin change of a compute
+``services`` row, and any change to aggregates) bumps a counter in the
+single-row ``change_counter`` table, and stamps the written row with the new
+value in ``change_seq``. Triggers do it, so it holds for every writer —
+ours, compute agents, an operator's SQL — not only for code that remembers
+to. Because the counter row is updated inside the writer's transaction, its
+lock orders writers by commit: a reader that has seen stamp N has seen every
+stamp below N, so "rows with change_seq > last seen" misses nothing.
+
+Heartbeats (``report_count``, ``last_seen_up``, ``updated_at``) are
+deliberately not tracked: they change every few seconds on every host, and
+liveness is read separately as "which services are down".
+
+Revision ID: 0003
+Revises: 0002
+"""
+from alembic import op
+import sqlalchemy as sa
+
+revision = "0003"
+down_revision = "0002"
+branch_labels = None
+depends_on = None
+
+# Columns of services whose change matters to scheduling (not heartbeats).
+_SERVICE_COLUMNS = "disabled, disabled_reason, forced_down, deleted, host, binary"
+
+_SQLITE = [
+    # nodes: every insert/update stamps the row; deletes only count.
+    """CREATE TRIGGER compute_nodes_stamp_insert AFTER INSERT ON compute_nodes
+    BEGIN
+        UPDATE change_counter SET nodes = nodes + 1 WHERE id = 1;
+        UPDATE compute_nodes SET change_seq =
+            (SELECT nodes FROM change_counter WHERE id = 1)
+            WHERE id = NEW.id;
+    END""",
+    """CREATE TRIGGER compute_nodes_stamp_update AFTER UPDATE ON compute_nodes
+    WHEN NEW.change_seq = OLD.change_seq
+    BEGIN
+        UPDATE change_counter SET nodes = nodes + 1 WHERE id = 1;
+        UPDATE compute_nodes SET change_seq =
+            (SELECT nodes FROM change_counter WHERE id = 1)
+            WHERE id = NEW.id;
+    END""",
+    """CREATE TRIGGER compute_nodes_count_delete AFTER DELETE ON compute_nodes
+    BEGIN
+        UPDATE change_counter SET node_deletes = node_deletes + 1
+            WHERE id = 1;
+    END""",
+    """CREATE TRIGGER services_stamp_insert AFTER INSERT ON services
+    BEGIN
+        UPDATE change_counter SET services = services + 1 WHERE id = 1;
+        UPDATE services SET change_seq =
+            (SELECT services FROM change_counter WHERE id = 1)
+            WHERE id = NEW.id;
+    END""",
+    f"""CREATE TRIGGER services_stamp_update
+    AFTER UPDATE OF {_SERVICE_COLUMNS} ON services
+    BEGIN
+        UPDATE change_counter SET services = services + 1 WHERE id = 1;
+        UPDATE services SET change_seq =
+            (SELECT services FROM change_counter WHERE id = 1)
+            WHERE id = NEW.id;
+    END""",
+    """CREATE TRIGGER services_count_delete AFTER DELETE ON services
+    BEGIN
+        UPDATE change_counter SET services = services + 1 WHERE id = 1;
+    END""",
+] + [
+    f"""CREATE TRIGGER {table}_count_{event.lower()} AFTER {event} ON {table}
+    BEGIN
+        UPDATE change_counter SET aggregates = aggregates + 1 WHERE id = 1;
+    END"""
+    for table in ("aggregates", "aggregate_hosts", "aggregate_metadata")
+    for event in ("INSERT", "UPDATE", "DELETE")
+]
+
+_POSTGRESQL = [
+    """CREATE FUNCTION scheduler_stamp_node() RETURNS trigger AS $$
+    BEGIN
+        UPDATE change_counter SET nodes = nodes + 1 WHERE id = 1
+            RETURNING nodes INTO NEW.change_seq;
+        RETURN NEW;
+    END $$ LANGUAGE plpgsql""",
+    """CREATE TRIGGER compute_nodes_stamp BEFORE INSERT OR UPDATE
+    ON compute_nodes FOR EACH ROW EXECUTE FUNCTION scheduler_stamp_node()""",
+    """CREATE FUNCTION scheduler_count_node_delete() RETURNS trigger AS $$
+    BEGIN
+        UPDATE change_counter SET node_deletes = node_deletes + 1
+            WHERE id = 1;
+        RETURN OLD;
+    END $$ LANGUAGE plpgsql""",
+    """CREATE TRIGGER compute_nodes_count_delete AFTER DELETE
+    ON compute_nodes FOR EACH ROW
+    EXECUTE FUNCTION scheduler_count_node_delete()""",
+    """CREATE FUNCTION scheduler_stamp_service() RETURNS trigger AS $$
+    BEGIN
+        UPDATE change_counter SET services = services + 1 WHERE id = 1
+            RETURNING services INTO NEW.change_seq;
+        RETURN NEW;
+    END $$ LANGUAGE plpgsql""",
+    f"""CREATE TRIGGER services_stamp BEFORE INSERT OR UPDATE OF
+    {_SERVICE_COLUMNS} ON services
+    FOR EACH ROW EXECUTE FUNCTION scheduler_stamp_service()""",
+    """CREATE FUNCTION scheduler_count_service_delete() RETURNS trigger AS $$
+    BEGIN
+        UPDATE change_counter SET services = services + 1 WHERE id = 1;
+        RETURN OLD;
+    END $$ LANGUAGE plpgsql""",
+    """CREATE TRIGGER services_count_delete AFTER DELETE ON services
+    FOR EACH ROW EXECUTE FUNCTION scheduler_count_service_delete()""",
+    """CREATE FUNCTION scheduler_count_aggregates() RETURNS trigger AS $$
+    BEGIN
+        UPDATE change_counter SET aggregates = aggregates + 1 WHERE id = 1;
+        RETURN NULL;
+    END $$ LANGUAGE plpgsql""",
+] + [
+    f"""CREATE TRIGGER {table}_count AFTER INSERT OR UPDATE OR DELETE
+    ON {table} FOR EACH STATEMENT EXECUTE FUNCTION scheduler_count_aggregates()"""
+    for table in ("aggregates", "aggregate_hosts", "aggregate_metadata")
+]
+
+
+def upgrade() -> None:
+    op.create_table(
+        "change_counter",
+        sa.Column("id", sa.Integer, primary_key=True),
+        sa.Column("nodes", sa.BigInteger, nullable=False, server_default="0"),
+        sa.Column("node_deletes", sa.BigInteger, nullable=False,
+                  server_default="0"),
+        sa.Column("services", sa.BigInteger, nullable=False,
+                  server_default="0"),
+        sa.Column("aggregates", sa.BigInteger, nullable=False,
+                  server_default="0"),
+    )
+    op.execute("INSERT INTO change_counter (id) VALUES (1)")
+    for table in ("compute_nodes", "services"):
+        with op.batch_alter_table(table) as batch:
+            batch.add_column(sa.Column("change_seq", sa.BigInteger,
+                                       nullable=False, server_default="0"))
+            batch.create_index(f"{table}_change_seq_idx", ["change_seq"])
+    dialect = op.get_bind().dialect.name
+    statements = {"sqlite": _SQLITE, "postgresql": _POSTGRESQL}.get(dialect)
+    if statements is None:
+        raise RuntimeError(f"change tracking has no triggers for {dialect}; "
+                           f"SQLite and PostgreSQL are supported")
+    for statement in statements:
+        op.execute(statement)
