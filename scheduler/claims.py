@@ -62,12 +62,25 @@ class GroupRule:
     max_per_host: int = 1
 
 
+@dataclasses.dataclass(frozen=True)
+class Ratios:
+    """Allocation ratios for nodes that do not set their own."""
+    cpu: float = 16.0
+    ram: float = 1.5
+    disk: float = 1.0
+
+
 class ClaimConflict(Exception):
     """What the plan was based on changed; plan again."""
 
     def __init__(self, message: str, node_id: int | None = None):
         super().__init__(message)
         self.node_id = node_id
+
+
+class NoRoom(ClaimConflict):
+    """The node is as the plan saw it, but the claim does not fit its
+    capacity × allocation ratio (e.g. a forced host that is full)."""
 
 
 class GroupConflict(ClaimConflict):
@@ -80,13 +93,20 @@ class ConsumerExists(Exception):
 
 def claim(engine: sa.Engine, claims: list[Claim], *,
           group: GroupRule | None = None, replace: Iterable[str] = (),
-          ttl: int = 0) -> None:
+          ttl: int = 0, default_ratios: Ratios = Ratios()) -> None:
     """Record ``claims`` all together or not at all.
+
+    Besides the generation, each node's UPDATE checks that the new usage
+    stays within capacity × allocation ratio (the node's, else
+    ``default_ratios``; a node reporting 0 vCPUs is not judged on vCPUs, as
+    CoreFilter): whatever a planner believed, the database never holds an
+    overcommitted node.
 
     ``replace`` names consumers whose existing claims this one supersedes
     (released in the same transaction). ``ttl`` > 0 makes the claims expire
     that many seconds from now unless confirmed.
     :raises ClaimConflict: a node's generation moved; nothing was written.
+    :raises NoRoom: a node would exceed its capacity; nothing was written.
     :raises GroupConflict: the claims would break ``group``; nothing was
         written.
     :raises ConsumerExists: a consumer already has an allocation; nothing
@@ -97,7 +117,7 @@ def claim(engine: sa.Engine, claims: list[Claim], *,
         with engine.begin() as conn:
             if group is not None:
                 _lock_group(conn, group.uuid)
-            _consume(conn, claims)
+            _consume(conn, claims, default_ratios)
             if replace:
                 _give_back(conn, _delete(conn, models.allocations.c
                                          .consumer_uuid.in_(replace)))
@@ -118,7 +138,15 @@ def claim(engine: sa.Engine, claims: list[Claim], *,
         raise ConsumerExists(str(e)) from e
 
 
-def _consume(conn: sa.Connection, claims: list[Claim]) -> None:
+def _within(used, amount: int, total, ratio, default: float):
+    """SQL: ``used + amount`` fits ``total`` × (the node's ratio, or
+    ``default`` if it has none)."""
+    ratio = sa.func.coalesce(sa.func.nullif(ratio, 0.0), default)
+    return used + amount <= total * ratio
+
+
+def _consume(conn: sa.Connection, claims: list[Claim],
+             ratios: Ratios) -> None:
     by_node: dict[int, list[Claim]] = collections.defaultdict(list)
     for c in claims:
         by_node[c.node_id].append(c)
@@ -134,7 +162,15 @@ def _consume(conn: sa.Connection, claims: list[Claim]) -> None:
             nodes.update()
             .where(nodes.c.id == node_id,
                    nodes.c.generation == group[0].generation,
-                   nodes.c.deleted == 0)
+                   nodes.c.deleted == 0,
+                   sa.or_(nodes.c.vcpus == 0,
+                          _within(nodes.c.vcpus_used, vcpus, nodes.c.vcpus,
+                                  nodes.c.cpu_allocation_ratio, ratios.cpu)),
+                   _within(nodes.c.memory_mb_used, memory,
+                           nodes.c.memory_mb, nodes.c.ram_allocation_ratio,
+                           ratios.ram),
+                   _within(nodes.c.local_gb_used, disk, nodes.c.local_gb,
+                           nodes.c.disk_allocation_ratio, ratios.disk))
             .values(vcpus_used=nodes.c.vcpus_used + vcpus,
                     memory_mb_used=nodes.c.memory_mb_used + memory,
                     local_gb_used=nodes.c.local_gb_used + disk,
@@ -143,6 +179,12 @@ def _consume(conn: sa.Connection, claims: list[Claim]) -> None:
                     running_vms=nodes.c.running_vms + len(group),
                     generation=nodes.c.generation + 1))
         if result.rowcount != 1:
+            current = conn.execute(sa.select(nodes.c.generation).where(
+                nodes.c.id == node_id, nodes.c.deleted == 0)).scalar()
+            if current == group[0].generation:
+                raise NoRoom(f"compute node {node_id} ({group[0].host}) has "
+                             f"no room for {len(group)} more instance(s)",
+                             node_id)
             raise ClaimConflict(
                 f"compute node {node_id} changed concurrently", node_id)
 

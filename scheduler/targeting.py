@@ -5,55 +5,55 @@ Nova's semantics: host names match case-insensitively, node names exactly;
 a forced host skips the filters altogether (the operator asked for it),
 while a requested destination only narrows the list and the filters still
 run. Each narrowing is reported as a step, so an explanation shows it.
+(Forcing never overcommits here, though: the claim still checks capacity.)
 """
 from __future__ import annotations
 
-from typing import Callable
+import numpy as np
 
 from scheduler.filters.base import FilterStep
 from scheduler.filters.base import SAMPLE_SIZE
-from scheduler.host_state import HostState
+from scheduler.host_table import HostView
 from scheduler.request_spec import RequestSpec
 
 
-def _narrow(name: str, reason: str, hosts: list[HostState],
-            keep: Callable[[HostState], bool],
-            steps: list[FilterStep]) -> list[HostState]:
-    kept = [h for h in hosts if keep(h)]
-    if len(kept) != len(hosts):
-        dropped = tuple(h.host for h in hosts if not keep(h))[:SAMPLE_SIZE]
-        steps.append(FilterStep(name, len(hosts), len(kept), reason, dropped))
-    return kept
+def _narrow(name: str, reason: str, view: HostView, idx: np.ndarray,
+            keep: np.ndarray, steps: list[FilterStep]) -> np.ndarray:
+    if keep.all():
+        return idx
+    dropped = tuple(view.host_names[idx[~keep]][:SAMPLE_SIZE])
+    steps.append(FilterStep(name, len(idx), int(keep.sum()), reason,
+                            dropped))
+    return idx[keep]
 
 
-def apply(spec: RequestSpec, hosts: list[HostState]
-          ) -> tuple[list[HostState], bool, list[FilterStep]]:
-    """Narrow ``hosts`` for ``spec``.
+def apply(spec: RequestSpec, view: HostView, idx: np.ndarray
+          ) -> tuple[np.ndarray, bool, list[FilterStep]]:
+    """Narrow the hosts at positions ``idx`` for ``spec``.
 
-    :returns: the remaining hosts, whether they were forced (filters must be
-        skipped), and a step per narrowing that removed hosts.
+    :returns: the remaining positions, whether they were forced (filters
+        must be skipped), and a step per narrowing that removed hosts.
     """
     steps: list[FilterStep] = []
+    lower = view.host_names_lower
     if spec.ignore_hosts:
-        ignored = {h.lower() for h in spec.ignore_hosts}
-        hosts = _narrow("ignore_hosts", "ignored by the request", hosts,
-                        lambda h: h.host.lower() not in ignored, steps)
+        ignored = [h.lower() for h in spec.ignore_hosts]
+        idx = _narrow("ignore_hosts", "ignored by the request", view, idx,
+                      ~np.isin(lower[idx], ignored), steps)
     forced = bool(spec.force_hosts or spec.force_nodes)
     if spec.force_hosts:
-        wanted = {h.lower() for h in spec.force_hosts}
-        hosts = _narrow("force_hosts", "not a forced host", hosts,
-                        lambda h: h.host.lower() in wanted, steps)
+        wanted = [h.lower() for h in spec.force_hosts]
+        idx = _narrow("force_hosts", "not a forced host", view, idx,
+                      np.isin(lower[idx], wanted), steps)
     if spec.force_nodes:
-        nodes = set(spec.force_nodes)
-        hosts = _narrow("force_nodes", "not a forced node", hosts,
-                        lambda h: h.nodename in nodes, steps)
+        idx = _narrow("force_nodes", "not a forced node", view, idx,
+                      np.isin(view.node_names[idx], list(spec.force_nodes)),
+                      steps)
     dest = spec.requested_destination
     if dest and dest.get("host"):
-        host = dest["host"].lower()
-        hosts = _narrow("requested_destination", "not the requested host",
-                        hosts, lambda h: h.host.lower() == host, steps)
+        idx = _narrow("requested_destination", "not the requested host",
+                      view, idx, lower[idx] == dest["host"].lower(), steps)
     if dest and dest.get("node"):
-        node = dest["node"]
-        hosts = _narrow("requested_destination", "not the requested node",
-                        hosts, lambda h: h.nodename == node, steps)
-    return hosts, forced, steps
+        idx = _narrow("requested_destination", "not the requested node",
+                      view, idx, view.node_names[idx] == dest["node"], steps)
+    return idx, forced, steps

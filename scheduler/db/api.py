@@ -31,6 +31,18 @@ def create_engine(conf: cfg.ConfigOpts) -> sa.Engine:
     context.configure(**{opt.dest: conf.database[opt.dest]
                          for opt in db_options.database_opts})
     engine = context.writer.get_engine()
+    if engine.dialect.name == "sqlite" and engine.url.database not in (
+            None, "", ":memory:"):
+        # oslo.db gives SQLite files a NullPool: a new connection, file open
+        # and pragmas on every checkout. The scheduler checks out a
+        # connection per request, so keep a pool of them instead (SQLite
+        # file connections may move between threads: check_same_thread is
+        # off for them).
+        cargs, cparams = engine.dialect.create_connect_args(engine.url)
+        cparams["check_same_thread"] = False
+        engine.pool = sa.pool.QueuePool(
+            lambda: engine.dialect.loaded_dbapi.connect(*cargs, **cparams),
+            pool_size=8, max_overflow=32, dialect=engine.dialect)
     if engine.dialect.name == "sqlite":
         @sa.event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_connection, record):
@@ -70,39 +82,72 @@ def db_time(conn: sa.Connection) -> datetime.datetime:
     return value
 
 
+def change_counters(conn: sa.Connection) -> sa.Row:
+    """The counters triggers bump on tracked writes (migration 0003)."""
+    c = models.change_counter
+    return conn.execute(sa.select(c.c.nodes, c.c.node_deletes, c.c.services,
+                                  c.c.aggregates).where(c.c.id == 1)).one()
+
+
 _NODE_COLUMNS = [
     models.compute_nodes.c[name] for name in (
         "id", "uuid", "host", "hypervisor_hostname", "generation", "vcpus",
         "vcpus_used", "memory_mb", "memory_mb_used", "local_gb",
         "local_gb_used", "cpu_allocation_ratio", "ram_allocation_ratio",
         "disk_allocation_ratio", "running_vms", "current_workload",
+        "change_seq", "deleted",
         "host_ip", "hypervisor_type", "hypervisor_version", "stats",
         "supported_instances", "metrics", "cpu_info")]
 
 _SERVICE_COLUMNS = [
     models.services.c[name] for name in (
         "host", "disabled", "disabled_reason", "forced_down",
-        "last_seen_up", "updated_at", "created_at")]
+        "change_seq", "deleted")]
 
 
-def compute_nodes(conn: sa.Connection, ids: list[int] | None = None
+def compute_nodes(conn: sa.Connection, since: int | None = None
                   ) -> list[sa.Row]:
-    """Live compute node rows (optionally only ``ids``), with the columns
-    host states need."""
-    query = sa.select(*_NODE_COLUMNS).where(
-        models.compute_nodes.c.deleted == 0)
-    if ids is not None:
-        query = query.where(models.compute_nodes.c.id.in_(ids))
+    """Compute node rows with the columns host states need: the live ones,
+    or (``since``) every row stamped after that change number, deleted ones
+    included so the caller can drop them."""
+    nodes = models.compute_nodes
+    query = sa.select(*_NODE_COLUMNS)
+    if since is None:
+        query = query.where(nodes.c.deleted == 0)
+    else:
+        query = query.where(nodes.c.change_seq > since)
     return list(conn.execute(query))
 
 
-def compute_services(conn: sa.Connection) -> dict[str, sa.Row]:
-    """Live compute services by host, disabled ones included (ComputeFilter
-    rejects them; forcing may still target them)."""
+def compute_services(conn: sa.Connection, since: int | None = None
+                     ) -> list[sa.Row]:
+    """Compute service rows, disabled ones included (ComputeFilter rejects
+    them; forcing may still target them): the live ones, or (``since``)
+    every row stamped after that change number, deleted ones included."""
+    services = models.services
     query = sa.select(*_SERVICE_COLUMNS).where(
-        models.services.c.deleted == 0,
-        models.services.c.binary == COMPUTE_BINARY)
-    return {row.host: row for row in conn.execute(query)}
+        services.c.binary == COMPUTE_BINARY)
+    if since is None:
+        query = query.where(services.c.deleted == 0)
+    else:
+        query = query.where(services.c.change_seq > since)
+    return list(conn.execute(query))
+
+
+def down_hosts(conn: sa.Connection, down_time: int) -> set[str]:
+    """Hosts whose compute service is down now: forced down, or no
+    heartbeat (``last_seen_up``, else ``updated_at``, else ``created_at``)
+    within ``down_time`` seconds by the database's clock."""
+    services = models.services
+    cutoff = db_time(conn) - datetime.timedelta(seconds=down_time)
+    heartbeat = sa.func.coalesce(services.c.last_seen_up,
+                                 services.c.updated_at,
+                                 services.c.created_at)
+    query = sa.select(services.c.host).where(
+        services.c.binary == COMPUTE_BINARY, services.c.deleted == 0,
+        sa.or_(services.c.forced_down, heartbeat.is_(None),
+               heartbeat < cutoff))
+    return {row.host for row in conn.execute(query)}
 
 
 def aggregates_by_host(conn: sa.Connection

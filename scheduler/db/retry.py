@@ -4,8 +4,9 @@ oslo.db's stock retry knows MySQL/PostgreSQL deadlocks (DBDeadlock) and lost
 connections (DBConnectionError), but not SQLite's "database is locked" (the
 busy timeout ran out) nor PostgreSQL's serialization failures (SQLSTATE
 40001): oslo.db 18 re-raises those as the raw SQLAlchemy OperationalError
-(older releases wrapped them in DBError). :func:`is_transient` adds them. The work retried must be one transaction that either committed or
-left nothing behind — every claim function is.
+(older releases wrapped them in DBError). :func:`is_transient` adds them.
+The work retried must be one transaction that either committed or left
+nothing behind — every claim function is.
 """
 from __future__ import annotations
 

@@ -21,6 +21,7 @@ from scheduler import exception
 from scheduler.db import retry as db_retry
 from scheduler.host_manager import HostManager
 from scheduler.host_state import HostState
+from scheduler.host_table import HostTable
 from scheduler.request_spec import RequestSpec
 
 LOG = logging.getLogger(__name__)
@@ -44,12 +45,11 @@ class Driver:
         self.host_manager = host_manager
         self.engine = engine
 
-    def host_states(self) -> list[HostState]:
-        """Host states to plan on; fresh from SQL unless a driver caches."""
-        return self.host_manager.host_states()
+    def host_table(self) -> HostTable:
+        """Hosts to plan on; refreshed from SQL unless a driver caches."""
+        return self.host_manager.table()
 
-    def plan(self, spec: RequestSpec, hosts: list[HostState]
-             ) -> list[Selection]:
+    def plan(self, spec: RequestSpec, table: HostTable) -> list[Selection]:
         """One Selection per instance, in order, or NoValidHost."""
         raise NotImplementedError
 
@@ -57,7 +57,7 @@ class Driver:
         """Refresh and plan, without claiming: the scheduling decision
         alone (what benchmarks time)."""
         return self.plan(self._with_group_members(spec, []),
-                         self.host_states())
+                         self.host_table())
 
     def run_periodic_tasks(self) -> None:
         """Called every ``[scheduler] periodic_task_interval`` seconds."""
@@ -85,10 +85,11 @@ class Driver:
         retries = self.conf.scheduler.claim_retries
         conflict = None
         for attempt in range(retries + 1):
-            hosts = self.host_states() if attempt == 0 else \
-                self.host_manager.host_states()
+            # After a lost race, re-read SQL whatever the driver's habit.
+            table = self.host_table() if attempt == 0 else \
+                self.host_manager.table()
             plan_spec = self._with_group_members(spec, replace)
-            selections = self.plan(plan_spec, hosts)
+            selections = self.plan(plan_spec, table)
             to_claim = [claims.Claim(
                 consumer_uuid=s.consumer_uuid, node_id=s.host.node_id,
                 host=s.host.host, generation=s.host.generation,
@@ -100,7 +101,16 @@ class Driver:
             try:
                 retry(claims.claim)(
                     self.engine, to_claim, group=rule, replace=replace,
-                    ttl=self.conf.scheduler.unconfirmed_claim_ttl)
+                    ttl=self.conf.scheduler.unconfirmed_claim_ttl,
+                    default_ratios=self._default_ratios)
+            except claims.NoRoom as e:
+                if spec.force_hosts or spec.force_nodes:
+                    # Forcing skips the filters, never the capacity check,
+                    # and re-planning cannot pick another host.
+                    raise exception.NoValidHost(
+                        f"No valid host: the forced host has no room: {e}")
+                conflict = e
+                continue
             except claims.ClaimConflict as e:
                 conflict = e
                 LOG.debug("Claim attempt %d lost a race: %s", attempt + 1, e)
@@ -112,7 +122,7 @@ class Driver:
                     return [_held_destination(held[u]) for u in uuids]
                 replace = list(held)
                 continue
-            self.claimed(spec, selections)
+            self._claimed(spec, selections)
             return [_destination(spec, s) for s in selections]
         raise exception.NoValidHost(
             f"No valid host: lost the claim race {retries + 1} times in a "
@@ -133,9 +143,25 @@ class Driver:
         return dataclasses.replace(spec, instance_group=dataclasses.replace(
             group, hosts=tuple(hosts)))
 
-    def claimed(self, spec: RequestSpec, selections: list[Selection]) -> None:
-        """Hook after a successful claim (the caching driver updates its
-        cache)."""
+    @property
+    def _default_ratios(self) -> claims.Ratios:
+        fs = self.conf.filter_scheduler
+        return claims.Ratios(fs.cpu_allocation_ratio, fs.ram_allocation_ratio,
+                             fs.disk_allocation_ratio)
+
+    def _claimed(self, spec: RequestSpec, selections: list[Selection]
+                 ) -> None:
+        """Show this process's claim in its table at once: the hosts with
+        the usage just claimed, generation bumped once by the claim."""
+        flavor = spec.flavor
+        after: dict[int, HostState] = {}
+        for s in selections:
+            state = after.get(s.host.node_id, s.host)
+            after[s.host.node_id] = state.consumed(
+                flavor.vcpus, flavor.memory_mb, flavor.disk_gb)
+        self.host_manager.claimed(
+            [dataclasses.replace(state, generation=state.generation + 1)
+             for state in after.values()])
 
 
 def _destination(spec: RequestSpec, s: Selection) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from scheduler.filters.compute import ComputeFilter
 from scheduler.filters.resources import CoreFilter
 from scheduler.filters.resources import DiskFilter
 from scheduler.filters.resources import RamFilter
+from scheduler.host_table import HostView
 
 
 class ChanceScheduler(Driver):
@@ -27,19 +28,22 @@ class ChanceScheduler(Driver):
         self.filters = [cls(conf) for cls in
                         (ComputeFilter, RamFilter, CoreFilter, DiskFilter)]
 
-    def plan(self, spec, hosts):
-        total = len(hosts)
-        candidates, _forced, target_steps = targeting.apply(spec, hosts)
-        by_key = {h.key: h for h in hosts}
+    def plan(self, spec, table):
+        view = HostView(table)
+        candidates, _forced, target_steps = targeting.apply(
+            spec, view, table.all_positions())
+        flavor = spec.flavor
         selections = []
         for index, uuid in enumerate(spec.instance_uuids):
-            passed, steps = run_filters(self.filters, candidates, spec, index)
-            if not passed:
+            passed, steps = run_filters(self.filters, view, candidates, spec,
+                                        index)
+            if not len(passed):
                 raise exception.NoValidHost(
-                    "No valid host: " + explain(target_steps + steps, total))
-            chosen = random.choice(passed)
-            selections.append(Selection(uuid, by_key[chosen.key]))
-            after = chosen.consumed(spec.flavor.vcpus, spec.flavor.memory_mb,
-                                    spec.flavor.disk_gb)
-            candidates = [after if h is chosen else h for h in passed]
+                    "No valid host: " + explain(target_steps + steps,
+                                                len(table)))
+            chosen = int(random.choice(passed))
+            selections.append(Selection(uuid, table.states[chosen]))
+            view.consume(chosen, flavor.vcpus, flavor.memory_mb,
+                         flavor.disk_gb)
+            candidates = passed
         return selections

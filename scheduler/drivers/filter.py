@@ -6,6 +6,7 @@ import dataclasses
 import random
 from typing import Any
 
+
 from scheduler import exception
 from scheduler import plugins
 from scheduler import targeting
@@ -14,8 +15,11 @@ from scheduler.drivers.base import Selection
 from scheduler.filters.base import explain
 from scheduler.filters.base import run_filters
 from scheduler.host_state import HostState
+from scheduler.host_table import HostTable
+from scheduler.host_table import HostView
 from scheduler.request_spec import RequestSpec
-from scheduler.weighers.base import weigh_hosts
+from scheduler.weighers.base import Weighing
+from scheduler.weighers.base import weigh
 
 
 def _with_member_on(spec: RequestSpec, host: str) -> RequestSpec:
@@ -33,58 +37,62 @@ class FilterScheduler(Driver):
         self.filters = plugins.load_filters(conf)
         self.weighers = plugins.load_weighers(conf)
 
-    def plan(self, spec: RequestSpec, hosts: list[HostState]
-             ) -> list[Selection]:
+    def plan(self, spec: RequestSpec, table: HostTable) -> list[Selection]:
         """Nova's loop: each instance is placed on the survivors of the
         previous one's filtering, with the usage already planned; the request
         fails as a whole if any instance finds no host."""
-        total = len(hosts)
-        candidates, forced, target_steps = targeting.apply(spec, hosts)
+        view = HostView(table)
+        total = len(table)
+        candidates, forced, target_steps = targeting.apply(
+            spec, view, table.all_positions())
         subset = self.conf.filter_scheduler.host_subset_size
+        flavor = spec.flavor
         selections = []
         for index, uuid in enumerate(spec.instance_uuids):
             if forced:
                 passed, steps = candidates, []
             else:
-                passed, steps = run_filters(self.filters, candidates, spec,
-                                            index)
-            if not passed:
+                passed, steps = run_filters(self.filters, view, candidates,
+                                            spec, index)
+            if not len(passed):
                 raise exception.NoValidHost(self._refusal(
                     spec, index, total,
                     steps if index else target_steps + steps))
-            weighed = weigh_hosts(self.weighers, passed, spec)
-            chosen = random.choice(weighed[:subset]).host
+            weighing = weigh(self.weighers, view, passed, spec)
+            best = passed[weighing.best(subset)]
+            chosen = int(random.choice(best))
+            state = table.states[chosen]
             selections.append(Selection(
-                uuid, chosen, self._limits(chosen, forced),
-                self._alternates(spec, weighed, chosen, forced)))
-            after = chosen.consumed(spec.flavor.vcpus, spec.flavor.memory_mb,
-                                    spec.flavor.disk_gb)
-            candidates = [after if h is chosen else h for h in passed]
-            spec = _with_member_on(spec, chosen.host)
-        # Selections carry the host as read (its generation is what the
-        # claim checks), not the copy with this request's usage.
-        by_key = {h.key: h for h in hosts}
-        for s in selections:
-            s.host = by_key[s.host.key]
+                uuid, state, self._limits(state, forced),
+                self._alternates(spec, view, weighing, chosen, forced)))
+            view.consume(chosen, flavor.vcpus, flavor.memory_mb,
+                         flavor.disk_gb)
+            candidates = passed
+            spec = _with_member_on(spec, state.host)
         return selections
 
     def rank(self, spec: RequestSpec, limit: int) -> dict[str, Any]:
         """Dry run of the first instance: every host that passes, best
         first with its weights, and what each filter removed."""
-        hosts = self.host_manager.host_states()
-        candidates, forced, steps = targeting.apply(spec, hosts)
+        table = self.host_manager.table()
+        view = HostView(table)
+        candidates, forced, steps = targeting.apply(
+            spec, view, table.all_positions())
         if not forced:
-            candidates, filter_steps = run_filters(self.filters, candidates,
-                                                   spec)
+            candidates, filter_steps = run_filters(self.filters, view,
+                                                   candidates, spec)
             steps += filter_steps
-        weighed = weigh_hosts(self.weighers, candidates, spec)
-        return {
-            "hosts": [{"host": w.host.host, "nodename": w.host.nodename,
-                       "weight": w.weight, "weights": w.weights}
-                      for w in weighed[:limit]],
-            "filters": [s.to_primitive() for s in steps],
-            "total": len(hosts),
-        }
+        weighing = weigh(self.weighers, view, candidates, spec)
+        hosts = []
+        for j in weighing.best(limit):
+            state = table.states[int(candidates[j])]
+            hosts.append({"host": state.host, "nodename": state.nodename,
+                          "weight": float(weighing.total[j]),
+                          "weights": {name: float(v[j]) for name, v
+                                      in weighing.parts.items()}})
+        return {"hosts": hosts,
+                "filters": [s.to_primitive() for s in steps],
+                "total": len(table)}
 
     def _limits(self, host: HostState, forced: bool) -> dict[str, float]:
         if forced:
@@ -94,14 +102,17 @@ class FilterScheduler(Driver):
             limits.update(f.limits(host))
         return limits
 
-    def _alternates(self, spec: RequestSpec, weighed, chosen: HostState,
-                    forced: bool) -> list[dict[str, Any]] | None:
+    def _alternates(self, spec: RequestSpec, view: HostView,
+                    weighing: Weighing, chosen: int, forced: bool
+                    ) -> list[dict[str, Any]] | None:
         if not spec.return_alternates:
             return None
         count = self.conf.scheduler.max_attempts - 1
-        return [{"host": w.host.host, "nodename": w.host.nodename,
-                 "limits": self._limits(w.host, forced)}
-                for w in weighed if w.host is not chosen][:count]
+        ranked = weighing.idx[weighing.best(count + 1)]
+        others = [int(i) for i in ranked if i != chosen][:count]
+        return [{"host": s.host, "nodename": s.nodename,
+                 "limits": self._limits(s, forced)}
+                for s in (view.table.states[i] for i in others)]
 
     @staticmethod
     def _refusal(spec: RequestSpec, index: int, total: int,

@@ -11,3 +11,6 @@ class AllHostsFilter(BaseFilter):
 
     def filter_all(self, hosts, spec):
         return list(hosts)
+
+    def filter_columns(self, view, idx, spec):
+        return idx

@@ -4,6 +4,8 @@ A host's zones are the ``availability_zone`` metadata of its aggregates; a
 host in no such aggregate is in ``[filter_scheduler]
 default_availability_zone`` (nova's semantics).
 """
+import numpy as np
+
 from scheduler.filters.base import BaseFilter
 
 
@@ -19,6 +21,16 @@ class AvailabilityZoneFilter(BaseFilter):
         if zones:
             return zone in zones
         return zone == self.conf.filter_scheduler.default_availability_zone
+
+    def filter_columns(self, view, idx, spec):
+        zone = spec.availability_zone
+        if not zone:
+            return idx
+        mask = view.zones.get(zone)
+        mask = mask[idx] if mask is not None else np.zeros(len(idx), bool)
+        if zone == self.conf.filter_scheduler.default_availability_zone:
+            mask = mask | view.no_zone[idx]
+        return idx[mask]
 
     def explain(self, spec) -> str:
         return f"{self.reason} ({spec.availability_zone})"

@@ -15,9 +15,12 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar, Sequence
 
+import numpy as np
 from oslo_config import cfg
 
 from scheduler.host_state import HostState
+from scheduler.host_table import HostTable
+from scheduler.host_table import HostView
 from scheduler.request_spec import RequestSpec
 
 SAMPLE_SIZE = 5
@@ -48,6 +51,14 @@ class BaseFilter:
         once (faster); the result must equal calling host_passes on each."""
         return [h for h in hosts if self.host_passes(h, spec)]
 
+    def filter_columns(self, view: HostView, idx: np.ndarray,
+                       spec: RequestSpec) -> np.ndarray | None:
+        """Column-wise filtering: the positions in ``idx`` that pass, in
+        order, or None when the filter has no column-wise form (then
+        ``filter_all`` runs on HostStates). Must agree with
+        ``host_passes``; built-in filters implement it for speed."""
+        return None
+
     def explain(self, spec: RequestSpec) -> str:
         """The reason, with request details worth showing (e.g. the size
         needed). Must not depend on the host."""
@@ -77,33 +88,63 @@ class FilterStep:
                 "reason": self.reason, "sample": list(self.sample)}
 
 
-def run_filters(filters: Sequence[BaseFilter], hosts: list[HostState],
-                spec: RequestSpec, index: int = 0
-                ) -> tuple[list[HostState], list[FilterStep]]:
-    """Run ``filters`` in order over ``hosts``; stop when none is left.
+def run_filters(filters: Sequence[BaseFilter], view: HostView,
+                idx: np.ndarray, spec: RequestSpec, index: int = 0
+                ) -> tuple[np.ndarray, list[FilterStep]]:
+    """Run ``filters`` in order over the hosts at positions ``idx`` of
+    ``view``; stop when none is left.
 
     ``index`` is the instance's position in a multi-instance request; filters
     marked once-per-request are skipped after the first.
-    :returns: the surviving hosts (order kept) and one FilterStep per filter
-        that ran.
+    :returns: the positions that survive (order kept) and one FilterStep
+        per filter that ran.
     """
     steps = []
     for f in filters:
         if index > 0 and f.run_filter_once_per_request:
             continue
-        passed = f.filter_all(hosts, spec)
+        passed = f.filter_columns(view, idx, spec)
+        if passed is None:
+            passed = _filter_states(f, view, idx, spec)
         sample: tuple[str, ...] = ()
-        if len(passed) < len(hosts):
-            kept = {id(h) for h in passed}
-            sample = tuple(h.host if h.host == h.nodename
-                           else f"{h.host}:{h.nodename}"
-                           for h in hosts if id(h) not in kept)[:SAMPLE_SIZE]
-        steps.append(FilterStep(f.name, len(hosts), len(passed),
+        if len(passed) < len(idx):
+            removed = idx[~np.isin(idx, passed, assume_unique=True)]
+            sample = tuple(_label(view.state(i))
+                           for i in removed[:SAMPLE_SIZE])
+        steps.append(FilterStep(f.name, len(idx), len(passed),
                                 f.explain(spec), sample))
-        hosts = passed
-        if not hosts:
+        idx = passed
+        if not len(idx):
             break
-    return hosts, steps
+    return idx, steps
+
+
+def _filter_states(f: BaseFilter, view: HostView, idx: np.ndarray,
+                   spec: RequestSpec) -> np.ndarray:
+    """A filter without a column-wise form, on HostState objects."""
+    states = [view.state(i) for i in idx]
+    kept = f.filter_all(states, spec)
+    if len(kept) == len(states):
+        return idx
+    kept_ids = {id(s) for s in kept}
+    return idx[np.fromiter((id(s) in kept_ids for s in states), np.bool_,
+                           len(states))]
+
+
+def _label(state: HostState) -> str:
+    if state.host == state.nodename:
+        return state.host
+    return f"{state.host}:{state.nodename}"
+
+
+def filter_hosts(filters: Sequence[BaseFilter], hosts: Sequence[HostState],
+                 spec: RequestSpec, index: int = 0
+                 ) -> tuple[list[HostState], list[FilterStep]]:
+    """:func:`run_filters` over a plain list of host states."""
+    view = HostView(HostTable(hosts))
+    idx, steps = run_filters(filters, view, view.all_positions(), spec,
+                             index)
+    return [view.state(i) for i in idx], steps
 
 
 def explain(steps: Sequence[FilterStep], total: int) -> str:

@@ -8,3 +8,6 @@ class ComputeFilter(BaseFilter):
 
     def host_passes(self, host, spec) -> bool:
         return host.service_up and not host.service_disabled
+
+    def filter_columns(self, view, idx, spec):
+        return idx[view.service_up[idx] & ~view.service_disabled[idx]]

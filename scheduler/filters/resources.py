@@ -8,12 +8,23 @@ filter reports the limit it enforced.
 from scheduler.filters.base import BaseFilter
 
 
+def _fits(need, total, ratio, used):
+    """Column-wise: physical size and room under the ratio (same rule as
+    the per-host checks below)."""
+    return (need <= total) & (need <= total * ratio - used)
+
+
 class RamFilter(BaseFilter):
     reason = "insufficient RAM"
 
     def host_passes(self, host, spec) -> bool:
         need = spec.flavor.memory_mb
         return need <= host.memory_mb_total and need <= host.free_ram_mb
+
+    def filter_columns(self, view, idx, spec):
+        return idx[_fits(spec.flavor.memory_mb, view.memory_mb_total[idx],
+                         view.ram_allocation_ratio[idx],
+                         view.memory_mb_used[idx])]
 
     def explain(self, spec) -> str:
         return f"{self.reason}: need {spec.flavor.memory_mb} MB"
@@ -31,6 +42,12 @@ class CoreFilter(BaseFilter):
         need = spec.flavor.vcpus
         return need <= host.vcpus_total and need <= host.free_vcpus
 
+    def filter_columns(self, view, idx, spec):
+        total = view.vcpus_total[idx]
+        return idx[(total == 0) | _fits(spec.flavor.vcpus, total,
+                                        view.cpu_allocation_ratio[idx],
+                                        view.vcpus_used[idx])]
+
     def explain(self, spec) -> str:
         return f"{self.reason}: need {spec.flavor.vcpus}"
 
@@ -44,6 +61,11 @@ class DiskFilter(BaseFilter):
     def host_passes(self, host, spec) -> bool:
         need = spec.flavor.disk_gb
         return need <= host.disk_gb_total and need <= host.free_disk_gb
+
+    def filter_columns(self, view, idx, spec):
+        return idx[_fits(spec.flavor.disk_gb, view.disk_gb_total[idx],
+                         view.disk_allocation_ratio[idx],
+                         view.disk_gb_used[idx])]
 
     def explain(self, spec) -> str:
         return f"{self.reason}: need {spec.flavor.disk_gb} GB"

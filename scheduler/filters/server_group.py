@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import collections
 
+import numpy as np
+
 from scheduler.filters.base import BaseFilter
 
 
@@ -28,6 +30,16 @@ class ServerGroupAntiAffinityFilter(BaseFilter):
     def host_passes(self, host, spec) -> bool:
         return bool(self.filter_all([host], spec))
 
+    def filter_columns(self, view, idx, spec):
+        group = spec.instance_group
+        if group is None or group.policy != "anti-affinity" or \
+                not group.hosts:
+            return idx
+        counts = collections.Counter(group.hosts)
+        full = [h for h, n in counts.items()
+                if n >= group.max_server_per_host]
+        return idx[~np.isin(view.host_names[idx], full)]
+
 
 class ServerGroupAffinityFilter(BaseFilter):
     reason = "server group affinity: host holds no member"
@@ -41,3 +53,9 @@ class ServerGroupAffinityFilter(BaseFilter):
 
     def host_passes(self, host, spec) -> bool:
         return bool(self.filter_all([host], spec))
+
+    def filter_columns(self, view, idx, spec):
+        group = spec.instance_group
+        if group is None or group.policy != "affinity" or not group.hosts:
+            return idx
+        return idx[np.isin(view.host_names[idx], list(set(group.hosts)))]

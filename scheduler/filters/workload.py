@@ -13,6 +13,7 @@ planned onto the host, so these run for every instance of a request.
   value over the host's aggregates; the option where there is none, or where
   a value is not an integer.
 """
+from scheduler.filters.base import BaseFilter
 from scheduler.filters.utils import RequestFilter
 from scheduler.filters.utils import aggregate_number
 
@@ -29,11 +30,17 @@ class NumInstancesFilter(RequestFilter):
     def passes(self, host, maximum: int) -> bool:
         return host.num_instances < maximum
 
+    def filter_columns(self, view, idx, spec):
+        return idx[view.num_instances[idx] < self.prepare(spec)]
+
     def explain(self, spec) -> str:
         return f"{self.reason} (max {self.prepare(spec)})"
 
 
 class AggregateNumInstancesFilter(NumInstancesFilter):
+    # The limit varies per host (aggregate metadata): per-host checks only.
+    filter_columns = BaseFilter.filter_columns
+
     def passes(self, host, default: int) -> bool:
         return host.num_instances < aggregate_number(host, _INSTANCES,
                                                      default, int)
@@ -52,11 +59,17 @@ class IoOpsFilter(RequestFilter):
     def passes(self, host, maximum: int) -> bool:
         return host.num_io_ops < maximum
 
+    def filter_columns(self, view, idx, spec):
+        return idx[view.num_io_ops[idx] < self.prepare(spec)]
+
     def explain(self, spec) -> str:
         return f"{self.reason} (max {self.prepare(spec)})"
 
 
 class AggregateIoOpsFilter(IoOpsFilter):
+    # The limit varies per host (aggregate metadata): per-host checks only.
+    filter_columns = BaseFilter.filter_columns
+
     def passes(self, host, default: int) -> bool:
         return host.num_io_ops < aggregate_number(host, _IO_OPS, default,
                                                   int)

@@ -5,15 +5,22 @@ multiplier). Raw values are normalized to [0, 1] over the hosts of *this*
 call (never remembered across requests, unlike nova before Victoria), then
 multiplied by the weigher's configured multiplier, so each weigher adds at
 most |multiplier| to a host's weight.
+
+Weighers that can, score whole columns at once (``weigh_columns``); the best
+hosts are then found with a partial sort, not by sorting every host. Ties
+keep the candidates' order, as a stable sort would.
 """
 from __future__ import annotations
 
 import dataclasses
 from typing import ClassVar, Sequence
 
+import numpy as np
 from oslo_config import cfg
 
 from scheduler.host_state import HostState
+from scheduler.host_table import HostTable
+from scheduler.host_table import HostView
 from scheduler.request_spec import RequestSpec
 
 
@@ -40,6 +47,12 @@ class BaseWeigher:
     def weigh(self, host: HostState, spec: RequestSpec) -> float:
         raise NotImplementedError
 
+    def weigh_columns(self, view: HostView, idx: np.ndarray,
+                      spec: RequestSpec) -> np.ndarray | None:
+        """Raw values of the hosts at ``idx`` at once, or None when the
+        weigher has no column-wise form. Must agree with ``weigh``."""
+        return None
+
 
 @dataclasses.dataclass
 class WeighedHost:
@@ -49,35 +62,75 @@ class WeighedHost:
     weights: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
-def normalize(values: Sequence[float], minval: float | None = None,
-              maxval: float | None = None) -> list[float]:
+@dataclasses.dataclass
+class Weighing:
+    """The weights of the hosts at ``idx`` (same order)."""
+    idx: np.ndarray
+    total: np.ndarray
+    #: weigher name -> normalized values (before the multiplier)
+    parts: dict[str, np.ndarray]
+
+    def best(self, k: int) -> np.ndarray:
+        """Indexes into ``idx`` of the ``k`` best hosts, best first; ties in
+        input order. Partial sort: cost grows with k, not with all hosts."""
+        n = len(self.idx)
+        if n == 0:
+            return np.arange(0)
+        k = min(k, n)
+        order_key = -self.total
+        if k < n:
+            kth = np.partition(order_key, k - 1)[k - 1]
+            candidates = np.flatnonzero(order_key <= kth)
+        else:
+            candidates = np.arange(n)
+        ranked = candidates[np.lexsort((candidates, order_key[candidates]))]
+        return ranked[:k]
+
+
+def normalize(values: Sequence[float] | np.ndarray,
+              minval: float | None = None,
+              maxval: float | None = None) -> np.ndarray:
     """Map ``values`` to [0, 1]; all-equal values (or equal bounds) map to 0.
     Declared bounds clamp the values instead of being widened by them."""
-    if not values:
-        return []
-    lower = min(values) if minval is None else minval
-    upper = max(values) if maxval is None else maxval
+    values = np.asarray(values, dtype=np.float64)
+    if not len(values):
+        return values
+    lower = values.min() if minval is None else minval
+    upper = values.max() if maxval is None else maxval
     if upper <= lower:
-        return [0.0] * len(values)
-    span = upper - lower
-    return [(min(max(v, lower), upper) - lower) / span for v in values]
+        return np.zeros(len(values))
+    return (np.clip(values, lower, upper) - lower) / (upper - lower)
 
 
-def weigh_hosts(weighers: Sequence[BaseWeigher], hosts: Sequence[HostState],
-                spec: RequestSpec) -> list[WeighedHost]:
-    """Weigh ``hosts`` and return them best first; ties keep input order
-    (Python's sort is stable)."""
-    weighed = [WeighedHost(h) for h in hosts]
-    if len(weighed) < 2:
-        return weighed
+def weigh(weighers: Sequence[BaseWeigher], view: HostView, idx: np.ndarray,
+          spec: RequestSpec) -> Weighing:
+    """Weigh the hosts at ``idx``: every weigher's raw values normalized
+    over them, times its multiplier, summed. Fewer than two hosts are not
+    weighed (all 0), as in nova."""
+    total = np.zeros(len(idx))
+    parts: dict[str, np.ndarray] = {}
+    if len(idx) < 2:
+        return Weighing(idx, total, parts)
     for weigher in weighers:
         multiplier = weigher.multiplier
         if multiplier == 0:
             continue
-        raw = [weigher.weigh(h, spec) for h in hosts]
-        for wh, value in zip(weighed, normalize(raw, weigher.minval,
-                                                weigher.maxval)):
-            wh.weights[weigher.name] = value
-            wh.weight += multiplier * value
-    weighed.sort(key=lambda wh: -wh.weight)
-    return weighed
+        raw = weigher.weigh_columns(view, idx, spec)
+        if raw is None:
+            raw = [weigher.weigh(view.state(i), spec) for i in idx]
+        value = normalize(raw, weigher.minval, weigher.maxval)
+        parts[weigher.name] = value
+        total += multiplier * value
+    return Weighing(idx, total, parts)
+
+
+def weigh_hosts(weighers: Sequence[BaseWeigher], hosts: Sequence[HostState],
+                spec: RequestSpec) -> list[WeighedHost]:
+    """Weigh a plain list of hosts and return all of them best first."""
+    view = HostView(HostTable(hosts))
+    weighing = weigh(weighers, view, view.all_positions(), spec)
+    return [WeighedHost(view.state(i), float(weighing.total[j]),
+                        {name: float(v[j])
+                         for name, v in weighing.parts.items()})
+            for j in weighing.best(len(hosts))
+            for i in [weighing.idx[j]]]

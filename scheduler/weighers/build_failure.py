@@ -18,3 +18,6 @@ class BuildFailureWeigher(BaseWeigher):
 
     def weigh(self, host, spec) -> float:
         return host.failed_builds
+
+    def weigh_columns(self, view, idx, spec):
+        return view.failed_builds[idx]

@@ -10,6 +10,10 @@ class RAMWeigher(BaseWeigher):
     def weigh(self, host, spec) -> float:
         return host.free_ram_mb
 
+    def weigh_columns(self, view, idx, spec):
+        return (view.memory_mb_total[idx] * view.ram_allocation_ratio[idx]
+                - view.memory_mb_used[idx])
+
 
 class CPUWeigher(BaseWeigher):
     multiplier_option = "cpu_weight_multiplier"
@@ -18,6 +22,10 @@ class CPUWeigher(BaseWeigher):
     def weigh(self, host, spec) -> float:
         return host.free_vcpus
 
+    def weigh_columns(self, view, idx, spec):
+        return (view.vcpus_total[idx] * view.cpu_allocation_ratio[idx]
+                - view.vcpus_used[idx])
+
 
 class DiskWeigher(BaseWeigher):
     multiplier_option = "disk_weight_multiplier"
@@ -25,3 +33,7 @@ class DiskWeigher(BaseWeigher):
 
     def weigh(self, host, spec) -> float:
         return host.free_disk_gb
+
+    def weigh_columns(self, view, idx, spec):
+        return (view.disk_gb_total[idx] * view.disk_allocation_ratio[idx]
+                - view.disk_gb_used[idx])

@@ -17,9 +17,15 @@ class IoOpsWeigher(BaseWeigher):
     def weigh(self, host, spec) -> float:
         return host.num_io_ops
 
+    def weigh_columns(self, view, idx, spec):
+        return view.num_io_ops[idx]
+
 
 class NumInstancesWeigher(BaseWeigher):
     multiplier_option = "num_instances_weight_multiplier"
 
     def weigh(self, host, spec) -> float:
         return host.num_instances
+
+    def weigh_columns(self, view, idx, spec):
+        return view.num_instances[idx]

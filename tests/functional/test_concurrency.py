@@ -14,10 +14,8 @@ import concurrent.futures
 import random
 import uuid
 
-import sqlalchemy as sa
 
 from scheduler import exception
-from scheduler.db import models
 from tests.functional.conftest import node
 
 HOSTS = 12

@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 
 import pytest
-import sqlalchemy as sa
 
 from scheduler import exception
 from scheduler import rpc

@@ -51,4 +51,12 @@ def random_fleet(engine) -> list[fleet.Node]:
 
 @pytest.fixture
 def host_manager(conf, engine) -> HostManager:
-    return HostManager(conf, engine)
+    return fresh_host_manager(conf, engine)
+
+
+def fresh_host_manager(conf, engine) -> HostManager:
+    """A HostManager that reads liveness on every refresh (tests change
+    heartbeats and look at once; the service reads at most every second)."""
+    manager = HostManager(conf, engine)
+    manager.liveness_interval = 0
+    return manager

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from scheduler import admin
+from scheduler.db import models
 from scheduler import claims
 from scheduler import exception
 from tests.unit.fakes import node
@@ -72,11 +73,19 @@ DEFAULTS = (16.0, 1.5, 1.0)
 
 
 def _claim(engine, host, consumer, vcpus=2, memory_mb=1024, disk_gb=10):
+    """An allocation and its usage written straight to SQL, as a writer
+    without the claim's capacity check could (what the audit is for)."""
     row = node_row(engine, host)
-    claims.claim(engine, [claims.Claim(
-        consumer_uuid=consumer, node_id=row.id, host=host,
-        generation=row.generation, vcpus=vcpus, memory_mb=memory_mb,
-        disk_gb=disk_gb)])
+    nodes = models.compute_nodes
+    with engine.begin() as conn:
+        conn.execute(models.allocations.insert().values(
+            consumer_uuid=consumer, compute_node_id=row.id, vcpus=vcpus,
+            memory_mb=memory_mb, disk_gb=disk_gb))
+        conn.execute(nodes.update().where(nodes.c.id == row.id).values(
+            vcpus_used=nodes.c.vcpus_used + vcpus,
+            memory_mb_used=nodes.c.memory_mb_used + memory_mb,
+            local_gb_used=nodes.c.local_gb_used + disk_gb,
+            generation=nodes.c.generation + 1))
 
 
 def _audit(engine, ratios=DEFAULTS):

@@ -158,7 +158,7 @@ def test_deleted_node_disappears_on_the_next_refresh(register, engine,
     assert len(host_manager.host_states()) == 2
     set_node(engine, "h2", deleted=node_row(engine, "h2").id)
     assert [s.host for s in host_manager.host_states()] == ["h1"]
-    assert [s.host for s in host_manager.cached_states()] == ["h1"]
+    assert [s.host for s in list(host_manager.cached_table().states)] == ["h1"]
 
 
 def test_zero_or_null_ratio_falls_back_to_the_options(register, engine, conf,
@@ -208,24 +208,24 @@ def test_aggregates_and_their_metadata(register, engine, host_manager):
 def test_cached_states_do_not_read_sql_again(register, engine,
                                              host_manager):
     register(node("h1"))
-    first = host_manager.cached_states()      # empty cache: reads SQL
+    first = list(host_manager.cached_table().states)      # empty cache: reads SQL
     assert [s.host for s in first] == ["h1"]
     set_node(engine, "h1", memory_mb_used=4096)
     register(node("h2"))
-    cached = host_manager.cached_states()
+    cached = list(host_manager.cached_table().states)
     assert [s.host for s in cached] == ["h1"]
     assert cached[0].memory_mb_used == 0
     fresh = _by_host(host_manager.host_states())
     assert set(fresh) == {"h1", "h2"}
     assert fresh["h1"].memory_mb_used == 4096
-    assert {s.host for s in host_manager.cached_states()} == {"h1", "h2"}
+    assert {s.host for s in list(host_manager.cached_table().states)} == {"h1", "h2"}
 
 
-def test_update_cached_replaces_known_keys_only(register, host_manager):
+def test_claimed_replaces_known_nodes_only(register, host_manager):
     register(node("h1"))
     [state] = host_manager.host_states()
     from tests.unit.fakes import make_host
-    host_manager.update_cached([state.consumed(1, 1024, 1),
-                                make_host("stranger", node_id=99)])
-    [cached] = host_manager.cached_states()
+    host_manager.claimed([state.consumed(1, 1024, 1),
+                          make_host("stranger", node_id=99)])
+    [cached] = list(host_manager.cached_table().states)
     assert cached.host == "h1" and cached.memory_mb_used == 1024

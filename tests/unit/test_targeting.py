@@ -1,7 +1,16 @@
 """Request targeting: ignore/force hosts and nodes, requested_destination."""
 from scheduler import targeting
+from scheduler.host_table import HostTable
+from scheduler.host_table import HostView
 from tests.unit.fakes import make_host
 from tests.unit.fakes import make_spec
+
+
+def _apply(spec, hosts):
+    """targeting.apply over a list: the kept host states, forced, steps."""
+    view = HostView(HostTable(hosts))
+    idx, forced, steps = targeting.apply(spec, view, view.all_positions())
+    return [view.state(i) for i in idx], forced, steps
 
 
 def _hosts():
@@ -17,13 +26,13 @@ def _names(hosts):
 
 def test_no_targeting_keeps_everything():
     hosts = _hosts()
-    kept, forced, steps = targeting.apply(make_spec(), hosts)
+    kept, forced, steps = _apply(make_spec(), hosts)
     assert kept == hosts
     assert forced is False and steps == []
 
 
 def test_ignore_hosts_is_case_insensitive():
-    kept, forced, steps = targeting.apply(
+    kept, forced, steps = _apply(
         make_spec(ignore_hosts=["HOST1", "host2"]), _hosts())
     assert _names(kept) == ["ironic:node-a", "ironic:Node-B"]
     assert forced is False
@@ -35,20 +44,20 @@ def test_ignore_hosts_is_case_insensitive():
 
 
 def test_ignore_hosts_drops_every_node_of_the_host():
-    kept, _, _ = targeting.apply(make_spec(ignore_hosts=["ironic"]),
+    kept, _, _ = _apply(make_spec(ignore_hosts=["ironic"]),
                                  _hosts())
     assert _names(kept) == ["host1:host1", "Host2:Host2"]
 
 
 def test_ignoring_an_unknown_host_records_no_step():
     hosts = _hosts()
-    kept, forced, steps = targeting.apply(make_spec(ignore_hosts=["nope"]),
+    kept, forced, steps = _apply(make_spec(ignore_hosts=["nope"]),
                                           hosts)
     assert kept == hosts and steps == [] and forced is False
 
 
 def test_force_hosts_is_case_insensitive_and_skips_filters():
-    kept, forced, steps = targeting.apply(
+    kept, forced, steps = _apply(
         make_spec(force_hosts=["IRONIC"]), _hosts())
     assert _names(kept) == ["ironic:node-a", "ironic:Node-B"]
     assert forced is True
@@ -60,16 +69,16 @@ def test_forced_host_is_kept_even_if_down():
     hosts = [make_host("h1", node_id=1, service_up=False,
                        service_disabled=True),
              make_host("h2", node_id=2)]
-    kept, forced, _ = targeting.apply(make_spec(force_hosts=["h1"]), hosts)
+    kept, forced, _ = _apply(make_spec(force_hosts=["h1"]), hosts)
     assert kept == [hosts[0]] and forced is True
 
 
 def test_force_nodes_match_exactly():
-    kept, forced, _ = targeting.apply(make_spec(force_nodes=["Node-B"]),
+    kept, forced, _ = _apply(make_spec(force_nodes=["Node-B"]),
                                       _hosts())
     assert _names(kept) == ["ironic:Node-B"]
     assert forced is True
-    kept, forced, steps = targeting.apply(make_spec(force_nodes=["node-b"]),
+    kept, forced, steps = _apply(make_spec(force_nodes=["node-b"]),
                                           _hosts())
     assert kept == [] and forced is True
     assert steps[-1].name == "force_nodes"
@@ -77,7 +86,7 @@ def test_force_nodes_match_exactly():
 
 
 def test_force_hosts_and_nodes_intersect():
-    kept, forced, steps = targeting.apply(
+    kept, forced, steps = _apply(
         make_spec(force_hosts=["ironic"], force_nodes=["node-a", "host1"]),
         _hosts())
     assert _names(kept) == ["ironic:node-a"]
@@ -86,20 +95,20 @@ def test_force_hosts_and_nodes_intersect():
 
 
 def test_forced_but_nothing_matches_leaves_no_host():
-    kept, forced, _ = targeting.apply(make_spec(force_hosts=["ghost"]),
+    kept, forced, _ = _apply(make_spec(force_hosts=["ghost"]),
                                       _hosts())
     assert kept == [] and forced is True
 
 
 def test_ignore_wins_over_force():
-    kept, forced, steps = targeting.apply(
+    kept, forced, steps = _apply(
         make_spec(ignore_hosts=["host1"], force_hosts=["host1"]), _hosts())
     assert kept == [] and forced is True
     assert [s.name for s in steps] == ["ignore_hosts", "force_hosts"]
 
 
 def test_requested_destination_narrows_without_forcing():
-    kept, forced, steps = targeting.apply(
+    kept, forced, steps = _apply(
         make_spec(requested_destination={"host": "HOST2"}), _hosts())
     assert _names(kept) == ["Host2:Host2"]
     assert forced is False
@@ -111,11 +120,11 @@ def test_requested_destination_narrows_without_forcing():
 def test_requested_destination_node_is_exact():
     spec = make_spec(requested_destination={"host": "ironic",
                                             "node": "Node-B"})
-    kept, forced, steps = targeting.apply(spec, _hosts())
+    kept, forced, steps = _apply(spec, _hosts())
     assert _names(kept) == ["ironic:Node-B"] and forced is False
     assert [s.reason for s in steps] == ["not the requested host",
                                          "not the requested node"]
-    kept, _, _ = targeting.apply(
+    kept, _, _ = _apply(
         make_spec(requested_destination={"node": "node-b"}), _hosts())
     assert kept == []
 
@@ -123,7 +132,7 @@ def test_requested_destination_node_is_exact():
 def test_requested_destination_without_host_or_node_keeps_all():
     hosts = _hosts()
     for dest in ({"aggregates": ["a1"]}, {"host": None, "node": None}, None):
-        kept, forced, steps = targeting.apply(
+        kept, forced, steps = _apply(
             make_spec(requested_destination=dest), hosts)
         assert kept == hosts and not forced and steps == []
 
@@ -133,7 +142,7 @@ def test_steps_are_recorded_in_order():
                      force_nodes=["node-a", "Node-B", "Host2"],
                      requested_destination={"host": "ironic",
                                             "node": "node-a"})
-    kept, forced, steps = targeting.apply(spec, _hosts())
+    kept, forced, steps = _apply(spec, _hosts())
     assert _names(kept) == ["ironic:node-a"]
     assert forced is True
     assert [(s.name, s.hosts_in, s.hosts_out) for s in steps] == [

@@ -4,13 +4,13 @@ import pytest
 from scheduler.drivers.caching import CachingScheduler
 from scheduler.drivers.chance import ChanceScheduler
 from scheduler.drivers.filter import FilterScheduler
-from scheduler.host_manager import HostManager
+from tests.unit.conftest import fresh_host_manager
 
 
 @pytest.fixture
 def make_driver(conf, engine):
     def _make(cls=FilterScheduler):
-        return cls(conf, HostManager(conf, engine), engine)
+        return cls(conf, fresh_host_manager(conf, engine), engine)
     return _make
 
 

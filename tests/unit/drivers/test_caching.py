@@ -24,13 +24,13 @@ def sql_reads(caching_driver, monkeypatch):
     """Counts the refreshes from SQL the driver's host manager makes."""
     reads = []
     manager = caching_driver.host_manager
-    original = manager.host_states
+    original = manager.refresh
 
-    def counting():
+    def counting(*args, **kwargs):
         reads.append(1)
-        return original()
+        return original(*args, **kwargs)
 
-    monkeypatch.setattr(manager, "host_states", counting)
+    monkeypatch.setattr(manager, "refresh", counting)
     return reads
 
 
@@ -63,7 +63,7 @@ def test_sees_its_own_claims(register, engine, caching_driver, sql_reads):
     # generations its claims produced.
     assert len(sql_reads) == 1
     assert node_row(engine, "h1").generation == 2
-    cached = {s.host: s for s in caching_driver.host_manager.cached_states()}
+    cached = {s.host: s for s in caching_driver.host_manager.cached_table().states}
     assert cached["h1"].memory_mb_used == 8192
     assert cached["h1"].generation == 2
     with pytest.raises(exception.NoValidHost):
@@ -75,7 +75,7 @@ def test_multi_instance_on_one_node_updates_the_cache_once(
         register, engine, caching_driver, sql_reads):
     register(node("h1", memory_mb=16384))
     caching_driver.select_destinations(_spec(num_instances=2))
-    [cached] = caching_driver.host_manager.cached_states()
+    [cached] = caching_driver.host_manager.cached_table().states
     assert (cached.memory_mb_used, cached.num_instances,
             cached.generation) == (8192, 2, 1)
     assert node_row(engine, "h1").generation == 1
@@ -95,7 +95,7 @@ def test_stale_cache_loses_the_race_then_refreshes(
     assert dest["host"] == "h1"
     assert len(sql_reads) == 2          # the periodic read + the retry
     assert node_row(engine, "h1").memory_mb_used == 8192
-    [cached] = caching_driver.host_manager.cached_states()
+    [cached] = caching_driver.host_manager.cached_table().states
     assert cached.memory_mb_used == 8192
     assert cached.generation == node_row(engine, "h1").generation
     # now full, by the cache alone

@@ -17,7 +17,7 @@ def _spec(memory_mb=4096, **kw):
 
 
 def _planned(driver, spec, times=30):
-    hosts = driver.host_states()
+    hosts = driver.host_table()
     return {s.host.host for _ in range(times)
             for s in driver.plan(spec, hosts)}
 

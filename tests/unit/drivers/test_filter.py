@@ -8,6 +8,7 @@ import pytest
 from stevedore import extension
 
 from scheduler import exception
+from scheduler.host_table import HostTable
 from scheduler.db import api as db_api
 from scheduler.filters.base import BaseFilter
 from scheduler.request_spec import RequestSpec
@@ -111,31 +112,33 @@ def test_host_subset_size(register, conf, filter_driver, monkeypatch):
              node("h3", memory_mb=32768))
     seen = []
 
+    table = filter_driver.host_table()
+
     def last(seq):
-        seen.append([w.host.host for w in seq])
+        seen.append([table.states[i].host for i in seq])
         return seq[-1]
 
     monkeypatch.setattr(random, "choice", last)
     spec = _spec(memory_mb=1024)
-    [selection] = filter_driver.plan(spec, filter_driver.host_states())
+    [selection] = filter_driver.plan(spec, table)
     assert seen == [["h3"]] and selection.host.host == "h3"
 
     seen.clear()
     conf.set_override("host_subset_size", 2, group="filter_scheduler")
-    [selection] = filter_driver.plan(spec, filter_driver.host_states())
+    [selection] = filter_driver.plan(spec, table)
     assert seen == [["h3", "h2"]] and selection.host.host == "h2"
 
     seen.clear()
     conf.set_override("host_subset_size", 10, group="filter_scheduler")
-    [selection] = filter_driver.plan(spec, filter_driver.host_states())
+    [selection] = filter_driver.plan(spec, table)
     assert seen == [["h3", "h2", "h1"]] and selection.host.host == "h1"
 
 
 def test_plan_carries_hosts_as_read(register, filter_driver):
     register(node("h1", memory_mb=16384))
-    hosts = filter_driver.host_states()
+    hosts = filter_driver.host_table()
     selections = filter_driver.plan(_spec(num_instances=2), hosts)
-    assert all(s.host is hosts[0] for s in selections)
+    assert all(s.host is hosts.states[0] for s in selections)
 
 
 def test_resending_the_same_uuids_claims_nothing_new(register, engine,
@@ -165,7 +168,7 @@ def test_partly_held_uuids_are_replaced(register, engine, filter_driver):
 def test_claim_conflict_is_retried_with_fresh_states(register, engine,
                                                      filter_driver):
     register(node("h1", memory_mb=8192))
-    stale = filter_driver.host_states()
+    stale = filter_driver.host_manager.host_states()
     # Another scheduler claims on h1 after we read it.
     from scheduler import claims
     claims.claim(engine, [claims.Claim(U[9], stale[0].node_id, stale[0].host,
@@ -174,9 +177,9 @@ def test_claim_conflict_is_retried_with_fresh_states(register, engine,
 
     def stale_once():
         calls.append(1)
-        return stale
+        return HostTable(stale)
 
-    filter_driver.host_states = stale_once
+    filter_driver.host_table = stale_once
     [dest] = filter_driver.select_destinations(_spec(instance_uuids=[U[0]]))
     assert calls == [1]          # the retry read SQL, not the stale list
     assert dest["host"] == "h1"
@@ -189,12 +192,12 @@ def test_claim_conflict_is_retried_with_fresh_states(register, engine,
 def test_conflict_retry_replans_when_the_winner_filled_the_host(
         register, engine, filter_driver):
     register(node("h1", memory_mb=4096), node("h2", memory_mb=2048))
-    stale = filter_driver.host_states()
+    stale = filter_driver.host_manager.host_states()
     h1 = next(s for s in stale if s.host == "h1")
     from scheduler import claims
     claims.claim(engine, [claims.Claim(U[9], h1.node_id, h1.host, h1.generation, 1,
                                        2048, 10)])
-    filter_driver.host_states = lambda: stale
+    filter_driver.host_table = lambda: HostTable(stale)
     # h1 looked best (most free RAM) but is now half full; the retry still
     # fits the 2048 MB instance on either host.
     [dest] = filter_driver.select_destinations(_spec(memory_mb=2048))
@@ -285,9 +288,21 @@ def test_forced_host_skips_filters_and_limits(register, engine,
     register(node("h1"), node("h2"))
     set_service(engine, "h1", disabled=True, disabled_reason="x")
     [dest] = filter_driver.select_destinations(
-        _spec(memory_mb=65536, force_hosts=["h1"]))
+        _spec(memory_mb=8192, force_hosts=["h1"]))
     assert dest["host"] == "h1" and dest["limits"] == {}
-    assert node_row(engine, "h1").memory_mb_used == 65536
+    assert node_row(engine, "h1").memory_mb_used == 8192
+
+
+def test_forced_host_never_overcommits(register, engine, filter_driver):
+    """Unlike nova, forcing skips the filters but not the claim's capacity
+    check: a forced host that is full refuses at once."""
+    register(node("h1"), node("h2"))
+    with pytest.raises(exception.NoValidHost) as info:
+        filter_driver.select_destinations(
+            _spec(memory_mb=65536, force_hosts=["h1"]))
+    assert info.value.message.startswith(
+        "No valid host: the forced host has no room: compute node")
+    assert allocation_rows(engine) == []
 
 
 def test_requested_destination_still_filters(register, engine,

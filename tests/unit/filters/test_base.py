@@ -7,7 +7,7 @@ from scheduler.filters import base
 from scheduler.filters.base import BaseFilter
 from scheduler.filters.base import FilterStep
 from scheduler.filters.base import explain
-from scheduler.filters.base import run_filters
+from scheduler.filters.base import filter_hosts
 from tests.unit.fakes import make_host
 from tests.unit.fakes import make_spec
 
@@ -46,7 +46,7 @@ def test_filters_run_in_order_on_the_survivors(conf, hosts):
     filters = [Recording(conf, "A", log, reject={"h1"}),
                Recording(conf, "B", log, reject={"h3"}),
                Recording(conf, "C", log)]
-    passed, steps = run_filters(filters, hosts, make_spec())
+    passed, steps = filter_hosts(filters, hosts, make_spec())
     assert [h.host for h in passed] == ["h2", "h4"]
     assert log == [("A", ["h1", "h2", "h3", "h4"]),
                    ("B", ["h2", "h3", "h4"]),
@@ -57,7 +57,7 @@ def test_filters_run_in_order_on_the_survivors(conf, hosts):
 
 def test_survivors_keep_their_order_and_identity(conf, hosts):
     filters = [Recording(conf, "A", [], reject={"h2"})]
-    passed, _ = run_filters(filters, hosts, make_spec())
+    passed, _ = filter_hosts(filters, hosts, make_spec())
     assert passed == [hosts[0], hosts[2], hosts[3]]
     assert all(p is h for p, h in zip(passed, [hosts[0], hosts[2], hosts[3]]))
 
@@ -67,7 +67,7 @@ def test_loop_stops_when_no_host_is_left(conf, hosts):
     filters = [Recording(conf, "A", log, reject={"h1", "h2"}),
                Recording(conf, "B", log, reject={"h3", "h4"}),
                Recording(conf, "C", log)]
-    passed, steps = run_filters(filters, hosts, make_spec())
+    passed, steps = filter_hosts(filters, hosts, make_spec())
     assert passed == []
     assert [name for name, _ in log] == ["A", "B"]
     assert [s.name for s in steps] == ["A", "B"]
@@ -76,7 +76,7 @@ def test_loop_stops_when_no_host_is_left(conf, hosts):
 def test_empty_host_list_runs_one_filter_at_most(conf):
     log = []
     filters = [Recording(conf, "A", log), Recording(conf, "B", log)]
-    passed, steps = run_filters(filters, [], make_spec())
+    passed, steps = filter_hosts(filters, [], make_spec())
     assert passed == []
     assert len(steps) <= 1
 
@@ -88,7 +88,7 @@ def test_once_per_request_filters_run_only_for_the_first_instance(
     log = []
     filters = [Recording(conf, "once", log, reject={"h1"}, once=True),
                Recording(conf, "always", log)]
-    passed, steps = run_filters(filters, hosts, make_spec(), index=index)
+    passed, steps = filter_hosts(filters, hosts, make_spec(), index=index)
     assert [name for name, _ in log] == expected
     assert [s.name for s in steps] == expected
     assert len(passed) == (3 if index == 0 else 4)
@@ -97,7 +97,7 @@ def test_once_per_request_filters_run_only_for_the_first_instance(
 def test_step_sample_lists_removed_hosts_up_to_sample_size(conf):
     hosts = [make_host(f"h{i}", node_id=i) for i in range(10)]
     reject = {f"h{i}" for i in range(1, 9)}
-    _, [step] = run_filters([Recording(conf, "A", [], reject=reject)],
+    _, [step] = filter_hosts([Recording(conf, "A", [], reject=reject)],
                             hosts, make_spec())
     assert base.SAMPLE_SIZE == 5
     assert step.sample == ("h1", "h2", "h3", "h4", "h5")
@@ -108,14 +108,14 @@ def test_step_sample_names_nodes_of_multi_node_hosts(conf):
     hosts = [make_host("ironic", "node-a", node_id=1),
              make_host("ironic", "node-b", node_id=2),
              make_host("kvm1", node_id=3)]
-    _, [step] = run_filters([Recording(conf, "A", [],
+    _, [step] = filter_hosts([Recording(conf, "A", [],
                                        reject={"ironic", "kvm1"})],
                             hosts, make_spec())
     assert step.sample == ("ironic:node-a", "ironic:node-b", "kvm1")
 
 
 def test_step_without_removal_has_empty_sample(conf, hosts):
-    _, [step] = run_filters([Recording(conf, "A", [])], hosts, make_spec())
+    _, [step] = filter_hosts([Recording(conf, "A", [])], hosts, make_spec())
     assert step.sample == () and step.removed == 0
 
 
@@ -124,7 +124,7 @@ def test_step_reason_comes_from_explain(conf, hosts):
         def explain(self, spec):
             return f"need {spec.flavor.memory_mb} MB"
 
-    _, [step] = run_filters([Explaining(conf, "A", [], reject={"h1"})],
+    _, [step] = filter_hosts([Explaining(conf, "A", [], reject={"h1"})],
                             hosts, make_spec(flavor={"memory_mb": 4096}))
     assert step.reason == "need 4096 MB"
 
@@ -170,7 +170,7 @@ def test_explain_of_a_real_run(conf):
     hosts = [make_host("h1", node_id=1, service_up=False),
              make_host("h2", node_id=2, memory_mb_total=2048),
              make_host("h3", node_id=3, memory_mb_total=2048)]
-    _, steps = run_filters([ComputeFilter(conf), RamFilter(conf)], hosts,
+    _, steps = filter_hosts([ComputeFilter(conf), RamFilter(conf)], hosts,
                            make_spec(flavor={"memory_mb": 4096}))
     assert explain(steps, 3) == (
         "0/3 hosts passed. ComputeFilter removed 1 (service down or "

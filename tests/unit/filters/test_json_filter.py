@@ -7,7 +7,7 @@ import pytest
 from scheduler import exception
 from scheduler import plugins
 from scheduler.drivers.filter import FilterScheduler
-from scheduler.filters.base import run_filters
+from scheduler.filters.base import filter_hosts
 from scheduler.filters.json_filter import JsonFilter
 from scheduler.filters.json_filter import compile_query
 from scheduler.host_manager import HostManager
@@ -173,7 +173,7 @@ def test_query_of_another_type_is_an_invalid_request(conf, query):
 
 def test_malformed_query_is_rejected_even_with_no_host(conf):
     with pytest.raises(exception.InvalidRequest):
-        run_filters([JsonFilter(conf)], [], _spec("["))
+        filter_hosts([JsonFilter(conf)], [], _spec("["))
 
 
 def test_compiled_queries_are_cached():

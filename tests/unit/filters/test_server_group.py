@@ -2,7 +2,7 @@
 group policies on the group's ``hosts`` (one entry per placed member)."""
 import pytest
 
-from scheduler.filters.base import run_filters
+from scheduler.filters.base import filter_hosts
 from scheduler.filters.server_group import ServerGroupAffinityFilter
 from scheduler.filters.server_group import ServerGroupAntiAffinityFilter
 from tests.unit.fakes import make_host
@@ -135,7 +135,7 @@ def test_reasons_are_stable(conf):
 
 
 def test_the_loop_explains_with_the_reason(conf):
-    steps = run_filters([ServerGroupAntiAffinityFilter(conf)],
+    steps = filter_hosts([ServerGroupAntiAffinityFilter(conf)],
                         _hosts(*ALL), _spec("anti-affinity", ["h1", "h3"]))
     passed, [step] = steps
     assert _names(passed) == ["h2"]

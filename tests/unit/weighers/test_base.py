@@ -48,39 +48,39 @@ def _order(weighed):
 # --- normalize ---------------------------------------------------------------
 
 def test_normalize_empty():
-    assert normalize([]) == []
+    assert list(normalize([])) == []
 
 
 def test_normalize_min_max_of_the_values():
-    assert normalize([1, 2, 3]) == [0.0, 0.5, 1.0]
-    assert normalize([30, 10, 20]) == [1.0, 0.0, 0.5]
+    assert list(normalize([1, 2, 3])) == [0.0, 0.5, 1.0]
+    assert list(normalize([30, 10, 20])) == [1.0, 0.0, 0.5]
 
 
 @pytest.mark.parametrize("values", [[5], [5, 5, 5], [-3, -3], [0.0, 0.0]])
 def test_normalize_equal_values_give_zero(values):
-    assert normalize(values) == [0.0] * len(values)
+    assert list(normalize(values)) == [0.0] * len(values)
 
 
 def test_normalize_with_minval_zero():
     # nova's documented RAM example
-    assert normalize([1024, 2048, 4096], minval=0) == [0.25, 0.5, 1.0]
+    assert list(normalize([1024, 2048, 4096], minval=0)) == [0.25, 0.5, 1.0]
 
 
 def test_normalize_minval_clamps_values_below_it():
-    assert normalize([-1000, 50, 100], minval=0) == [0.0, 0.5, 1.0]
+    assert list(normalize([-1000, 50, 100], minval=0)) == [0.0, 0.5, 1.0]
 
 
 def test_normalize_maxval_clamps_values_above_it():
-    assert normalize([0, 50, 500], maxval=100) == [0.0, 0.5, 1.0]
+    assert list(normalize([0, 50, 500], maxval=100)) == [0.0, 0.5, 1.0]
 
 
 def test_normalize_equal_or_inverted_bounds_give_zero():
-    assert normalize([1, 2, 3], minval=5, maxval=5) == [0.0, 0.0, 0.0]
-    assert normalize([-5, -1], minval=0) == [0.0, 0.0]
+    assert list(normalize([1, 2, 3], minval=5, maxval=5)) == [0.0, 0.0, 0.0]
+    assert list(normalize([-5, -1], minval=0)) == [0.0, 0.0]
 
 
 def test_normalize_equal_values_with_a_declared_bound():
-    assert normalize([1024, 1024], minval=0) == [1.0, 1.0]
+    assert list(normalize([1024, 1024], minval=0)) == [1.0, 1.0]
 
 
 # --- weigh_hosts -------------------------------------------------------------

@@ -1,0 +1,138 @@
+"""A synthetic fleet in a database, built once per size and database, and
+the writes a compute agent makes to it.
+
+Uses only the scheduler's stable entry points: ``scheduler.conf.load``,
+``scheduler.db.api.create_engine``, ``scheduler.db.migration.upgrade`` and
+``scheduler.fleet`` (``make_nodes``, ``register`` — which batches — and
+``heartbeat``). Everything else is plain SQL on the nova schema.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+import random
+import time
+
+import sqlalchemy as sa
+
+from scheduler import conf as sched_conf
+from scheduler import fleet
+from scheduler.db import api as db
+from scheduler.db import migration
+
+#: The fleet is the same in every run and every database.
+SEED = 0
+
+
+@dataclasses.dataclass
+class Cluster:
+    """One fleet of ``hosts`` nodes in one database."""
+    hosts: int
+    kind: str                  # "sqlite" or "postgresql"
+    url: str
+    path: Path                 # state directory, config files
+    config_file: Path          # for in-process stages
+    conf: object
+    engine: sa.Engine
+    build_seconds: float = 0.0
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def write_config(path: Path, options: dict[str, object],
+                 name: str = "scheduler.conf") -> Path:
+    """An ini file; ``options`` maps 'group.option' to a value."""
+    groups: dict[str, dict[str, str]] = {}
+    for key, value in options.items():
+        group, _, option = key.rpartition(".")
+        groups.setdefault(group or "DEFAULT", {})[option] = str(value)
+    lines = []
+    for group, values in groups.items():
+        lines.append(f"[{group}]")
+        lines += [f"{k} = {v}" for k, v in values.items()]
+        lines.append("")
+    config_file = path / name
+    config_file.write_text("\n".join(lines))
+    return config_file
+
+
+def in_process_options(path: Path, url: str) -> dict[str, object]:
+    """Options of the in-process stages. ``service_down_time`` is a day:
+    those stages run without heartbeats (so that "nothing changed" means
+    nothing changed), and the hosts must stay up meanwhile."""
+    return {"state_path": path, "database.connection": url,
+            "scheduler.service_down_time": 86400}
+
+
+def build(hosts: int, kind: str, url: str, path: Path) -> Cluster:
+    """Create the schema in the (empty) database at ``url`` and register
+    ``hosts`` nodes, all heartbeating once."""
+    path.mkdir(parents=True, exist_ok=True)
+    config_file = write_config(path, in_process_options(path, url),
+                               "in-process.conf")
+    conf = sched_conf.load(["--config-file", str(config_file)])
+    engine = db.create_engine(conf)
+    started = time.monotonic()
+    migration.upgrade(engine)
+    nodes = fleet.make_nodes(hosts, SEED)
+    fleet.register(engine, nodes)
+    fleet.heartbeat(engine, [n.host for n in nodes])
+    return Cluster(hosts, kind, url, path, config_file, conf, engine,
+                   time.monotonic() - started)
+
+
+def sqlite_url(path: Path) -> str:
+    return f"sqlite:///{path}/scheduler.sqlite"
+
+
+def node_ids(engine: sa.Engine) -> list[int]:
+    with engine.connect() as conn:
+        return list(conn.execute(sa.text(
+            "SELECT id FROM compute_nodes WHERE deleted = 0 ORDER BY id"
+        )).scalars())
+
+
+def _db_now(dialect: str) -> str:
+    # The database's clock in UTC, as the scheduler writes it.
+    if dialect == "postgresql":
+        return "(now() AT TIME ZONE 'utc')"
+    return "CURRENT_TIMESTAMP"
+
+
+class NodeChanger:
+    """What compute agents do between two refreshes: a ``fraction`` of the
+    nodes report new usage, each bumping ``generation`` and
+    ``updated_at``. Calls alternate: an even call adds one small
+    instance's worth of usage to a fresh random sample, the odd call after
+    it takes it back from the same nodes, so a long run does not drift."""
+
+    def __init__(self, engine: sa.Engine, fraction: float, seed: int = 1):
+        self.engine = engine
+        self.ids = node_ids(engine)
+        self.count = max(1, round(len(self.ids) * fraction))
+        self.rng = random.Random(seed)
+        self._last: list[int] = []
+        # {sign}/{neg}: "+"/"-" to add usage, "-"/"+" to take it back.
+        self._sql = (
+            "UPDATE compute_nodes SET "
+            "vcpus_used = vcpus_used {sign} 1, "
+            "memory_mb_used = memory_mb_used {sign} 512, "
+            "free_ram_mb = free_ram_mb {neg} 512, "
+            "local_gb_used = local_gb_used {sign} 1, "
+            "free_disk_gb = free_disk_gb {neg} 1, "
+            "running_vms = running_vms {sign} 1, "
+            "generation = generation + 1, "
+            "updated_at = " + _db_now(engine.dialect.name) + " "
+            "WHERE id IN :ids")
+
+    def __call__(self, i: int) -> None:
+        if i % 2 == 0 or not self._last:
+            self._last = self.rng.sample(self.ids, self.count)
+            sign, neg = "+", "-"
+        else:
+            sign, neg = "-", "+"
+        stmt = sa.text(self._sql.format(sign=sign, neg=neg)).bindparams(
+            sa.bindparam("ids", expanding=True))
+        with self.engine.begin() as conn:
+            conn.execute(stmt, {"ids": self._last})

@@ -1,0 +1,189 @@
+"""End to end over a real RabbitMQ: ``select_destinations`` through
+``SchedulerAPI`` to a ``scheduler-server`` subprocess (with claims) while a
+``scheduler-fleet`` subprocess heartbeats every node every 10 s, and the
+same calls to a bare echo server on the same broker, measured the same way
+in the same minute.
+
+:class:`Bus` is the broker's side of a run (the echo server lives as long as
+the broker); :func:`measure` deploys one scheduler on one fleet and takes
+its four rows: echo and scheduler at concurrency 1 (latency), then echo and
+scheduler at concurrency 8 (sustained requests per second).
+"""
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+import time
+import uuid as uuidlib
+
+import oslo_messaging as messaging
+
+from scheduler import conf as sched_conf
+from scheduler import exception
+from scheduler import rpc
+from scheduler.rpcapi import SchedulerAPI
+
+from benchmarks import cluster as cluster_mod
+from benchmarks import servers
+from benchmarks.echo import EchoClient
+from benchmarks.stages import FLAVOR
+from benchmarks.timing import concurrently
+from benchmarks.timing import Limits
+from benchmarks.timing import repeat
+from benchmarks.timing import Row
+
+#: A call slower than this is an error, not a sample (no silent re-send:
+#: the benchmark client sets [scheduler] max_attempts = 1).
+CALL_TIMEOUT = 300
+START_TIMEOUT = 120
+#: The "sustained requests/s" rows.
+CONCURRENCY = 8
+HEARTBEAT_INTERVAL = 10
+WARMUP_CALLS = 3
+
+
+class Bus:
+    """A private broker and an echo server on it, for the whole run."""
+
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        self.broker = servers.start_rabbitmq()
+        self.echo_topic = f"bench-echo-{uuidlib.uuid4().hex[:8]}"
+        path = workdir / "echo"
+        path.mkdir(parents=True, exist_ok=True)
+        config = cluster_mod.write_config(path, {
+            "transport_url": self.broker.transport_url,
+            "host": "bench-echo"})
+        self.echo_server = servers.Process.python(
+            "benchmarks.echo", "--config-file", str(config),
+            "--topic", self.echo_topic, log=path / "echo.log")
+        try:
+            self.echo_server.wait_for_output("echo: serving", START_TIMEOUT)
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def transport_url(self) -> str:
+        return self.broker.transport_url
+
+    def close(self) -> None:
+        try:
+            self.echo_server.stop()
+        finally:
+            self.broker.stop()
+
+
+@contextlib.contextmanager
+def deployment(bus: Bus, fleet: cluster_mod.Cluster, workers: int):
+    """A scheduler-server on ``fleet``'s database and a heartbeating fleet;
+    yields the client's ConfigOpts. Stops both afterwards."""
+    path = fleet.path / "rpc"
+    path.mkdir(exist_ok=True)
+    config = cluster_mod.write_config(path, {
+        "state_path": path,
+        "transport_url": bus.transport_url,
+        "host": f"bench-sched-{fleet.hosts}",
+        "scheduler.topic": f"bench-scheduler-{uuidlib.uuid4().hex[:8]}",
+        "scheduler.workers": workers,
+        "scheduler.max_attempts": 1,
+        "database.connection": fleet.url,
+    })
+    conf = sched_conf.load(["--config-file", str(config)])
+    started: list[servers.Process] = []
+    try:
+        heartbeats = servers.Process.python(
+            "scheduler.cmd.fleet", "--config-file", str(config),
+            "--nodes", str(fleet.hosts), "--seed", str(cluster_mod.SEED),
+            "--heartbeat-interval", str(HEARTBEAT_INTERVAL),
+            log=path / "fleet.log")
+        started.append(heartbeats)
+        heartbeats.wait_for_output("registered", START_TIMEOUT)
+        server = servers.Process.python(
+            "scheduler.cmd.server", "--config-file", str(config),
+            log=path / "server.log")
+        started.append(server)
+        _wait_until_serving(conf, server)
+        yield conf
+    finally:
+        for proc in reversed(started):
+            proc.stop()
+
+
+def _wait_until_serving(conf, server: servers.Process) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    probe = SchedulerAPI(conf, timeout=2)
+    try:
+        while True:
+            if not server.running():
+                raise RuntimeError("scheduler-server exited "
+                                   f"{server.proc.returncode}:\n"
+                                   + server.output())
+            try:
+                probe.ping({})
+                return
+            except messaging.MessagingTimeout:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("scheduler-server did not answer "
+                                       "ping:\n" + server.output())
+    finally:
+        probe.transport.cleanup()
+
+
+def measure(bus: Bus, fleet: cluster_mod.Cluster, limits: Limits,
+            workers: int = 1) -> list[Row]:
+    """echo c1, select c1, echo c8, select c8 — in that order, so each
+    scheduler row has a bus row of the same minute next to it."""
+    with deployment(bus, fleet, workers) as conf:
+        transport = rpc.get_transport(conf)
+        try:
+            return _measure(conf, transport, bus.echo_topic, fleet.hosts,
+                            limits)
+        finally:
+            transport.cleanup()
+
+
+def _measure(conf, transport, echo_topic: str, hosts: int,
+             limits: Limits) -> list[Row]:
+    api = SchedulerAPI(conf, transport=transport, timeout=CALL_TIMEOUT)
+    echo = EchoClient(transport, echo_topic, timeout=CALL_TIMEOUT)
+    spec = {"flavor": dict(FLAVOR), "num_instances": 1}
+    placed: list[str] = []
+
+    def select() -> None:
+        dests = api.select_destinations({}, spec)
+        placed.extend(d["uuid"] for d in dests)
+
+    def bus_call() -> None:
+        # The same payload the scheduler gets, handed back.
+        echo.echo({"flavor": dict(FLAVOR),
+                   "instance_uuids": [str(uuidlib.uuid4())]})
+
+    def release() -> None:
+        # Untimed, between rows: the fleet never fills up.
+        while placed:
+            batch, placed[:] = placed[:500], placed[500:]
+            api.release({}, batch)
+
+    expected = (exception.NoValidHost, messaging.MessagingTimeout)
+    for _ in range(WARMUP_CALLS):
+        bus_call()
+        select()
+    release()
+
+    rows = []
+    for concurrency in (1, CONCURRENCY):
+        for measure_name, call in (("echo", bus_call), ("select", select)):
+            row = Row(f"{measure_name}_c{concurrency}", hosts)
+            if concurrency == 1:
+                repeat(row, call, limits, expected=expected)
+            else:
+                concurrently(row, call, limits, concurrency,
+                             expected=expected)
+            release()
+            rows.append(row)
+    for row in rows:
+        if row.errors:
+            row.notes.append(f"{row.errors} of {row.errors + len(row.samples)}"
+                             f" failed, first: {row.first_error}")
+    return rows

@@ -1,0 +1,113 @@
+"""Turning database rows into HostStates.
+
+JSON columns are parsed here, once per row read; bad JSON reads as empty,
+so one broken agent cannot break scheduling for everyone.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+from oslo_config import cfg
+import sqlalchemy as sa
+
+from scheduler.host_state import Aggregate
+from scheduler.host_state import HostState
+
+
+def host_state(conf: cfg.ConfigOpts, row: sa.Row, service: sa.Row,
+               aggregates, up: bool) -> HostState:
+    """The HostState of a compute node row, its service row, the host's
+    aggregates ``(id, name, metadata)`` and whether the service is up."""
+    fs = conf.filter_scheduler
+    stats = _stats(row.stats)
+    return HostState(
+        node_id=row.id, uuid=row.uuid, host=row.host,
+        nodename=row.hypervisor_hostname or row.host,
+        generation=row.generation,
+        vcpus_total=row.vcpus, vcpus_used=row.vcpus_used,
+        memory_mb_total=row.memory_mb, memory_mb_used=row.memory_mb_used,
+        disk_gb_total=row.local_gb, disk_gb_used=row.local_gb_used,
+        # 0 or NULL on the node means "not set": use ours (nova's rule).
+        cpu_allocation_ratio=row.cpu_allocation_ratio
+        or fs.cpu_allocation_ratio,
+        ram_allocation_ratio=row.ram_allocation_ratio
+        or fs.ram_allocation_ratio,
+        disk_allocation_ratio=row.disk_allocation_ratio
+        or fs.disk_allocation_ratio,
+        service_up=up and not service.forced_down,
+        service_disabled=bool(service.disabled),
+        disabled_reason=service.disabled_reason,
+        aggregates=tuple(Aggregate(*agg) for agg in aggregates),
+        num_instances=int(stats.get("num_instances", row.running_vms or 0)),
+        num_io_ops=int(stats.get("io_workload", row.current_workload or 0)),
+        host_ip=row.host_ip, hypervisor_type=row.hypervisor_type,
+        hypervisor_version=row.hypervisor_version or 0, stats=stats,
+        supported_instances=_supported_instances(row.supported_instances),
+        metrics=_metrics(row.metrics), cpu_info=_stats(row.cpu_info),
+        failed_builds=_int(stats.get("failed_builds")))
+
+
+def _stats(raw: str | None) -> dict:
+    """A JSON object column (``stats``, ``cpu_info``); anything else is {}."""
+    if not raw or raw == "{}":
+        return {}
+    try:
+        value = json.loads(raw)
+    except (ValueError, TypeError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _json_list(raw: str | None) -> list:
+    if not raw or raw == "[]":
+        return []
+    try:
+        value = json.loads(raw)
+    except (ValueError, TypeError, RecursionError):
+        return []
+    return value if isinstance(value, list) else []
+
+
+def _supported_instances(raw: str | None) -> tuple:
+    """``[[arch, hv_type, vm_mode], ...]`` as lower-cased triples; shorter
+    entries are padded with None, malformed ones dropped."""
+    out = []
+    for item in _json_list(raw):
+        if not isinstance(item, list) or not 0 < len(item) <= 3:
+            continue
+        triple = [v.lower() if isinstance(v, str) and v else None
+                  for v in item]
+        out.append(tuple(triple + [None] * (3 - len(triple))))
+    return tuple(out)
+
+
+def _metrics(raw: str | None) -> dict[str, float]:
+    """nova's monitor metrics, ``[{"name": ..., "value": ..., ...}, ...]``,
+    as name -> value; entries without a name or a finite number are
+    dropped."""
+    out: dict[str, float] = {}
+    for item in _json_list(raw):
+        if not isinstance(item, dict):
+            continue
+        name = item.get("name")
+        value = item.get("value")
+        if not isinstance(name, str) or not name or isinstance(value, bool):
+            continue
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(value):
+            out[name] = value
+    return out
+
+
+def _int(value) -> int:
+    """A counter from ``stats`` (often a string); 0 if absent or bad."""
+    if value is None:
+        return 0
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0

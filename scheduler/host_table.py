@@ -1,0 +1,112 @@
+"""HostTable: every host state, and their numbers as NumPy columns.
+
+Host ``i`` is ``states[i]``; its numbers are ``table.<column>[i]``. Built-in
+filters and weighers work on whole columns at once (a comparison over 10,000
+hosts costs microseconds), while plugin filters keep receiving HostState
+objects. A request plans on a :class:`HostView` of the table, which copies
+the few usage columns it changes (multi-instance requests) instead of
+touching the shared table.
+
+Updating a host in place (``set``) keeps positions; adding or removing hosts
+builds a new table, so a request holding the old one still sees a
+consistent set of positions. Numbers read mid-update may be a refresh
+newer than the HostState next to them; the claim's SQL (generation and
+capacity checks) is what makes a placement right, not this cache.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+
+from scheduler.host_state import HostState
+
+#: HostState fields mirrored as float64 columns.
+NUMERIC = ("vcpus_total", "vcpus_used", "memory_mb_total", "memory_mb_used",
+           "disk_gb_total", "disk_gb_used", "cpu_allocation_ratio",
+           "ram_allocation_ratio", "disk_allocation_ratio", "num_instances",
+           "num_io_ops", "failed_builds")
+#: The columns a planned instance changes.
+USAGE = ("vcpus_used", "memory_mb_used", "disk_gb_used", "num_instances",
+         "num_io_ops")
+
+
+class HostTable:
+    def __init__(self, states: Iterable[HostState]):
+        self.states: list[HostState] = list(states)
+        n = len(self.states)
+        self.positions = {s.node_id: i for i, s in enumerate(self.states)}
+        for name in NUMERIC:
+            setattr(self, name, np.fromiter(
+                (getattr(s, name) for s in self.states), np.float64, n))
+        self.service_up = np.fromiter(
+            (s.service_up for s in self.states), np.bool_, n)
+        self.service_disabled = np.fromiter(
+            (s.service_disabled for s in self.states), np.bool_, n)
+        self.host_names = np.array([s.host for s in self.states],
+                                   dtype=object)
+        self.host_names_lower = np.array([s.host.lower()
+                                          for s in self.states], dtype=object)
+        self.node_names = np.array([s.nodename for s in self.states],
+                                   dtype=object)
+        self._build_zones()
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+    def _build_zones(self) -> None:
+        """zone -> mask of the hosts in it, and the hosts in no zone."""
+        self.zones: dict[str, np.ndarray] = {}
+        n = len(self.states)
+        self.no_zone = np.ones(n, np.bool_)
+        for i, state in enumerate(self.states):
+            for zone in state.availability_zones():
+                mask = self.zones.get(zone)
+                if mask is None:
+                    mask = self.zones[zone] = np.zeros(n, np.bool_)
+                mask[i] = True
+                self.no_zone[i] = False
+
+    def set(self, i: int, state: HostState) -> None:
+        """Replace host ``i`` (same node) with a newer state."""
+        old = self.states[i]
+        self.states[i] = state
+        for name in NUMERIC:
+            getattr(self, name)[i] = getattr(state, name)
+        self.service_up[i] = state.service_up
+        self.service_disabled[i] = state.service_disabled
+        if old.aggregates != state.aggregates:
+            self._build_zones()
+
+    def all_positions(self) -> np.ndarray:
+        return np.arange(len(self.states))
+
+
+class HostView:
+    """One request's view of a table: the table's columns, plus the usage of
+    the instances this request has planned so far (copied on first use)."""
+
+    def __init__(self, table: HostTable):
+        self.table = table
+        self._planned: dict[int, HostState] = {}
+
+    def __getattr__(self, name: str):
+        # Columns not overridden by this request come from the table.
+        return getattr(self.table, name)
+
+    def state(self, i: int) -> HostState:
+        """Host ``i`` with this request's planned usage."""
+        return self._planned.get(i) or self.table.states[i]
+
+    def consume(self, i: int, vcpus: int, memory_mb: int,
+                disk_gb: int) -> None:
+        """Plan one more instance of this size on host ``i``."""
+        if not self._planned:
+            for name in USAGE:   # copy-on-write: the table stays shared
+                self.__dict__[name] = getattr(self.table, name).copy()
+        self._planned[i] = self.state(i).consumed(vcpus, memory_mb, disk_gb)
+        self.vcpus_used[i] += vcpus
+        self.memory_mb_used[i] += memory_mb
+        self.disk_gb_used[i] += disk_gb
+        self.num_instances[i] += 1
+        self.num_io_ops[i] += 1
