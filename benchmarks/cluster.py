@@ -35,6 +35,8 @@ class Cluster:
     conf: object
     engine: sa.Engine
     build_seconds: float = 0.0
+    #: --set options, for every config written for this fleet
+    extra: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def dispose(self) -> None:
         self.engine.dispose()
@@ -65,12 +67,15 @@ def in_process_options(path: Path, url: str) -> dict[str, object]:
             "scheduler.service_down_time": 86400}
 
 
-def build(hosts: int, kind: str, url: str, path: Path) -> Cluster:
+def build(hosts: int, kind: str, url: str, path: Path,
+          extra: dict[str, str] | None = None) -> Cluster:
     """Create the schema in the (empty) database at ``url`` and register
-    ``hosts`` nodes, all heartbeating once."""
+    ``hosts`` nodes, all heartbeating once. ``extra`` options ('group.name'
+    -> value) go into every config written for this fleet."""
+    extra = dict(extra or {})
     path.mkdir(parents=True, exist_ok=True)
-    config_file = write_config(path, in_process_options(path, url),
-                               "in-process.conf")
+    config_file = write_config(
+        path, {**in_process_options(path, url), **extra}, "in-process.conf")
     conf = sched_conf.load(["--config-file", str(config_file)])
     engine = db.create_engine(conf)
     started = time.monotonic()
@@ -79,7 +84,7 @@ def build(hosts: int, kind: str, url: str, path: Path) -> Cluster:
     fleet.register(engine, nodes)
     fleet.heartbeat(engine, [n.host for n in nodes])
     return Cluster(hosts, kind, url, path, config_file, conf, engine,
-                   time.monotonic() - started)
+                   time.monotonic() - started, extra)
 
 
 def sqlite_url(path: Path) -> str:

@@ -97,12 +97,14 @@ def _ms(value: float | None) -> str:
     return f"{value:,.0f}"
 
 
-def _num(value: float | None, digits: int = 1) -> str:
+def _num(value: float | None) -> str:
     if value is None:
         return "—"
     if value >= 100:
         return f"{value:,.0f}"
-    return f"{value:.{digits}f}"
+    if value < 1:
+        return f"{value:.2f}"
+    return f"{value:.1f}"
 
 
 def table(summary: list[dict]) -> str:

@@ -88,6 +88,7 @@ def deployment(bus: Bus, fleet: cluster_mod.Cluster, workers: int):
         "scheduler.workers": workers,
         "scheduler.max_attempts": 1,
         "database.connection": fleet.url,
+        **fleet.extra,
     })
     conf = sched_conf.load(["--config-file", str(config)])
     started: list[servers.Process] = []

@@ -70,6 +70,14 @@ def _dbs(value: str) -> list[str]:
     return list(dict.fromkeys(kinds))
 
 
+def _option(value: str) -> tuple[str, str]:
+    key, sep, setting = value.partition("=")
+    if not sep or "." not in key.strip(". "):
+        raise argparse.ArgumentTypeError(
+            f"--set: expected GROUP.OPTION=VALUE, got {value!r}")
+    return key.strip(), setting.strip()
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="benchmarks/run.py", description=__doc__.split("\n\n")[0],
@@ -87,6 +95,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--db", type=_dbs, default=list(DBS),
                         help="databases for the claim rows, comma "
                              "separated; every other row uses the first")
+    parser.add_argument("--set", type=_option, action="append", default=[],
+                        metavar="GROUP.OPTION=VALUE",
+                        help="a scheduler option for every config the run "
+                             "writes, e.g. filter_scheduler.host_subset_size"
+                             "=4 (repeatable; the default is the service's "
+                             "defaults)")
     parser.add_argument("--workers", type=int, default=1,
                         help="[scheduler] workers of the scheduler-server "
                              "measured end to end")
@@ -139,10 +153,11 @@ class Run:
             yield
         except Exception as e:
             traceback.print_exc()
-            message = f"{name} at {hosts:,} hosts failed: " \
-                      f"{type(e).__name__}: {str(e).splitlines()[0]:.160}" \
-                if str(e) else f"{name} at {hosts:,} hosts failed: " \
-                               f"{type(e).__name__}"
+            reason = str(e).strip().splitlines()[0][:160] if str(e).strip() \
+                else ""
+            message = (f"{name} at {hosts:,} hosts failed: "
+                       f"{type(e).__name__}" + (f": {reason}" if reason
+                                                 else ""))
             self.failures.append(message)
             done = {(r.measure, r.hosts) for r in self.rows}
             for measure in measures:
@@ -192,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     options = {"hosts": args.hosts, "requests": args.requests,
                "budget_s": args.budget, "db": args.db,
                "workers": args.workers, "quick": args.quick,
+               "set": dict(args.set),
                "command": command, "failures": run.failures}
     text, paths = report.write(run.rows, meta, options, args.out)
     print(f"{report._heading(meta)}; {meta['seconds']:.0f} s\n")
@@ -225,7 +241,8 @@ def measure_size(run: Run, hosts: int, args, limits: Limits, bus, pg,
                     url = cluster.sqlite_url(path)
                 else:
                     url = pg.create_database(f"bench_{hosts}")
-                fleets[kind] = cluster.build(hosts, kind, url, path)
+                fleets[kind] = cluster.build(hosts, kind, url, path,
+                                             dict(args.set))
                 log(f"{hosts:>7,} hosts: fleet in {kind} built in "
                     f"{fleets[kind].build_seconds:.1f}s")
         main_fleet = fleets.get(main_kind)

@@ -26,8 +26,9 @@ FLAVOR = {"name": "m1.small", "memory_mb": 2048, "vcpus": 1, "root_gb": 20}
 #: on the same few nodes never matters for capacity.
 CLAIM_FLAVOR = {"name": "bench.tiny", "memory_mb": 64, "vcpus": 1,
                 "root_gb": 1}
-#: Nodes one decision picks for the claim rows to claim on in turn.
-CLAIM_NODES = 8
+#: At most this many nodes, picked by one decision, take the claim rows'
+#: claims in turn (so a node gets few of them and never fills up).
+CLAIM_NODES = 100
 #: The share of nodes the "1% changed" row changes before each refresh.
 CHANGED_FRACTION = 0.01
 
@@ -95,11 +96,12 @@ def measure(fleet: cluster_mod.Cluster, limits: Limits) -> list[Row]:
 
 
 def measure_claim(fleet: cluster_mod.Cluster, limits: Limits) -> Row:
-    """The claim transaction alone: one decision (untimed) picks
-    CLAIM_NODES nodes; then each timed call claims one instance on the next
-    of them, against the generation that node is known to have (the one
-    read, plus one per claim made since — what the claim itself does).
-    Everything claimed is released afterwards, untimed."""
+    """The claim transaction alone: one decision (untimed) places up to
+    CLAIM_NODES instances; then each timed call claims one instance on the
+    next node that decision chose, against the generation that node is
+    known to have (the one read, plus one per claim made since — what the
+    claim itself does). Everything claimed is released afterwards,
+    untimed."""
     manager = SchedulerManager(fleet.conf, fleet.engine)
     ttl = fleet.conf.scheduler.unconfirmed_claim_ttl
     row = Row(f"claim_{fleet.kind}", fleet.hosts)
@@ -107,8 +109,8 @@ def measure_claim(fleet: cluster_mod.Cluster, limits: Limits) -> Row:
     state = {"targets": [], "generation": {}}
 
     def pick() -> None:
-        targets = _claim_targets(_decide(manager, spec(CLAIM_FLAVOR,
-                                                       CLAIM_NODES)))
+        count = min(CLAIM_NODES, limits.requests)
+        targets = _claim_targets(_decide(manager, spec(CLAIM_FLAVOR, count)))
         state["targets"] = targets
         state["generation"] = {t[0]: t[2] for t in targets}
 

@@ -138,11 +138,39 @@ def claim(engine: sa.Engine, claims: list[Claim], *,
         raise ConsumerExists(str(e)) from e
 
 
-def _within(used, amount: int, total, ratio, default: float):
-    """SQL: ``used + amount`` fits ``total`` × (the node's ratio, or
-    ``default`` if it has none)."""
-    ratio = sa.func.coalesce(sa.func.nullif(ratio, 0.0), default)
-    return used + amount <= total * ratio
+def _within(used, amount: str, total, ratio, default: str):
+    """SQL: ``used + :amount`` fits ``total`` × (the node's ratio, or
+    ``:default`` if it has none)."""
+    ratio = sa.func.coalesce(sa.func.nullif(ratio, 0.0), sa.bindparam(default))
+    return used + sa.bindparam(amount) <= total * ratio
+
+
+def _consume_statement() -> sa.Update:
+    # Built once: constructing this expression per claim cost more than
+    # running it.
+    n = models.compute_nodes
+    return (
+        n.update()
+        .where(n.c.id == sa.bindparam("b_node_id"),
+               n.c.generation == sa.bindparam("b_seen"),
+               n.c.deleted == 0,
+               sa.or_(n.c.vcpus == 0,
+                      _within(n.c.vcpus_used, "b_vcpus", n.c.vcpus,
+                              n.c.cpu_allocation_ratio, "b_cpu_ratio")),
+               _within(n.c.memory_mb_used, "b_memory", n.c.memory_mb,
+                       n.c.ram_allocation_ratio, "b_ram_ratio"),
+               _within(n.c.local_gb_used, "b_disk", n.c.local_gb,
+                       n.c.disk_allocation_ratio, "b_disk_ratio"))
+        .values(vcpus_used=n.c.vcpus_used + sa.bindparam("b_vcpus"),
+                memory_mb_used=n.c.memory_mb_used + sa.bindparam("b_memory"),
+                local_gb_used=n.c.local_gb_used + sa.bindparam("b_disk"),
+                free_ram_mb=n.c.free_ram_mb - sa.bindparam("b_memory"),
+                free_disk_gb=n.c.free_disk_gb - sa.bindparam("b_disk"),
+                running_vms=n.c.running_vms + sa.bindparam("b_count"),
+                generation=n.c.generation + 1))
+
+
+_CONSUME = _consume_statement()
 
 
 def _consume(conn: sa.Connection, claims: list[Claim],
@@ -155,29 +183,13 @@ def _consume(conn: sa.Connection, claims: list[Claim],
     # between them on PostgreSQL).
     for node_id in sorted(by_node):
         group = by_node[node_id]
-        vcpus = sum(c.vcpus for c in group)
-        memory = sum(c.memory_mb for c in group)
-        disk = sum(c.disk_gb for c in group)
-        result = conn.execute(
-            nodes.update()
-            .where(nodes.c.id == node_id,
-                   nodes.c.generation == group[0].generation,
-                   nodes.c.deleted == 0,
-                   sa.or_(nodes.c.vcpus == 0,
-                          _within(nodes.c.vcpus_used, vcpus, nodes.c.vcpus,
-                                  nodes.c.cpu_allocation_ratio, ratios.cpu)),
-                   _within(nodes.c.memory_mb_used, memory,
-                           nodes.c.memory_mb, nodes.c.ram_allocation_ratio,
-                           ratios.ram),
-                   _within(nodes.c.local_gb_used, disk, nodes.c.local_gb,
-                           nodes.c.disk_allocation_ratio, ratios.disk))
-            .values(vcpus_used=nodes.c.vcpus_used + vcpus,
-                    memory_mb_used=nodes.c.memory_mb_used + memory,
-                    local_gb_used=nodes.c.local_gb_used + disk,
-                    free_ram_mb=nodes.c.free_ram_mb - memory,
-                    free_disk_gb=nodes.c.free_disk_gb - disk,
-                    running_vms=nodes.c.running_vms + len(group),
-                    generation=nodes.c.generation + 1))
+        result = conn.execute(_CONSUME, {
+            "b_node_id": node_id, "b_seen": group[0].generation,
+            "b_vcpus": sum(c.vcpus for c in group),
+            "b_memory": sum(c.memory_mb for c in group),
+            "b_disk": sum(c.disk_gb for c in group), "b_count": len(group),
+            "b_cpu_ratio": ratios.cpu, "b_ram_ratio": ratios.ram,
+            "b_disk_ratio": ratios.disk})
         if result.rowcount != 1:
             current = conn.execute(sa.select(nodes.c.generation).where(
                 nodes.c.id == node_id, nodes.c.deleted == 0)).scalar()
@@ -316,17 +328,25 @@ def expire(engine: sa.Engine) -> int:
     return len(rows)
 
 
+def _placements_statement() -> sa.Select:
+    allocs = models.allocations
+    nodes = models.compute_nodes
+    return (sa.select(allocs.c.consumer_uuid, allocs.c.vcpus,
+                      allocs.c.memory_mb, allocs.c.disk_gb, nodes.c.host,
+                      nodes.c.hypervisor_hostname,
+                      nodes.c.uuid.label("node_uuid"))
+            .join(nodes, nodes.c.id == allocs.c.compute_node_id)
+            .where(allocs.c.consumer_uuid.in_(
+                sa.bindparam("uuids", expanding=True))))
+
+
+_PLACEMENTS = _placements_statement()
+
+
 def placements(engine: sa.Engine, consumer_uuids: list[str]
                ) -> dict[str, sa.Row]:
     """Existing claims of these consumers: uuid -> row with host, nodename,
     node uuid and the claimed sizes."""
-    allocs = models.allocations
-    nodes = models.compute_nodes
-    query = (sa.select(allocs.c.consumer_uuid, allocs.c.vcpus,
-                       allocs.c.memory_mb, allocs.c.disk_gb,
-                       nodes.c.host, nodes.c.hypervisor_hostname,
-                       nodes.c.uuid.label("node_uuid"))
-             .join(nodes, nodes.c.id == allocs.c.compute_node_id)
-             .where(allocs.c.consumer_uuid.in_(consumer_uuids)))
     with engine.connect() as conn:
-        return {row.consumer_uuid: row for row in conn.execute(query)}
+        return {row.consumer_uuid: row for row in
+                conn.execute(_PLACEMENTS, {"uuids": list(consumer_uuids)})}
