@@ -25,7 +25,8 @@ branch_labels = None
 depends_on = None
 
 # Columns of services whose change matters to scheduling (not heartbeats).
-_SERVICE_COLUMNS = "disabled, disabled_reason, forced_down, deleted, host, binary"
+_SERVICE_COLUMNS = (
+    'disabled, disabled_reason, forced_down, deleted, host, "binary"')
 
 _SQLITE = [
     # nodes: every insert/update stamps the row; deletes only count.
