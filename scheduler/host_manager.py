@@ -17,6 +17,7 @@ writes — heartbeats would rewrite every row every few seconds — but read as
 from __future__ import annotations
 
 import collections
+import dataclasses
 import threading
 import time
 
@@ -27,6 +28,7 @@ import sqlalchemy as sa
 from scheduler import claims
 from scheduler.db import api as db
 from scheduler.db import rows
+from scheduler.host_state import Aggregate
 from scheduler.host_state import HostState
 from scheduler.host_table import HostTable
 
@@ -43,7 +45,8 @@ class HostManager:
         self._lock = threading.Lock()
         self._table = HostTable([])
         self._counters: sa.Row | None = None
-        self._node_rows: dict[int, sa.Row] = {}
+        self._skipped_hosts: set[str] = set()
+        self._by_host: tuple[HostTable, dict[str, list[int]]] | None = None
         self._services: dict[str, sa.Row] = {}
         self._aggregates: dict[str, list] = {}
         self._down: set[str] = set()
@@ -94,7 +97,7 @@ class HostManager:
         """Bring the table up to date with SQL.
 
         :param full: re-read everything (what a periodic task does, and what
-            happens by itself when nodes were deleted).
+            happens by itself when nodes were hard-deleted).
         :returns: how many node states were rebuilt.
         """
         with self._lock, self.engine.connect() as conn:
@@ -103,50 +106,81 @@ class HostManager:
             if full or seen is None or counters.node_deletes != \
                     seen.node_deletes:
                 return self._read_all(conn, counters)
-            dirty_hosts: set[str] = set()
-            dirty_nodes: set[int] = set()
-            structural = False
-            if counters.aggregates != seen.aggregates:
-                old = self._aggregates
-                self._aggregates = db.aggregates_by_host(conn)
-                dirty_hosts |= {h for h in old.keys() | self._aggregates.keys()
-                                if old.get(h) != self._aggregates.get(h)}
+            table = self._table
+            changed: dict[int, HostState] = {}   # position -> new state
+            added: list[HostState] = []
+            removed: set[int] = set()            # node ids
+            zones_changed = False
+
             if counters.services != seen.services:
                 for row in db.compute_services(conn, self._service_seq):
                     self._service_seq = max(self._service_seq,
                                             row.change_seq)
-                    had = row.host in self._services
                     if row.deleted:
                         self._services.pop(row.host, None)
                     else:
+                        if row.host in self._skipped_hosts:
+                            # Nodes we skipped for want of this service.
+                            return self._read_all(conn, counters)
                         self._services[row.host] = row
-                    structural |= had != (row.host in self._services)
-                    dirty_hosts.add(row.host)
+                    for i in self._positions_of(row.host):
+                        if row.deleted:
+                            removed.add(table.states[i].node_id)
+                        else:
+                            changed[i] = self._with_service(
+                                changed.get(i, table.states[i]), row)
+            if counters.aggregates != seen.aggregates:
+                old = self._aggregates
+                self._aggregates = db.aggregates_by_host(conn)
+                for host in old.keys() | self._aggregates.keys():
+                    if old.get(host) == self._aggregates.get(host):
+                        continue
+                    zones_changed = True
+                    for i in self._positions_of(host):
+                        changed[i] = dataclasses.replace(
+                            changed.get(i, table.states[i]),
+                            aggregates=self._aggregate_tuple(host))
             if counters.nodes != seen.nodes:
                 for row in db.compute_nodes(conn, self._node_seq):
                     self._node_seq = max(self._node_seq, row.change_seq)
-                    had = row.id in self._node_rows
+                    i = table.positions.get(row.id)
                     if row.deleted:
-                        self._node_rows.pop(row.id, None)
+                        removed.add(row.id)
+                        continue
+                    state = self._state(row)
+                    if state is None:
+                        continue
+                    if i is None:
+                        added.append(state)
                     else:
-                        self._node_rows[row.id] = row
-                    structural |= had != (row.id in self._node_rows)
-                    dirty_nodes.add(row.id)
+                        changed[i] = state
             if time.monotonic() - self._liveness_at >= \
                     self.liveness_interval:
                 down = self._read_liveness(conn)
-                dirty_hosts |= down ^ self._down
+                for host in down ^ self._down:
+                    for i in self._positions_of(host):
+                        changed[i] = dataclasses.replace(
+                            changed.get(i, table.states[i]),
+                            service_up=host not in down)
                 self._down = down
             self._counters = counters
-            if structural:
-                self._rebuild()
+
+            if added or removed:
+                states = list(table.states)
+                for i, state in changed.items():
+                    states[i] = state
+                states = [s for s in states if s.node_id not in removed]
+                self._table = HostTable(states + added)
                 return len(self._table)
-            return self._update(dirty_hosts, dirty_nodes)
+            for i, state in changed.items():
+                table.set(i, state)
+            if zones_changed:
+                table.rebuild_zones()
+            return len(changed)
 
     def _read_all(self, conn: sa.Connection, counters: sa.Row) -> int:
         node_rows = db.compute_nodes(conn)
         service_rows = db.compute_services(conn)
-        self._node_rows = {row.id: row for row in node_rows}
         self._services = {row.host: row for row in service_rows}
         self._node_seq = max((r.change_seq for r in node_rows), default=0)
         self._service_seq = max((r.change_seq for r in service_rows),
@@ -154,16 +188,40 @@ class HostManager:
         self._aggregates = db.aggregates_by_host(conn)
         self._down = self._read_liveness(conn)
         self._counters = counters
-        self._rebuild()
+        self._skipped_hosts = set()
+        states = (self._state(row) for row in node_rows)
+        self._table = HostTable(s for s in states if s is not None)
+        self._by_host = None
         return len(self._table)
 
     def _read_liveness(self, conn: sa.Connection) -> set[str]:
         self._liveness_at = time.monotonic()
         return db.down_hosts(conn, self.conf.scheduler.service_down_time)
 
+    def _positions_of(self, host: str) -> list[int]:
+        """Positions of the host's nodes in the current table."""
+        table = self._table
+        if self._by_host is None or self._by_host[0] is not table:
+            by_host = collections.defaultdict(list)
+            for i, state in enumerate(table.states):
+                by_host[state.host].append(i)
+            self._by_host = (table, by_host)
+        return self._by_host[1].get(host, [])
+
+    def _aggregate_tuple(self, host: str) -> tuple[Aggregate, ...]:
+        return self._aggregates.get(host, ())
+
+    def _with_service(self, state: HostState, service: sa.Row) -> HostState:
+        return dataclasses.replace(
+            state, service_disabled=bool(service.disabled),
+            disabled_reason=service.disabled_reason,
+            service_up=not service.forced_down and state.host not in
+            self._down)
+
     def _state(self, row: sa.Row) -> HostState | None:
         service = self._services.get(row.host)
         if service is None:
+            self._skipped_hosts.add(row.host)
             if row.host not in self._warned_hosts:
                 self._warned_hosts.add(row.host)
                 LOG.warning("No compute service record found for host %s; "
@@ -172,21 +230,3 @@ class HostManager:
         return rows.host_state(self.conf, row, service,
                                self._aggregates.get(row.host, ()),
                                row.host not in self._down)
-
-    def _rebuild(self) -> None:
-        """A new table from the rows (hosts were added or removed)."""
-        states = [self._state(row) for row in self._node_rows.values()]
-        self._table = HostTable(s for s in states if s is not None)
-
-    def _update(self, dirty_hosts: set[str], dirty_nodes: set[int]) -> int:
-        """Rebuild the states of changed nodes and hosts in place."""
-        table = self._table
-        if dirty_hosts:
-            dirty_nodes |= {s.node_id for s in table.states
-                            if s.host in dirty_hosts}
-        for node_id in dirty_nodes:
-            i = table.positions.get(node_id)
-            row = self._node_rows.get(node_id)
-            if i is not None and row is not None:
-                table.set(i, self._state(row))
-        return len(dirty_nodes)

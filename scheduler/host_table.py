@@ -29,6 +29,11 @@ NUMERIC = ("vcpus_total", "vcpus_used", "memory_mb_total", "memory_mb_used",
 #: The columns a planned instance changes.
 USAGE = ("vcpus_used", "memory_mb_used", "disk_gb_used", "num_instances",
          "num_io_ops")
+#: Derived columns: capacity × allocation ratio, kept beside the rest so a
+#: filter does one subtraction, not a multiplication too, per request.
+LIMITS = {"vcpus_limit": ("vcpus_total", "cpu_allocation_ratio"),
+          "memory_mb_limit": ("memory_mb_total", "ram_allocation_ratio"),
+          "disk_gb_limit": ("disk_gb_total", "disk_allocation_ratio")}
 
 
 class HostTable:
@@ -39,6 +44,9 @@ class HostTable:
         for name in NUMERIC:
             setattr(self, name, np.fromiter(
                 (getattr(s, name) for s in self.states), np.float64, n))
+        for name, (total, ratio) in LIMITS.items():
+            setattr(self, name, getattr(self, total) * getattr(self, ratio))
+        self.everywhere = np.arange(n)
         self.service_up = np.fromiter(
             (s.service_up for s in self.states), np.bool_, n)
         self.service_disabled = np.fromiter(
@@ -49,12 +57,12 @@ class HostTable:
                                           for s in self.states], dtype=object)
         self.node_names = np.array([s.nodename for s in self.states],
                                    dtype=object)
-        self._build_zones()
+        self.rebuild_zones()
 
     def __len__(self) -> int:
         return len(self.states)
 
-    def _build_zones(self) -> None:
+    def rebuild_zones(self) -> None:
         """zone -> mask of the hosts in it, and the hosts in no zone."""
         self.zones: dict[str, np.ndarray] = {}
         n = len(self.states)
@@ -68,18 +76,32 @@ class HostTable:
                 self.no_zone[i] = False
 
     def set(self, i: int, state: HostState) -> None:
-        """Replace host ``i`` (same node) with a newer state."""
-        old = self.states[i]
+        """Replace host ``i`` (same node) with a newer state. If its
+        aggregates changed, call :meth:`rebuild_zones` after the batch."""
         self.states[i] = state
         for name in NUMERIC:
             getattr(self, name)[i] = getattr(state, name)
+        for name, (total, ratio) in LIMITS.items():
+            getattr(self, name)[i] = getattr(state, total) * getattr(
+                state, ratio)
         self.service_up[i] = state.service_up
         self.service_disabled[i] = state.service_disabled
-        if old.aggregates != state.aggregates:
-            self._build_zones()
 
     def all_positions(self) -> np.ndarray:
-        return np.arange(len(self.states))
+        """Every position. Always the same array object, so :meth:`take`
+        can tell "all hosts" from a subset without looking at it."""
+        return self.everywhere
+
+    def take_zone(self, zone: str, idx: np.ndarray) -> np.ndarray:
+        """Membership of the hosts at ``idx`` in ``zone`` (which exists)."""
+        mask = self.zones[zone]
+        return mask if idx is self.everywhere else mask[idx]
+
+    def take(self, column: str, idx: np.ndarray) -> np.ndarray:
+        """``column`` at positions ``idx``: the column itself when ``idx``
+        is every host (no gather, no copy), else a gathered copy."""
+        values = getattr(self, column)
+        return values if idx is self.everywhere else values[idx]
 
 
 class HostView:
@@ -93,6 +115,10 @@ class HostView:
     def __getattr__(self, name: str):
         # Columns not overridden by this request come from the table.
         return getattr(self.table, name)
+
+    def take(self, column: str, idx: np.ndarray) -> np.ndarray:
+        values = getattr(self, column)
+        return values if idx is self.table.everywhere else values[idx]
 
     def state(self, i: int) -> HostState:
         """Host ``i`` with this request's planned usage."""

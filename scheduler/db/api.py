@@ -17,6 +17,7 @@ from sqlalchemy.ext import compiler
 from sqlalchemy.sql import expression
 
 from scheduler.db import models
+from scheduler.host_state import Aggregate
 
 COMPUTE_BINARY = "nova-compute"
 COMPUTE_TOPIC = "compute"
@@ -140,19 +141,29 @@ def down_hosts(conn: sa.Connection, down_time: int) -> set[str]:
     within ``down_time`` seconds by the database's clock."""
     services = models.services
     cutoff = db_time(conn) - datetime.timedelta(seconds=down_time)
-    heartbeat = sa.func.coalesce(services.c.last_seen_up,
-                                 services.c.updated_at,
-                                 services.c.created_at)
-    query = sa.select(services.c.host).where(
+    # Each OR term has an index (migration 0004), so this reads only the
+    # few candidate rows; the fallbacks for a NULL last_seen_up are applied
+    # to those here.
+    query = sa.select(services.c.host, services.c.forced_down,
+                      services.c.last_seen_up, services.c.updated_at,
+                      services.c.created_at).where(
         services.c.binary == COMPUTE_BINARY, services.c.deleted == 0,
-        sa.or_(services.c.forced_down, heartbeat.is_(None),
-               heartbeat < cutoff))
-    return {row.host for row in conn.execute(query)}
+        sa.or_(services.c.forced_down == sa.true(),
+               services.c.last_seen_up.is_(None),
+               services.c.last_seen_up < cutoff))
+    down = set()
+    for row in conn.execute(query):
+        heartbeat = row.last_seen_up or row.updated_at or row.created_at
+        if row.forced_down or heartbeat is None or heartbeat < cutoff:
+            down.add(row.host)
+    return down
 
 
 def aggregates_by_host(conn: sa.Connection
-                       ) -> dict[str, list[tuple[int, str, dict[str, str]]]]:
-    """host -> [(aggregate id, name, metadata)] for live aggregates."""
+                       ) -> dict[str, tuple[Aggregate, ...]]:
+    """host -> its live aggregates. One Aggregate object per aggregate and
+    one tuple per distinct membership, shared by every host that has it:
+    at 100,000 hosts in a few zones, a tuple per host is tens of MB."""
     agg = models.aggregates
     meta: dict[int, dict[str, str]] = {}
     names: dict[int, str] = {}
@@ -165,12 +176,19 @@ def aggregates_by_host(conn: sa.Connection
                                       md.c.value).where(md.c.deleted == 0)):
         if row.aggregate_id in meta:
             meta[row.aggregate_id][row.key] = row.value
+    objects = {i: Aggregate(i, names[i], meta[i]) for i in names}
     ah = models.aggregate_hosts
-    out: dict[str, list] = {}
+    ids: dict[str, list[int]] = {}
     for row in conn.execute(sa.select(ah.c.host, ah.c.aggregate_id)
-                            .where(ah.c.deleted == 0)):
-        if row.aggregate_id in names:
-            out.setdefault(row.host, []).append(
-                (row.aggregate_id, names[row.aggregate_id],
-                 meta[row.aggregate_id]))
+                            .where(ah.c.deleted == 0)
+                            .order_by(ah.c.host, ah.c.aggregate_id)):
+        if row.aggregate_id in objects:
+            ids.setdefault(row.host, []).append(row.aggregate_id)
+    shared: dict[tuple[int, ...], tuple[Aggregate, ...]] = {}
+    out = {}
+    for host, agg_ids in ids.items():
+        key = tuple(agg_ids)
+        if key not in shared:
+            shared[key] = tuple(objects[i] for i in key)
+        out[host] = shared[key]
     return out

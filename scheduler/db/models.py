@@ -37,6 +37,8 @@ class Service(Base, _Timestamps, _SoftDelete):
     __table_args__ = (
         sa.UniqueConstraint("host", "binary", "deleted",
                             name="uniq_services0host0binary0deleted"),
+        sa.Index("services_last_seen_up_idx", "last_seen_up"),
+        sa.Index("services_forced_down_idx", "forced_down"),
     )
     id = sa.Column(sa.Integer, primary_key=True)
     uuid = sa.Column(sa.String(36), nullable=True, unique=True)

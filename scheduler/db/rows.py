@@ -5,8 +5,11 @@ so one broken agent cannot break scheduling for everyone.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 import json
 import math
+import sys
+import types
 
 from oslo_config import cfg
 import sqlalchemy as sa
@@ -16,14 +19,16 @@ from scheduler.host_state import HostState
 
 
 def host_state(conf: cfg.ConfigOpts, row: sa.Row, service: sa.Row,
-               aggregates, up: bool) -> HostState:
+               aggregates: tuple[Aggregate, ...], up: bool) -> HostState:
     """The HostState of a compute node row, its service row, the host's
-    aggregates ``(id, name, metadata)`` and whether the service is up."""
+    aggregates and whether the service is up."""
     fs = conf.filter_scheduler
     stats = _stats(row.stats)
     return HostState(
         node_id=row.id, uuid=row.uuid, host=row.host,
-        nodename=row.hypervisor_hostname or row.host,
+        # The same string object when equal (usual): 100,000 fewer strings.
+        nodename=row.host if row.hypervisor_hostname in (None, row.host)
+        else row.hypervisor_hostname,
         generation=row.generation,
         vcpus_total=row.vcpus, vcpus_used=row.vcpus_used,
         memory_mb_total=row.memory_mb, memory_mb_used=row.memory_mb_used,
@@ -38,25 +43,33 @@ def host_state(conf: cfg.ConfigOpts, row: sa.Row, service: sa.Row,
         service_up=up and not service.forced_down,
         service_disabled=bool(service.disabled),
         disabled_reason=service.disabled_reason,
-        aggregates=tuple(Aggregate(*agg) for agg in aggregates),
+        aggregates=aggregates,
         num_instances=int(stats.get("num_instances", row.running_vms or 0)),
         num_io_ops=int(stats.get("io_workload", row.current_workload or 0)),
-        host_ip=row.host_ip, hypervisor_type=row.hypervisor_type,
+        host_ip=row.host_ip,
+        hypervisor_type=sys.intern(row.hypervisor_type)
+        if row.hypervisor_type else row.hypervisor_type,
         hypervisor_version=row.hypervisor_version or 0, stats=stats,
         supported_instances=_supported_instances(row.supported_instances),
         metrics=_metrics(row.metrics), cpu_info=_stats(row.cpu_info),
         failed_builds=_int(stats.get("failed_builds")))
 
 
-def _stats(raw: str | None) -> dict:
-    """A JSON object column (``stats``, ``cpu_info``); anything else is {}."""
+#: What an empty JSON column reads as: one shared, read-only mapping, not a
+#: new dict per host (100,000 empty dicts are megabytes for nothing).
+EMPTY: Mapping = types.MappingProxyType({})
+
+
+def _stats(raw: str | None) -> Mapping:
+    """A JSON object column (``stats``, ``cpu_info``); anything else is
+    empty."""
     if not raw or raw == "{}":
-        return {}
+        return EMPTY
     try:
         value = json.loads(raw)
     except (ValueError, TypeError, RecursionError):
-        return {}
-    return value if isinstance(value, dict) else {}
+        return EMPTY
+    return value if isinstance(value, dict) else EMPTY
 
 
 def _json_list(raw: str | None) -> list:
@@ -82,11 +95,13 @@ def _supported_instances(raw: str | None) -> tuple:
     return tuple(out)
 
 
-def _metrics(raw: str | None) -> dict[str, float]:
+def _metrics(raw: str | None) -> Mapping[str, float]:
     """nova's monitor metrics, ``[{"name": ..., "value": ..., ...}, ...]``,
     as name -> value; entries without a name or a finite number are
     dropped."""
     out: dict[str, float] = {}
+    if not raw or raw == "[]":
+        return EMPTY
     for item in _json_list(raw):
         if not isinstance(item, dict):
             continue

@@ -43,7 +43,8 @@ class ChanceScheduler(Driver):
                                                 len(table)))
             chosen = int(random.choice(passed))
             selections.append(Selection(uuid, table.states[chosen]))
-            view.consume(chosen, flavor.vcpus, flavor.memory_mb,
-                         flavor.disk_gb)
-            candidates = passed
+            if index + 1 < spec.num_instances:
+                view.consume(chosen, flavor.vcpus, flavor.memory_mb,
+                             flavor.disk_gb)
+                candidates = passed
         return selections

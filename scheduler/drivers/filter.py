@@ -65,10 +65,12 @@ class FilterScheduler(Driver):
             selections.append(Selection(
                 uuid, state, self._limits(state, forced),
                 self._alternates(spec, view, weighing, chosen, forced)))
-            view.consume(chosen, flavor.vcpus, flavor.memory_mb,
-                         flavor.disk_gb)
-            candidates = passed
-            spec = _with_member_on(spec, state.host)
+            if index + 1 < spec.num_instances:
+                # The next instance sees this one's usage and membership.
+                view.consume(chosen, flavor.vcpus, flavor.memory_mb,
+                             flavor.disk_gb)
+                candidates = passed
+                spec = _with_member_on(spec, state.host)
         return selections
 
     def rank(self, spec: RequestSpec, limit: int) -> dict[str, Any]:

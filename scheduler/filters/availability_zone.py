@@ -26,10 +26,12 @@ class AvailabilityZoneFilter(BaseFilter):
         zone = spec.availability_zone
         if not zone:
             return idx
-        mask = view.zones.get(zone)
-        mask = mask[idx] if mask is not None else np.zeros(len(idx), bool)
+        if zone in view.zones:
+            mask = view.take_zone(zone, idx)
+        else:
+            mask = np.zeros(len(idx), bool)
         if zone == self.conf.filter_scheduler.default_availability_zone:
-            mask = mask | view.no_zone[idx]
+            mask = mask | view.take("no_zone", idx)
         return idx[mask]
 
     def explain(self, spec) -> str:

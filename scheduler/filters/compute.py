@@ -10,4 +10,5 @@ class ComputeFilter(BaseFilter):
         return host.service_up and not host.service_disabled
 
     def filter_columns(self, view, idx, spec):
-        return idx[view.service_up[idx] & ~view.service_disabled[idx]]
+        return idx[view.take("service_up", idx)
+                   & ~view.take("service_disabled", idx)]

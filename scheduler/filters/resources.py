@@ -8,10 +8,11 @@ filter reports the limit it enforced.
 from scheduler.filters.base import BaseFilter
 
 
-def _fits(need, total, ratio, used):
-    """Column-wise: physical size and room under the ratio (same rule as
-    the per-host checks below)."""
-    return (need <= total) & (need <= total * ratio - used)
+def _fits(view, idx, need, total: str, limit: str, used: str):
+    """Column-wise: physical size, and room under capacity × ratio (the
+    same rule as the per-host checks below)."""
+    return (need <= view.take(total, idx)) & (
+        need <= view.take(limit, idx) - view.take(used, idx))
 
 
 class RamFilter(BaseFilter):
@@ -22,9 +23,8 @@ class RamFilter(BaseFilter):
         return need <= host.memory_mb_total and need <= host.free_ram_mb
 
     def filter_columns(self, view, idx, spec):
-        return idx[_fits(spec.flavor.memory_mb, view.memory_mb_total[idx],
-                         view.ram_allocation_ratio[idx],
-                         view.memory_mb_used[idx])]
+        return idx[_fits(view, idx, spec.flavor.memory_mb, "memory_mb_total",
+                         "memory_mb_limit", "memory_mb_used")]
 
     def explain(self, spec) -> str:
         return f"{self.reason}: need {spec.flavor.memory_mb} MB"
@@ -43,10 +43,9 @@ class CoreFilter(BaseFilter):
         return need <= host.vcpus_total and need <= host.free_vcpus
 
     def filter_columns(self, view, idx, spec):
-        total = view.vcpus_total[idx]
-        return idx[(total == 0) | _fits(spec.flavor.vcpus, total,
-                                        view.cpu_allocation_ratio[idx],
-                                        view.vcpus_used[idx])]
+        return idx[(view.take("vcpus_total", idx) == 0) | _fits(
+            view, idx, spec.flavor.vcpus, "vcpus_total", "vcpus_limit",
+            "vcpus_used")]
 
     def explain(self, spec) -> str:
         return f"{self.reason}: need {spec.flavor.vcpus}"
@@ -63,9 +62,8 @@ class DiskFilter(BaseFilter):
         return need <= host.disk_gb_total and need <= host.free_disk_gb
 
     def filter_columns(self, view, idx, spec):
-        return idx[_fits(spec.flavor.disk_gb, view.disk_gb_total[idx],
-                         view.disk_allocation_ratio[idx],
-                         view.disk_gb_used[idx])]
+        return idx[_fits(view, idx, spec.flavor.disk_gb, "disk_gb_total",
+                         "disk_gb_limit", "disk_gb_used")]
 
     def explain(self, spec) -> str:
         return f"{self.reason}: need {spec.flavor.disk_gb} GB"

@@ -31,7 +31,7 @@ class NumInstancesFilter(RequestFilter):
         return host.num_instances < maximum
 
     def filter_columns(self, view, idx, spec):
-        return idx[view.num_instances[idx] < self.prepare(spec)]
+        return idx[view.take("num_instances", idx) < self.prepare(spec)]
 
     def explain(self, spec) -> str:
         return f"{self.reason} (max {self.prepare(spec)})"
@@ -60,7 +60,7 @@ class IoOpsFilter(RequestFilter):
         return host.num_io_ops < maximum
 
     def filter_columns(self, view, idx, spec):
-        return idx[view.num_io_ops[idx] < self.prepare(spec)]
+        return idx[view.take("num_io_ops", idx) < self.prepare(spec)]
 
     def explain(self, spec) -> str:
         return f"{self.reason} (max {self.prepare(spec)})"

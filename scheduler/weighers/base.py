@@ -77,6 +77,9 @@ class Weighing:
         if n == 0:
             return np.arange(0)
         k = min(k, n)
+        if k == 1:
+            # argmax returns the first of equal maxima: input order kept.
+            return np.array([int(np.argmax(self.total))])
         order_key = -self.total
         if k < n:
             kth = np.partition(order_key, k - 1)[k - 1]

@@ -20,4 +20,4 @@ class BuildFailureWeigher(BaseWeigher):
         return host.failed_builds
 
     def weigh_columns(self, view, idx, spec):
-        return view.failed_builds[idx]
+        return view.take("failed_builds", idx)

@@ -11,8 +11,8 @@ class RAMWeigher(BaseWeigher):
         return host.free_ram_mb
 
     def weigh_columns(self, view, idx, spec):
-        return (view.memory_mb_total[idx] * view.ram_allocation_ratio[idx]
-                - view.memory_mb_used[idx])
+        return (view.take("memory_mb_limit", idx)
+                - view.take("memory_mb_used", idx))
 
 
 class CPUWeigher(BaseWeigher):
@@ -23,8 +23,7 @@ class CPUWeigher(BaseWeigher):
         return host.free_vcpus
 
     def weigh_columns(self, view, idx, spec):
-        return (view.vcpus_total[idx] * view.cpu_allocation_ratio[idx]
-                - view.vcpus_used[idx])
+        return view.take("vcpus_limit", idx) - view.take("vcpus_used", idx)
 
 
 class DiskWeigher(BaseWeigher):
@@ -35,5 +34,5 @@ class DiskWeigher(BaseWeigher):
         return host.free_disk_gb
 
     def weigh_columns(self, view, idx, spec):
-        return (view.disk_gb_total[idx] * view.disk_allocation_ratio[idx]
-                - view.disk_gb_used[idx])
+        return (view.take("disk_gb_limit", idx)
+                - view.take("disk_gb_used", idx))

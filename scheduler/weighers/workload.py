@@ -18,7 +18,7 @@ class IoOpsWeigher(BaseWeigher):
         return host.num_io_ops
 
     def weigh_columns(self, view, idx, spec):
-        return view.num_io_ops[idx]
+        return view.take("num_io_ops", idx)
 
 
 class NumInstancesWeigher(BaseWeigher):
@@ -28,4 +28,4 @@ class NumInstancesWeigher(BaseWeigher):
         return host.num_instances
 
     def weigh_columns(self, view, idx, spec):
-        return view.num_instances[idx]
+        return view.take("num_instances", idx)
