@@ -1,6 +1,22 @@
-"""Operator actions on services and nodes (behind ``scheduler-manage``)."""
+"""Operator actions on services, hosts, nodes and aggregates (behind
+``scheduler-manage``).
+
+Every function takes the engine and plain values (no configuration), runs in
+one transaction, and reports what an operator got wrong as
+:class:`~scheduler.exception.NotFound` (an unknown host or aggregate) or
+:class:`~scheduler.exception.InvalidRequest` (a request that cannot be
+done as asked); the message is meant to be shown as it is.
+
+Aggregates are soft-deleted like nova's (``deleted = id``, ``deleted_at``);
+every write is a plain INSERT or UPDATE, so the change-tracking triggers
+(migration 0003) see it and running schedulers pick it up.
+"""
 from __future__ import annotations
 
+from collections.abc import Mapping
+import uuid as uuidlib
+
+from oslo_db import exception as db_exc
 import sqlalchemy as sa
 
 from scheduler import exception
@@ -19,16 +35,11 @@ def list_services(engine: sa.Engine) -> list[dict]:
                       s.c.disabled_reason, s.c.forced_down, s.c.last_seen_up,
                       s.c.updated_at, s.c.created_at)
             .where(s.c.deleted == 0).order_by(s.c.host, s.c.binary)).all()
-    out = []
-    for row in rows:
-        heartbeat = row.last_seen_up or row.updated_at or row.created_at
-        out.append({"id": row.id, "host": row.host, "binary": row.binary,
-                    "disabled": bool(row.disabled),
-                    "disabled_reason": row.disabled_reason,
-                    "forced_down": bool(row.forced_down),
-                    "heartbeat_age": None if heartbeat is None
-                    else (now - heartbeat).total_seconds()})
-    return out
+    return [{"id": row.id, "host": row.host, "binary": row.binary,
+             "disabled": bool(row.disabled),
+             "disabled_reason": row.disabled_reason,
+             "forced_down": bool(row.forced_down),
+             "heartbeat_age": _heartbeat_age(row, now)} for row in rows]
 
 
 def set_service_disabled(engine: sa.Engine, host: str, disabled: bool,
@@ -137,3 +148,387 @@ def fix_usage(engine: sa.Engine) -> int:
                     free_ram_mb=n.c.memory_mb - memory,
                     free_disk_gb=n.c.local_gb - disk,
                     generation=n.c.generation + 1)).rowcount
+
+
+# --- compute hosts -----------------------------------------------------------
+
+ZONE_KEY = "availability_zone"
+#: Longest host, aggregate name, metadata key and value (the columns' size).
+MAX_LENGTH = 255
+
+
+def service_state(forced_down: bool, heartbeat_age: float | None,
+                  service_down_time: float) -> str:
+    """``"down"`` if forced down, never seen, or the last heartbeat is older
+    than ``service_down_time`` seconds; else ``"up"``."""
+    if forced_down or heartbeat_age is None or \
+            heartbeat_age > service_down_time:
+        return "down"
+    return "up"
+
+
+def _zones_by_host(conn: sa.Connection, host: str | None = None
+                   ) -> dict[str, list[str]]:
+    """host -> sorted availability zones of its live aggregates (only hosts
+    that have at least one)."""
+    ah, agg, md = (models.aggregate_hosts, models.aggregates,
+                   models.aggregate_metadata)
+    query = (sa.select(ah.c.host, md.c.value)
+             .select_from(ah.join(agg, agg.c.id == ah.c.aggregate_id)
+                          .join(md, md.c.aggregate_id == agg.c.id))
+             .where(ah.c.deleted == 0, agg.c.deleted == 0,
+                    md.c.deleted == 0, md.c.key == ZONE_KEY))
+    if host is not None:
+        query = query.where(ah.c.host == host)
+    zones: dict[str, set[str]] = {}
+    for row in conn.execute(query):
+        zones.setdefault(row.host, set()).add(row.value)
+    return {h: sorted(z) for h, z in zones.items()}
+
+
+def _compute_service(conn: sa.Connection, host: str) -> sa.Row:
+    """The live compute service row of ``host``.
+    :raises NotFound: ``no compute host 'X'``.
+    """
+    s = models.services
+    row = conn.execute(
+        sa.select(s).where(s.c.host == host,
+                           s.c.binary == db.COMPUTE_BINARY,
+                           s.c.deleted == 0)).first()
+    if row is None:
+        raise exception.NotFound(f"no compute host {host!r}")
+    return row
+
+
+def _heartbeat_age(row: sa.Row, now) -> float | None:
+    heartbeat = row.last_seen_up or row.updated_at or row.created_at
+    return None if heartbeat is None else (now - heartbeat).total_seconds()
+
+
+def list_compute_hosts(engine: sa.Engine, service_down_time: float,
+                       default_zone: str) -> list[dict]:
+    """Every host with a live compute service (binary ``nova-compute``),
+    sorted by host: ``host``, ``status`` (``enabled``/``disabled``),
+    ``disabled_reason``, ``state`` (see :func:`service_state`; ages by the
+    database's clock), ``nodes`` (how many live compute nodes) and
+    ``zones`` (the ``availability_zone`` metadata of its live aggregates,
+    sorted, or ``[default_zone]`` if none has one).
+    """
+    s, n = models.services, models.compute_nodes
+    counts = (sa.select(n.c.host, sa.func.count().label("nodes"))
+              .where(n.c.deleted == 0).group_by(n.c.host).subquery())
+    query = (sa.select(s.c.host, s.c.disabled, s.c.disabled_reason,
+                       s.c.forced_down, s.c.last_seen_up, s.c.updated_at,
+                       s.c.created_at,
+                       sa.func.coalesce(counts.c.nodes, 0).label("nodes"))
+             .select_from(s.outerjoin(counts, counts.c.host == s.c.host))
+             .where(s.c.binary == db.COMPUTE_BINARY, s.c.deleted == 0)
+             .order_by(s.c.host))
+    with engine.connect() as conn:
+        now = db.db_time(conn)
+        rows = conn.execute(query).all()
+        zones = _zones_by_host(conn)
+    return [{"host": row.host,
+             "status": "disabled" if row.disabled else "enabled",
+             "disabled_reason": row.disabled_reason,
+             "state": service_state(row.forced_down,
+                                    _heartbeat_age(row, now),
+                                    service_down_time),
+             "nodes": row.nodes,
+             "zones": zones.get(row.host, [default_zone])}
+            for row in rows]
+
+
+def describe_host(engine: sa.Engine, host: str, *,
+                  service_down_time: float, default_zone: str,
+                  default_ratios: tuple[float, float, float]) -> dict:
+    """One compute host in detail.
+
+    :param default_ratios: ``(cpu, ram, disk)`` allocation ratios for a
+        node that has none of its own (NULL or 0, as the scheduler reads
+        them).
+    :returns: the fields of :func:`list_compute_hosts` (but ``nodes`` is a
+        list), and ``aggregates``: ``[{"name", "metadata"}]`` sorted by
+        name. Each node: ``node`` (hypervisor hostname), ``uuid``,
+        ``resources``: for ``vcpus``, ``memory_mb`` and ``disk_gb`` a dict
+        of ``resource``, ``total``, ``ratio``, ``capacity`` (total × ratio)
+        and ``used`` (the node's usage now); and ``projects``: the node's
+        rows in ``allocations`` summed per ``project_id`` (``instances``,
+        ``vcpus``, ``memory_mb``, ``disk_gb``), sorted by project, claims
+        without a project last (``project_id`` None).
+    :raises NotFound: ``no compute host 'X'`` (no live compute service).
+    """
+    n, a = models.compute_nodes, models.allocations
+    with engine.connect() as conn:
+        now = db.db_time(conn)
+        service = _compute_service(conn, host)
+        zones = _zones_by_host(conn, host).get(host, [default_zone])
+        nodes = conn.execute(
+            sa.select(n).where(n.c.host == host, n.c.deleted == 0)
+            .order_by(n.c.hypervisor_hostname, n.c.id)).all()
+        usage: dict[int, list[dict]] = {}
+        if nodes:
+            for row in conn.execute(
+                    sa.select(a.c.compute_node_id, a.c.project_id,
+                              sa.func.count().label("instances"),
+                              sa.func.sum(a.c.vcpus).label("vcpus"),
+                              sa.func.sum(a.c.memory_mb).label("memory_mb"),
+                              sa.func.sum(a.c.disk_gb).label("disk_gb"))
+                    .where(a.c.compute_node_id.in_([r.id for r in nodes]))
+                    .group_by(a.c.compute_node_id, a.c.project_id)):
+                usage.setdefault(row.compute_node_id, []).append(
+                    {"project_id": row.project_id,
+                     "instances": row.instances, "vcpus": int(row.vcpus),
+                     "memory_mb": int(row.memory_mb),
+                     "disk_gb": int(row.disk_gb)})
+        aggregates = [
+            {"name": agg["name"], "metadata": agg["metadata"]}
+            for agg in _aggregates(conn, host=host)]
+    cpu, ram, disk = default_ratios
+    out_nodes = []
+    for row in nodes:
+        resources = []
+        for resource, total, ratio, default, used in (
+                ("vcpus", row.vcpus, row.cpu_allocation_ratio, cpu,
+                 row.vcpus_used),
+                ("memory_mb", row.memory_mb, row.ram_allocation_ratio, ram,
+                 row.memory_mb_used),
+                ("disk_gb", row.local_gb, row.disk_allocation_ratio, disk,
+                 row.local_gb_used)):
+            ratio = ratio or default
+            resources.append({"resource": resource, "total": total,
+                              "ratio": ratio, "capacity": total * ratio,
+                              "used": used})
+        projects = sorted(usage.get(row.id, []),
+                          key=lambda p: (p["project_id"] is None,
+                                         p["project_id"] or ""))
+        out_nodes.append({"node": row.hypervisor_hostname, "uuid": row.uuid,
+                          "resources": resources, "projects": projects})
+    return {"host": service.host,
+            "status": "disabled" if service.disabled else "enabled",
+            "disabled_reason": service.disabled_reason,
+            "state": service_state(service.forced_down,
+                                   _heartbeat_age(service, now),
+                                   service_down_time),
+            "zones": zones, "nodes": out_nodes, "aggregates": aggregates}
+
+
+# --- aggregates ----------------------------------------------------------------
+
+def _aggregates(conn: sa.Connection, name: str | None = None,
+                host: str | None = None) -> list[dict]:
+    """Live aggregates (all, the one named ``name``, or those ``host`` is
+    in) as ``{"id", "uuid", "name", "hosts", "metadata"}``, sorted by name
+    then id; ``hosts`` sorted."""
+    agg, ah, md = (models.aggregates, models.aggregate_hosts,
+                   models.aggregate_metadata)
+    query = (sa.select(agg.c.id, agg.c.uuid, agg.c.name)
+             .where(agg.c.deleted == 0).order_by(agg.c.name, agg.c.id))
+    if name is not None:
+        query = query.where(agg.c.name == name)
+    if host is not None:
+        query = query.where(agg.c.id.in_(
+            sa.select(ah.c.aggregate_id).where(ah.c.host == host,
+                                               ah.c.deleted == 0)))
+    found = {row.id: {"id": row.id, "uuid": row.uuid, "name": row.name,
+                      "hosts": [], "metadata": {}}
+             for row in conn.execute(query)}
+    if not found:
+        return []
+    ids = list(found)
+    for row in conn.execute(
+            sa.select(ah.c.aggregate_id, ah.c.host)
+            .where(ah.c.aggregate_id.in_(ids), ah.c.deleted == 0)
+            .order_by(ah.c.host)):
+        found[row.aggregate_id]["hosts"].append(row.host)
+    for row in conn.execute(
+            sa.select(md.c.aggregate_id, md.c.key, md.c.value)
+            .where(md.c.aggregate_id.in_(ids), md.c.deleted == 0)
+            .order_by(md.c.key)):
+        found[row.aggregate_id]["metadata"][row.key] = row.value
+    return list(found.values())
+
+
+def _aggregate_id(conn: sa.Connection, name: str) -> int:
+    """The id of the live aggregate named ``name``.
+    :raises NotFound: ``no aggregate 'X'``.
+    """
+    agg = models.aggregates
+    found = conn.execute(sa.select(agg.c.id).where(
+        agg.c.name == name, agg.c.deleted == 0)).scalars().first()
+    if found is None:
+        raise exception.NotFound(f"no aggregate {name!r}")
+    return found
+
+
+def _check_text(what: str, value: str) -> None:
+    """:raises InvalidRequest: ``value`` is empty or longer than the column.
+    """
+    if not value:
+        raise exception.InvalidRequest(f"{what} must not be empty")
+    if len(value) > MAX_LENGTH:
+        raise exception.InvalidRequest(
+            f"{what} is longer than {MAX_LENGTH} characters")
+
+
+def list_aggregates(engine: sa.Engine) -> list[dict]:
+    """Every live aggregate, sorted by name: ``id``, ``uuid``, ``name``,
+    ``hosts`` (sorted host names) and ``metadata`` (key -> value)."""
+    with engine.connect() as conn:
+        return _aggregates(conn)
+
+
+def get_aggregate(engine: sa.Engine, name: str) -> dict:
+    """The live aggregate ``name``, shaped as in :func:`list_aggregates`.
+    :raises NotFound: ``no aggregate 'X'``.
+    """
+    with engine.connect() as conn:
+        found = _aggregates(conn, name=name)
+    if not found:
+        raise exception.NotFound(f"no aggregate {name!r}")
+    return found[0]
+
+
+def create_aggregate(engine: sa.Engine, name: str,
+                     zone: str | None = None) -> dict:
+    """Create aggregate ``name``, in availability zone ``zone`` if given
+    (its ``availability_zone`` metadata).
+    :returns: the new aggregate, shaped as in :func:`list_aggregates`.
+    :raises InvalidRequest: the name (or zone) is empty or too long, or a
+        live aggregate already has that name.
+    """
+    _check_text("aggregate name", name)
+    if zone is not None:
+        _check_text("availability zone", zone)
+    agg = models.aggregates
+    with engine.begin() as conn:
+        taken = conn.execute(sa.select(agg.c.id).where(
+            agg.c.name == name, agg.c.deleted == 0)).first()
+        if taken is not None:
+            raise exception.InvalidRequest(
+                f"aggregate {name!r} already exists")
+        agg_id = conn.execute(agg.insert().values(
+            uuid=str(uuidlib.uuid4()), name=name, created_at=db.utcnow(),
+            deleted=0)).inserted_primary_key[0]
+        if zone is not None:
+            conn.execute(models.aggregate_metadata.insert().values(
+                aggregate_id=agg_id, key=ZONE_KEY, value=zone,
+                created_at=db.utcnow(), deleted=0))
+        return _aggregates(conn, name=name)[0]
+
+
+def _soft_delete(table: sa.Table, *where) -> sa.Update:
+    """``UPDATE table SET deleted = id, deleted_at = now WHERE ...`` for
+    live rows (nova's soft delete)."""
+    return (table.update().where(table.c.deleted == 0, *where)
+            .values(deleted=table.c.id, deleted_at=db.utcnow(),
+                    updated_at=db.utcnow()))
+
+
+def delete_aggregate(engine: sa.Engine, name: str,
+                     force: bool = False) -> list[str]:
+    """Soft-delete aggregate ``name`` with its host memberships and
+    metadata.
+    :param force: delete it even if hosts are still in it (they leave it).
+    :returns: the hosts that were in it (sorted).
+    :raises NotFound: ``no aggregate 'X'``.
+    :raises InvalidRequest: hosts are still in it and ``force`` is false.
+    """
+    agg, ah, md = (models.aggregates, models.aggregate_hosts,
+                   models.aggregate_metadata)
+    with engine.begin() as conn:
+        agg_id = _aggregate_id(conn, name)
+        hosts = list(conn.execute(
+            sa.select(ah.c.host).where(ah.c.aggregate_id == agg_id,
+                                       ah.c.deleted == 0)
+            .order_by(ah.c.host)).scalars())
+        if hosts and not force:
+            raise exception.InvalidRequest(
+                f"aggregate {name!r} still has {len(hosts)} host(s): "
+                f"{', '.join(hosts)}; remove them first or use --force")
+        conn.execute(_soft_delete(ah, ah.c.aggregate_id == agg_id))
+        conn.execute(_soft_delete(md, md.c.aggregate_id == agg_id))
+        conn.execute(_soft_delete(agg, agg.c.id == agg_id))
+    return hosts
+
+
+def add_aggregate_host(engine: sa.Engine, name: str, host: str) -> None:
+    """Put compute host ``host`` in aggregate ``name``.
+    :raises NotFound: ``no aggregate 'X'``, or ``no compute host 'X'``
+        (no live compute service on it).
+    :raises InvalidRequest: the host is already in the aggregate.
+    """
+    ah = models.aggregate_hosts
+    already = exception.InvalidRequest(
+        f"host {host!r} is already in aggregate {name!r}")
+    try:
+        with engine.begin() as conn:
+            agg_id = _aggregate_id(conn, name)
+            _compute_service(conn, host)
+            if conn.execute(sa.select(ah.c.id).where(
+                    ah.c.aggregate_id == agg_id, ah.c.host == host,
+                    ah.c.deleted == 0)).first() is not None:
+                raise already
+            conn.execute(ah.insert().values(
+                host=host, aggregate_id=agg_id, created_at=db.utcnow(),
+                deleted=0))
+    except db_exc.DBDuplicateEntry as e:   # a concurrent add won
+        raise already from e
+
+
+def remove_aggregate_host(engine: sa.Engine, name: str, host: str) -> None:
+    """Take ``host`` out of aggregate ``name`` (the host need not be a
+    live compute host any more).
+    :raises NotFound: ``no aggregate 'X'``, or the host is not in it.
+    """
+    ah = models.aggregate_hosts
+    with engine.begin() as conn:
+        agg_id = _aggregate_id(conn, name)
+        removed = conn.execute(_soft_delete(
+            ah, ah.c.aggregate_id == agg_id, ah.c.host == host)).rowcount
+    if not removed:
+        raise exception.NotFound(
+            f"host {host!r} is not in aggregate {name!r}")
+
+
+def set_aggregate_metadata(engine: sa.Engine, name: str,
+                           metadata: Mapping[str, str | None]
+                           ) -> dict[str, str]:
+    """Set metadata keys of aggregate ``name``; a value that is empty or
+    None removes its key (removing an absent key is not an error). Keys not
+    mentioned are kept. ``availability_zone`` is the aggregate's zone.
+    :returns: the aggregate's metadata afterwards.
+    :raises NotFound: ``no aggregate 'X'``.
+    :raises InvalidRequest: no keys given, or a key is empty or a key or
+        value is too long.
+    """
+    if not metadata:
+        raise exception.InvalidRequest("no metadata to set")
+    for key, value in metadata.items():
+        _check_text("metadata key", key)
+        if value and len(value) > MAX_LENGTH:
+            raise exception.InvalidRequest(
+                f"value of metadata key {key!r} is longer than "
+                f"{MAX_LENGTH} characters")
+    md = models.aggregate_metadata
+    with engine.begin() as conn:
+        agg_id = _aggregate_id(conn, name)
+        current = {row.key: row.value for row in conn.execute(
+            sa.select(md.c.key, md.c.value).where(
+                md.c.aggregate_id == agg_id, md.c.deleted == 0))}
+        for key, value in metadata.items():
+            live = (md.c.aggregate_id == agg_id, md.c.key == key)
+            if not value:
+                if key in current:
+                    conn.execute(_soft_delete(md, *live))
+                    del current[key]
+            elif key not in current:
+                conn.execute(md.insert().values(
+                    aggregate_id=agg_id, key=key, value=value,
+                    created_at=db.utcnow(), deleted=0))
+                current[key] = value
+            elif current[key] != value:
+                conn.execute(md.update().where(md.c.deleted == 0, *live)
+                             .values(value=value, updated_at=db.utcnow()))
+                current[key] = value
+    return dict(sorted(current.items()))

@@ -1,14 +1,54 @@
-"""scheduler-manage: database and host administration."""
+"""scheduler-manage: database, host and aggregate administration.
+
+Results are plain tables (``--json`` before the command: machine-readable
+output of the list and describe commands); an unknown host or aggregate or
+a request that cannot be done is one ``ERROR: ...`` line on stderr and exit
+status 1.
+"""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from typing import Any, Callable
 
 from scheduler import admin
 from scheduler import cmd
 from scheduler import exception
 from scheduler.db import api as db
 from scheduler.db import migration
+from scheduler.db import retry as db_retry
+
+
+def key_value(text: str) -> tuple[str, str]:
+    """argparse type for ``key=value``; the value may be empty or hold '='.
+
+    :raises argparse.ArgumentTypeError: without '=' or with an empty key.
+    """
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(
+            f"expected key=value, got {text!r}")
+    return key, value
+
+
+def _print(args, data: Any, render: Callable[[Any], str]) -> None:
+    """``data`` as JSON with ``--json``, else ``render(data)``."""
+    if args.json:
+        print(json.dumps(data, indent=2, sort_keys=True, default=str))
+    else:
+        print(render(data))
+
+
+def _write(conf, func: Callable, *args, **kwargs):
+    """Run an admin write (one transaction), retrying transient database
+    errors like the service does."""
+    return db_retry.retrying(conf.scheduler.db_retries)(func)(*args,
+                                                             **kwargs)
+
+
+def _metadata(metadata: dict[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(metadata.items()))
 
 
 def db_sync(conf, engine, args) -> None:
@@ -24,30 +64,119 @@ def service_list(conf, engine, args) -> None:
     rows = admin.list_services(engine)
     down = conf.scheduler.service_down_time
     for r in rows:
-        age = r["heartbeat_age"]
-        r["state"] = "down" if (r["forced_down"] or age is None
-                                or age > down) else "up"
+        r["state"] = admin.service_state(r["forced_down"],
+                                         r["heartbeat_age"], down)
         r["status"] = "disabled" if r["disabled"] else "enabled"
-    print(cmd.format_table(rows, ["host", "binary", "status", "state",
-                                  "disabled_reason"]))
+    _print(args, rows, lambda rows: cmd.format_table(
+        rows, ["host", "binary", "status", "state", "disabled_reason"]))
 
 
 def service_disable(conf, engine, args) -> None:
-    admin.set_service_disabled(engine, args.host, True, args.reason)
+    _write(conf, admin.set_service_disabled, engine, args.host, True,
+           args.reason)
     print(f"disabled {args.host}")
 
 
 def service_enable(conf, engine, args) -> None:
-    admin.set_service_disabled(engine, args.host, False)
+    _write(conf, admin.set_service_disabled, engine, args.host, False)
     print(f"enabled {args.host}")
 
 
 def node_list(conf, engine, args) -> None:
-    print(cmd.format_table(
-        admin.list_nodes(engine),
+    _print(args, admin.list_nodes(engine), lambda rows: cmd.format_table(
+        rows,
         ["host", "hypervisor_hostname", "vcpus", "vcpus_used", "memory_mb",
          "memory_mb_used", "local_gb", "local_gb_used",
          "cpu_allocation_ratio", "ram_allocation_ratio"]))
+
+
+def host_list(conf, engine, args) -> None:
+    hosts = admin.list_compute_hosts(
+        engine, conf.scheduler.service_down_time,
+        conf.filter_scheduler.default_availability_zone)
+    _print(args, hosts, lambda hosts: cmd.format_table(
+        [dict(h, zones=", ".join(h["zones"])) for h in hosts],
+        ["host", "status", "state", "nodes", "zones"]))
+
+
+def render_host(host: dict) -> str:
+    """``host describe`` as text: the host's fields, its aggregates, then
+    per node its resources and its usage per project."""
+    status = host["status"]
+    if host["disabled_reason"]:
+        status += f" ({host['disabled_reason']})"
+    lines = [f"host:   {host['host']}", f"status: {status}",
+             f"state:  {host['state']}",
+             f"zones:  {', '.join(host['zones'])}", "", "aggregates:"]
+    if host["aggregates"]:
+        lines.append(cmd.format_table(
+            [dict(a, metadata=_metadata(a["metadata"]))
+             for a in host["aggregates"]], ["name", "metadata"]))
+    else:
+        lines.append("(none)")
+    if not host["nodes"]:
+        lines += ["", "nodes: (none)"]
+    for node in host["nodes"]:
+        lines += ["", f"node {node['node']}:", cmd.format_table(
+            node["resources"],
+            ["resource", "total", "ratio", "capacity", "used"]),
+            "", f"usage by project on {node['node']}:"]
+        if node["projects"]:
+            lines.append(cmd.format_table(
+                [dict(p, project_id=p["project_id"] or "(none)")
+                 for p in node["projects"]],
+                ["project_id", "instances", "vcpus", "memory_mb",
+                 "disk_gb"]))
+        else:
+            lines.append("(no allocations)")
+    return "\n".join(lines)
+
+
+def host_describe(conf, engine, args) -> None:
+    fs = conf.filter_scheduler
+    host = admin.describe_host(
+        engine, args.host,
+        service_down_time=conf.scheduler.service_down_time,
+        default_zone=fs.default_availability_zone,
+        default_ratios=(fs.cpu_allocation_ratio, fs.ram_allocation_ratio,
+                        fs.disk_allocation_ratio))
+    _print(args, host, render_host)
+
+
+def aggregate_list(conf, engine, args) -> None:
+    aggregates = admin.list_aggregates(engine)
+    _print(args, aggregates, lambda aggregates: cmd.format_table(
+        [dict(a, hosts=len(a["hosts"]), metadata=_metadata(a["metadata"]))
+         for a in aggregates], ["name", "hosts", "metadata"]))
+
+
+def aggregate_create(conf, engine, args) -> None:
+    _write(conf, admin.create_aggregate, engine, args.name, args.zone)
+    zone = f" in zone {args.zone}" if args.zone is not None else ""
+    print(f"created aggregate {args.name}{zone}")
+
+
+def aggregate_delete(conf, engine, args) -> None:
+    hosts = _write(conf, admin.delete_aggregate, engine, args.name,
+                   force=args.force)
+    removed = f" (removed {len(hosts)} host(s))" if hosts else ""
+    print(f"deleted aggregate {args.name}{removed}")
+
+
+def aggregate_add_host(conf, engine, args) -> None:
+    _write(conf, admin.add_aggregate_host, engine, args.name, args.host)
+    print(f"added {args.host} to aggregate {args.name}")
+
+
+def aggregate_remove_host(conf, engine, args) -> None:
+    _write(conf, admin.remove_aggregate_host, engine, args.name, args.host)
+    print(f"removed {args.host} from aggregate {args.name}")
+
+
+def aggregate_set_metadata(conf, engine, args) -> None:
+    metadata = _write(conf, admin.set_aggregate_metadata, engine, args.name,
+                      dict(args.metadata))
+    print(f"aggregate {args.name} metadata: {_metadata(metadata)}")
 
 
 def allocations_audit(conf, engine, args) -> int:
@@ -72,6 +201,8 @@ def allocations_audit(conf, engine, args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="scheduler-manage")
     cmd.add_config_args(parser)
+    parser.add_argument("--json", action="store_true",
+                        help="print list and describe results as JSON")
     groups = parser.add_subparsers(dest="group", required=True)
 
     dbp = groups.add_parser("db", help="schema").add_subparsers(
@@ -95,6 +226,50 @@ def build_parser() -> argparse.ArgumentParser:
     node = groups.add_parser("node", help="compute nodes").add_subparsers(
         dest="action", required=True)
     node.add_parser("list").set_defaults(func=node_list)
+
+    host = groups.add_parser("host", help="compute hosts").add_subparsers(
+        dest="action", required=True)
+    host.add_parser("list", help="status, state, nodes and zones of every "
+                    "compute host").set_defaults(func=host_list)
+    p = host.add_parser("describe", help="capacity, usage per project and "
+                        "aggregates of one host")
+    p.add_argument("host")
+    p.set_defaults(func=host_describe)
+
+    agg = groups.add_parser("aggregate", help="host aggregates and "
+                            "availability zones").add_subparsers(
+        dest="action", required=True)
+    agg.add_parser("list", help="aggregates with their host count and "
+                   "metadata").set_defaults(func=aggregate_list)
+    p = agg.add_parser("create", help="create an aggregate")
+    p.add_argument("name")
+    p.add_argument("--zone", default=None, metavar="AZ",
+                   help="its availability zone (metadata "
+                   "availability_zone)")
+    p.set_defaults(func=aggregate_create)
+    p = agg.add_parser("delete", help="delete an aggregate (refused while "
+                       "it has hosts, unless --force)")
+    p.add_argument("name")
+    p.add_argument("--force", action="store_true",
+                   help="delete it even if it still has hosts")
+    p.set_defaults(func=aggregate_delete)
+    p = agg.add_parser("add-host", help="put a compute host in an "
+                       "aggregate")
+    p.add_argument("name")
+    p.add_argument("host")
+    p.set_defaults(func=aggregate_add_host)
+    p = agg.add_parser("remove-host", help="take a host out of an "
+                       "aggregate")
+    p.add_argument("name")
+    p.add_argument("host")
+    p.set_defaults(func=aggregate_remove_host)
+    p = agg.add_parser("set-metadata", help="set metadata keys (key= "
+                       "removes the key)")
+    p.add_argument("name")
+    p.add_argument("metadata", nargs="+", type=key_value,
+                   metavar="key=value")
+    p.set_defaults(func=aggregate_set_metadata)
+
     allocs = groups.add_parser("allocations", help="claims").add_subparsers(
         dest="action", required=True)
     p = allocs.add_parser("audit", help="check usage against allocations "

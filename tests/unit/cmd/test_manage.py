@@ -2,13 +2,19 @@
 the test's SQLite database (the same file the ``engine`` fixture uses)."""
 from __future__ import annotations
 
-import pytest
+import datetime
+import json
 
+import pytest
+import sqlalchemy as sa
+
+from scheduler import admin
 from scheduler import claims
 from scheduler.cmd import manage
 from tests.unit.fakes import node
 from tests.unit.fakes import node_row
 from tests.unit.fakes import set_node
+from tests.unit.fakes import set_service
 
 A1 = "34343434-0000-4000-8000-000000000001"
 A2 = "34343434-0000-4000-8000-000000000002"
@@ -160,3 +166,255 @@ def test_a_missing_subcommand_is_a_usage_error(config, capsys):
         manage.main(config() + ["allocations"])
     assert info.value.code == 2
     assert "usage: scheduler-manage" in capsys.readouterr().err
+
+
+# --- hosts --------------------------------------------------------------------
+
+P1 = "project-1"
+
+
+def _placed(engine, host, consumer, project_id, vcpus=2, memory_mb=1024,
+            disk_gb=10):
+    row = node_row(engine, host)
+    claims.claim(engine, [claims.Claim(
+        consumer_uuid=consumer, node_id=row.id, host=host,
+        generation=row.generation, vcpus=vcpus, memory_mb=memory_mb,
+        disk_gb=disk_gb, project_id=project_id)])
+
+
+def test_host_list(config, capsys, register, engine):
+    register(node("h2", zone="az2"), node("h1"), node("h3"))
+    set_service(engine, "h2", disabled=True, disabled_reason="disk")
+    set_service(engine, "h3", forced_down=True)
+    admin.create_aggregate(engine, "fast", zone="az9")
+    admin.add_aggregate_host(engine, "fast", "h1")
+    assert _run(capsys, config() + ["host", "list"]) == (0, (
+        "host  status    state  nodes  zones\n"
+        "----  --------  -----  -----  --------\n"
+        "h1    enabled   up     1      az1, az9\n"
+        "h2    disabled  up     1      az2\n"
+        "h3    enabled   down   1      az1\n"), "")
+
+
+def test_host_list_uses_the_configured_down_time_and_default_zone(
+        config, capsys, register, engine):
+    register(node("h1"))
+    admin.remove_aggregate_host(engine, "az1", "h1")
+    set_service(engine, "h1", last_seen_up=datetime.datetime(2000, 1, 1))
+    code, out, _ = _run(capsys, config() + ["host", "list"])
+    assert out.splitlines()[2].split() == ["h1", "enabled", "down", "1",
+                                           "nova"]
+    code, out, _ = _run(capsys, config(
+        scheduler={"service_down_time": 10 ** 10},
+        filter_scheduler={"default_availability_zone": "dflt"})
+        + ["host", "list"])
+    assert out.splitlines()[2].split() == ["h1", "enabled", "up", "1",
+                                           "dflt"]
+
+
+def test_host_list_json(config, capsys, register, engine):
+    register(node("h1"))
+    code, out, err = _run(capsys, config() + ["--json", "host", "list"])
+    assert (code, err) == (0, "")
+    assert json.loads(out) == [
+        {"host": "h1", "status": "enabled", "disabled_reason": None,
+         "state": "up", "nodes": 1, "zones": ["az1"]}]
+
+
+def test_host_describe(config, capsys, register, engine):
+    register(node("h1", vcpus=8, memory_mb=8192, local_gb=100,
+                  cpu_ratio=4.0, ram_ratio=1.5), node("h2"))
+    _placed(engine, "h1", A1, P1)
+    _placed(engine, "h1", A2, None, vcpus=1, memory_mb=512, disk_gb=5)
+    admin.create_aggregate(engine, "fast", zone="az9")
+    admin.add_aggregate_host(engine, "fast", "h1")
+    admin.set_aggregate_metadata(engine, "fast", {"ssd": "true"})
+    set_service(engine, "h1", disabled=True, disabled_reason="broken disk")
+    code, out, err = _run(capsys, config() + ["host", "describe", "h1"])
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        "host:   h1",
+        "status: disabled (broken disk)",
+        "state:  up",
+        "zones:  az1, az9",
+        "",
+        "aggregates:",
+        "name  metadata",
+        "----  -------------------------------",
+        "az1   availability_zone=az1",
+        "fast  availability_zone=az9, ssd=true",
+        "",
+        "node h1:",
+        "resource   total  ratio  capacity  used",
+        "---------  -----  -----  --------  ----",
+        "vcpus      8      4.0    32.0      3",
+        "memory_mb  8192   1.5    12288.0   1536",
+        "disk_gb    100    1.0    100.0     15",
+        "",
+        "usage by project on h1:",
+        "project_id  instances  vcpus  memory_mb  disk_gb",
+        "----------  ---------  -----  ---------  -------",
+        "project-1   1          2      1024       10",
+        "(none)      1          1      512        5"]
+
+
+def test_host_describe_without_allocations_or_aggregates(config, capsys,
+                                                         register, engine):
+    register(node("h1"))
+    admin.remove_aggregate_host(engine, "az1", "h1")
+    code, out, _ = _run(capsys, config() + ["host", "describe", "h1"])
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[3:7] == ["zones:  nova", "", "aggregates:", "(none)"]
+    assert lines[-2:] == ["usage by project on h1:", "(no allocations)"]
+    set_node(engine, "h1", deleted=node_row(engine, "h1").id)
+    code, out, _ = _run(capsys, config() + ["host", "describe", "h1"])
+    assert out.splitlines()[-1] == "nodes: (none)"
+
+
+def test_host_describe_json(config, capsys, register, engine):
+    register(node("h1", vcpus=8, cpu_ratio=2.0))
+    _placed(engine, "h1", A1, P1)
+    code, out, err = _run(capsys, config() + ["--json", "host", "describe",
+                                              "h1"])
+    assert (code, err) == (0, "")
+    host = json.loads(out)
+    assert host["host"] == "h1"
+    assert host["aggregates"] == [
+        {"name": "az1", "metadata": {"availability_zone": "az1"}}]
+    [n] = host["nodes"]
+    assert n["resources"][0] == {"resource": "vcpus", "total": 8,
+                                 "ratio": 2.0, "capacity": 16.0, "used": 2}
+    assert n["projects"] == [{"project_id": P1, "instances": 1, "vcpus": 2,
+                              "memory_mb": 1024, "disk_gb": 10}]
+
+
+def test_host_describe_unknown_host(config, capsys, register, engine):
+    register(node("h1"))
+    assert _run(capsys, config() + ["host", "describe", "nope"]) == (
+        1, "", "ERROR: no compute host 'nope'\n")
+    assert _run(capsys, config() + ["--json", "host", "describe",
+                                    "nope"]) == (
+        1, "", "ERROR: no compute host 'nope'\n")
+
+
+def test_service_and_node_list_json(config, capsys, register, engine):
+    register(node("h1"))
+    code, out, _ = _run(capsys, config() + ["--json", "service", "list"])
+    [service] = json.loads(out)
+    assert (service["host"], service["status"], service["state"]) == (
+        "h1", "enabled", "up")
+    code, out, _ = _run(capsys, config() + ["--json", "node", "list"])
+    [n] = json.loads(out)
+    assert (n["host"], n["vcpus"]) == ("h1", 8)
+
+
+# --- aggregates ---------------------------------------------------------------
+
+def test_aggregate_lifecycle(config, capsys, register, engine):
+    register(node("h1"), node("h2"))
+    args = config()
+    assert _run(capsys, args + ["aggregate", "create", "fast", "--zone",
+                                "az9"]) == (
+        0, "created aggregate fast in zone az9\n", "")
+    assert _run(capsys, args + ["aggregate", "create", "plain"]) == (
+        0, "created aggregate plain\n", "")
+    assert _run(capsys, args + ["aggregate", "add-host", "fast", "h1"]) == (
+        0, "added h1 to aggregate fast\n", "")
+    assert _run(capsys, args + ["aggregate", "add-host", "fast", "h2"]) == (
+        0, "added h2 to aggregate fast\n", "")
+    assert _run(capsys, args + ["aggregate", "set-metadata", "fast",
+                                "ssd=true", "note=a=b"]) == (
+        0, "aggregate fast metadata: availability_zone=az9, note=a=b, "
+        "ssd=true\n", "")
+    assert _run(capsys, args + ["aggregate", "set-metadata", "fast",
+                                "note="]) == (
+        0, "aggregate fast metadata: availability_zone=az9, ssd=true\n", "")
+    assert _run(capsys, args + ["aggregate", "list"]) == (0, (
+        "name   hosts  metadata\n"
+        "-----  -----  -------------------------------\n"
+        "az1    2      availability_zone=az1\n"
+        "az2    0      availability_zone=az2\n"
+        "az3    0      availability_zone=az3\n"
+        "fast   2      availability_zone=az9, ssd=true\n"
+        "plain  0\n"), "")
+    assert _run(capsys, args + ["aggregate", "remove-host", "fast",
+                                "h2"]) == (
+        0, "removed h2 from aggregate fast\n", "")
+    assert _run(capsys, args + ["aggregate", "delete", "plain"]) == (
+        0, "deleted aggregate plain\n", "")
+    assert _run(capsys, args + ["aggregate", "delete", "fast"]) == (
+        1, "", "ERROR: aggregate 'fast' still has 1 host(s): h1; remove "
+        "them first or use --force\n")
+    assert _run(capsys, args + ["aggregate", "delete", "fast",
+                                "--force"]) == (
+        0, "deleted aggregate fast (removed 1 host(s))\n", "")
+    code, out, _ = _run(capsys, args + ["aggregate", "list"])
+    assert [line.split()[0] for line in out.splitlines()[2:]] == [
+        "az1", "az2", "az3"]
+
+
+def test_aggregate_list_json(config, capsys, register, engine):
+    register(node("h1"))
+    admin.create_aggregate(engine, "fast", zone="az9")
+    admin.add_aggregate_host(engine, "fast", "h1")
+    code, out, err = _run(capsys, config() + ["--json", "aggregate",
+                                              "list"])
+    assert (code, err) == (0, "")
+    fast = {a["name"]: a for a in json.loads(out)}["fast"]
+    assert (fast["hosts"], fast["metadata"]) == (
+        ["h1"], {"availability_zone": "az9"})
+    assert set(fast) == {"id", "uuid", "name", "hosts", "metadata"}
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["create", "az1"], "aggregate 'az1' already exists"),
+    (["create", ""], "aggregate name must not be empty"),
+    (["create", "x", "--zone", ""], "availability zone must not be empty"),
+    (["delete", "nope"], "no aggregate 'nope'"),
+    (["delete", "nope", "--force"], "no aggregate 'nope'"),
+    (["add-host", "nope", "h1"], "no aggregate 'nope'"),
+    (["add-host", "az2", "nope"], "no compute host 'nope'"),
+    (["add-host", "az1", "h1"], "host 'h1' is already in aggregate 'az1'"),
+    (["remove-host", "nope", "h1"], "no aggregate 'nope'"),
+    (["remove-host", "az2", "h1"], "host 'h1' is not in aggregate 'az2'"),
+    (["set-metadata", "nope", "a=b"], "no aggregate 'nope'"),
+    (["set-metadata", "az1", "k=" + "v" * 256],
+     "value of metadata key 'k' is longer than 255 characters"),
+])
+def test_aggregate_errors(config, capsys, register, engine, argv, message):
+    register(node("h1"))
+    before = admin.list_aggregates(engine)
+    assert _run(capsys, config() + ["aggregate", *argv]) == (
+        1, "", f"ERROR: {message}\n")
+    assert admin.list_aggregates(engine) == before
+
+
+@pytest.mark.parametrize("argv", [
+    ["set-metadata", "az1"], ["set-metadata", "az1", "novalue"],
+    ["set-metadata", "az1", "=v"], ["add-host", "az1"], ["create"],
+    ["rename", "a", "b"]])
+def test_aggregate_usage_errors(config, capsys, engine, argv):
+    with pytest.raises(SystemExit) as info:
+        manage.main(config() + ["aggregate", *argv])
+    assert info.value.code == 2
+    assert "usage: scheduler-manage aggregate" in capsys.readouterr().err
+
+
+def test_writes_retry_a_locked_database(config, capsys, register, engine,
+                                        monkeypatch):
+    """A transient error (SQLite busy) is retried like the service does."""
+    register(node("h1"))
+    real = admin.create_aggregate
+    calls = []
+
+    def flaky(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == 1:
+            raise sa.exc.OperationalError(
+                "INSERT", {}, Exception("database is locked"))
+        return real(*args, **kwargs)
+    monkeypatch.setattr(admin, "create_aggregate", flaky)
+    assert _run(capsys, config() + ["aggregate", "create", "fast"]) == (
+        0, "created aggregate fast\n", "")
+    assert len(calls) == 2

@@ -1,0 +1,144 @@
+"""scheduler-manage host and aggregate administration against a running
+scheduler-server: the real command (a subprocess) on SQLite and
+PostgreSQL, and placements over a real RabbitMQ that follow its changes."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from scheduler import exception
+
+FLAVOR = {"name": "m1.tiny", "memory_mb": 512, "vcpus": 1, "root_gb": 1}
+FAST = {"compute-00002", "compute-00005"}
+
+
+def _hosts_of(deployment, zone: str, num_instances: int = 6,
+              **spec) -> set[str]:
+    result = deployment.api.select_destinations(
+        {}, {"num_instances": num_instances, "flavor": FLAVOR,
+             "availability_zone": zone, **spec})
+    assert len(result) == num_instances
+    return {d["host"] for d in result}
+
+
+def _json(deployment, *args: str):
+    return json.loads(deployment.manage("--json", *args).stdout)
+
+
+def test_aggregate_zone_steers_placement(make_deployment):
+    deployment = make_deployment()
+    deployment.fleet(6)
+    out = deployment.manage("aggregate", "create", "fast", "--zone",
+                            "az-fast").stdout
+    assert out == "created aggregate fast in zone az-fast\n"
+    for host in sorted(FAST):
+        deployment.manage("aggregate", "add-host", "fast", host)
+    hosts = {h["host"]: h for h in _json(deployment, "host", "list")}
+    assert len(hosts) == 6
+    assert {h for h in hosts if "az-fast" in hosts[h]["zones"]} == FAST
+    assert all(h["state"] == "up" and h["nodes"] == 1
+               for h in hosts.values())
+    deployment.start_server()
+
+    # only the aggregate's hosts are in the new zone
+    assert _hosts_of(deployment, "az-fast", num_instances=8) <= FAST
+    # the fleet's own zones still work
+    assert _hosts_of(deployment, "az1", num_instances=2) <= {
+        "compute-00003", "compute-00006"}
+
+    # the running server follows a changed zone
+    out = deployment.manage("aggregate", "set-metadata", "fast",
+                            "availability_zone=az-gold", "ssd=true").stdout
+    assert out == ("aggregate fast metadata: availability_zone=az-gold, "
+                   "ssd=true\n")
+    with pytest.raises(exception.NoValidHost):
+        _hosts_of(deployment, "az-fast", num_instances=1)
+    assert _hosts_of(deployment, "az-gold") <= FAST
+
+    # ... a host taken out of the aggregate
+    deployment.manage("aggregate", "remove-host", "fast", "compute-00005")
+    assert _hosts_of(deployment, "az-gold") == {"compute-00002"}
+
+    # ... and a deleted aggregate (refused while it has hosts)
+    refused = deployment.manage("aggregate", "delete", "fast", check=False)
+    assert (refused.returncode, refused.stdout) == (1, "")
+    assert refused.stderr == (
+        "ERROR: aggregate 'fast' still has 1 host(s): compute-00002; "
+        "remove them first or use --force\n")
+    assert _hosts_of(deployment, "az-gold", num_instances=1) == {
+        "compute-00002"}
+    out = deployment.manage("aggregate", "delete", "fast", "--force").stdout
+    assert out == "deleted aggregate fast (removed 1 host(s))\n"
+    with pytest.raises(exception.NoValidHost):
+        _hosts_of(deployment, "az-gold", num_instances=1)
+    assert "fast" not in {a["name"] for a in _json(deployment, "aggregate",
+                                                   "list")}
+    # the name is free again
+    deployment.manage("aggregate", "create", "fast")
+
+
+def test_aggregate_errors(make_deployment):
+    deployment = make_deployment()
+    deployment.fleet(6)
+    deployment.manage("aggregate", "create", "fast", "--zone", "az-fast")
+    deployment.manage("aggregate", "add-host", "fast", "compute-00001")
+    for args, message in [
+            (("aggregate", "create", "fast"),
+             "aggregate 'fast' already exists"),
+            (("aggregate", "add-host", "fast", "compute-00001"),
+             "host 'compute-00001' is already in aggregate 'fast'"),
+            (("aggregate", "add-host", "fast", "compute-09999"),
+             "no compute host 'compute-09999'"),
+            (("aggregate", "add-host", "nope", "compute-00001"),
+             "no aggregate 'nope'"),
+            (("aggregate", "remove-host", "fast", "compute-00002"),
+             "host 'compute-00002' is not in aggregate 'fast'"),
+            (("aggregate", "set-metadata", "nope", "a=b"),
+             "no aggregate 'nope'"),
+            (("aggregate", "delete", "nope"), "no aggregate 'nope'"),
+            (("host", "describe", "compute-09999"),
+             "no compute host 'compute-09999'")]:
+        result = deployment.manage(*args, check=False)
+        assert (result.returncode, result.stdout, result.stderr) == (
+            1, "", f"ERROR: {message}\n"), args
+    aggregates = {a["name"]: a for a in _json(deployment, "aggregate",
+                                              "list")}
+    assert aggregates["fast"]["hosts"] == ["compute-00001"]
+    assert aggregates["fast"]["metadata"] == {"availability_zone": "az-fast"}
+
+
+def test_host_describe_shows_usage_per_project(make_deployment):
+    deployment = make_deployment()
+    deployment.fleet(6)
+    deployment.manage("aggregate", "create", "one", "--zone", "az-one")
+    deployment.manage("aggregate", "add-host", "one", "compute-00004")
+    deployment.start_server()
+    _hosts_of(deployment, "az-one", num_instances=2, project_id="proj-a")
+    _hosts_of(deployment, "az-one", num_instances=1, project_id="proj-b")
+
+    host = _json(deployment, "host", "describe", "compute-00004")
+    assert host["host"] == "compute-00004"
+    assert host["zones"] == ["az-one", "az2"]
+    assert sorted(a["name"] for a in host["aggregates"]) == ["az2", "one"]
+    [node] = host["nodes"]
+    assert node["projects"] == [
+        {"project_id": "proj-a", "instances": 2, "vcpus": 2,
+         "memory_mb": 1024, "disk_gb": 2},
+        {"project_id": "proj-b", "instances": 1, "vcpus": 1,
+         "memory_mb": 512, "disk_gb": 1}]
+    used = {r["resource"]: r["used"] for r in node["resources"]}
+    assert used == {"vcpus": 3, "memory_mb": 1536, "disk_gb": 3}
+    row = deployment.nodes()["compute-00004"]
+    vcpus = node["resources"][0]
+    assert (vcpus["total"], vcpus["ratio"], vcpus["capacity"]) == (
+        row.vcpus, row.cpu_allocation_ratio,
+        row.vcpus * row.cpu_allocation_ratio)
+
+    text = deployment.manage("host", "describe", "compute-00004").stdout
+    lines = text.splitlines()
+    assert lines[:4] == ["host:   compute-00004", "status: enabled",
+                         "state:  up", "zones:  az-one, az2"]
+    usage = lines[lines.index("usage by project on compute-00004:") + 3:]
+    assert [line.split() for line in usage] == [
+        ["proj-a", "2", "2", "1024", "2"], ["proj-b", "1", "1", "512", "1"]]
