@@ -36,7 +36,7 @@ from benchmarks.timing import Limits  # noqa: E402
 from benchmarks.timing import Row  # noqa: E402
 
 DEFAULT_HOSTS = "1000,10000,100000"
-DEFAULT_REQUESTS = 500
+DEFAULT_REQUESTS = 1000
 DEFAULT_BUDGET = 20.0
 QUICK = {"hosts": [100, 300], "requests": 10, "budget": 2.0}
 DBS = ("sqlite", "postgresql")

@@ -254,6 +254,32 @@ def group_hosts(conn: sa.Connection, group_uuid: str,
     return collections.Counter({host: count for host, count in rows})
 
 
+_CONSUMER_HOSTS = (
+    sa.select(models.allocations.c.consumer_uuid, models.compute_nodes.c.host)
+    .join(models.compute_nodes,
+          models.compute_nodes.c.id == models.allocations.c.compute_node_id)
+    .where(models.allocations.c.consumer_uuid.in_(
+        sa.bindparam("uuids", expanding=True))))
+
+
+def consumer_hosts(conn: sa.Connection, consumer_uuids: Iterable[str],
+                   exclude: Iterable[str] = ()
+                   ) -> dict[str, tuple[str, ...]]:
+    """consumer uuid -> the hosts of its claims, for those of
+    ``consumer_uuids`` that hold one (consumers in ``exclude`` left out):
+    where the instances named by ``same_host`` / ``different_host`` hints
+    are. One query."""
+    uuids = list(dict.fromkeys(consumer_uuids))
+    if not uuids:
+        return {}
+    exclude = set(exclude)
+    out: dict[str, tuple[str, ...]] = {}
+    for uuid, host in conn.execute(_CONSUMER_HOSTS, {"uuids": uuids}):
+        if uuid not in exclude:
+            out[uuid] = out.get(uuid, ()) + (host,)
+    return out
+
+
 def _delete(conn: sa.Connection, where) -> list[sa.Row]:
     # DELETE ... RETURNING: a row is gone for any concurrent deleter, so its
     # usage is given back exactly once.

@@ -66,11 +66,16 @@ def register(engine: sa.Engine, nodes: list[Node]) -> int:
             sa.select(services.c.host).where(
                 services.c.binary == db.COMPUTE_BINARY,
                 services.c.deleted == 0))}
-        new = [n for n in nodes if n.host not in known]
         zone_ids = _zone_aggregates(conn)
         now = db.db_time(conn)
-        for start in range(0, len(new), BATCH):
-            batch = new[start:start + BATCH]
+    new = [n for n in nodes if n.host not in known]
+    # One transaction per batch: on PostgreSQL the change-tracking trigger
+    # updates one counter row per node, and thousands of updates of one row
+    # in one transaction grow quadratically. A batch is all or nothing, and
+    # registering again completes an interrupted run.
+    for start in range(0, len(new), BATCH):
+        batch = new[start:start + BATCH]
+        with engine.begin() as conn:
             conn.execute(services.insert(), [
                 {"uuid": str(uuidlib.uuid4()), "host": n.host,
                  "binary": db.COMPUTE_BINARY, "topic": db.COMPUTE_TOPIC,

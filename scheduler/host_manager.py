@@ -80,6 +80,14 @@ class HostManager:
         with self.engine.connect() as conn:
             return claims.group_hosts(conn, group_uuid, exclude)
 
+    def consumer_hosts(self, consumer_uuids: list[str],
+                       exclude: list[str] = ()
+                       ) -> dict[str, tuple[str, ...]]:
+        """consumer uuid -> hosts of its claims (those that hold one),
+        leaving out the consumers in ``exclude``."""
+        with self.engine.connect() as conn:
+            return claims.consumer_hosts(conn, consumer_uuids, exclude)
+
     def claimed(self, states: list[HostState]) -> None:
         """This process claimed on these hosts: put their new states in the
         table now (usage planned, generation bumped once by the claim),

@@ -8,7 +8,9 @@ naming it whichever shape it came in.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 import dataclasses
+import re
 from typing import Any
 import uuid as uuidlib
 
@@ -26,6 +28,10 @@ _OPT_STR = {"type": ["string", "null"], "maxLength": MAX_STR}
 _UUID = {"type": "string", "pattern":
          "^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?"
          "[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"}
+_UUID_RE = re.compile(_UUID["pattern"])
+#: Scheduler hints holding instance uuids (one, or a list of them): the
+#: instances whose hosts SameHostFilter / DifferentHostFilter look at.
+HOST_HINTS = ("same_host", "different_host")
 _SIZE = {"type": "integer", "minimum": 0, "maximum": 2 ** 31 - 1}
 _HOSTS = {"type": "array", "items": _STR, "maxItems": MAX_LIST}
 _STR_MAP = {"type": "object", "maxProperties": MAX_LIST,
@@ -161,10 +167,30 @@ class RequestSpec:
     instance_group: InstanceGroup | None = None
     retry: dict[str, Any] | None = None
     return_alternates: bool = False
+    #: Not part of the request: filled in by the driver before planning
+    #: (``Driver._with_hint_hosts``), one SQL query per request. Instance
+    #: uuid from the ``same_host`` / ``different_host`` hints -> the hosts
+    #: of the claims this service holds for it (a consumer holds one claim,
+    #: so one host; empty if it holds none). Uuids not in it are on no host
+    #: this service knows.
+    hint_hosts: Mapping[str, tuple[str, ...]] = dataclasses.field(
+        default_factory=dict)
 
     @property
     def num_instances(self) -> int:
         return len(self.instance_uuids)
+
+    def hinted_uuids(self, name: str) -> tuple[str, ...]:
+        """The instance uuids of hint ``name`` (one of HOST_HINTS),
+        normalized (lower case with dashes, as claims store them)."""
+        return tuple((self.scheduler_hints or {}).get(name) or ())
+
+    def hinted_hosts(self, name: str) -> set[str]:
+        """The hosts of the instances of hint ``name``, as resolved in
+        :attr:`hint_hosts`."""
+        found = self.hint_hosts
+        return {host for uuid in self.hinted_uuids(name)
+                for host in found.get(uuid, ())}
 
     @classmethod
     def from_primitives(cls, spec: Any,
@@ -212,7 +238,13 @@ class RequestSpec:
             # Without consumer ids from the caller the claims get fresh ones;
             # such a request is not idempotent if re-sent.
             uuids = [str(uuidlib.uuid4()) for _ in range(count)]
-        uuids = [str(uuidlib.UUID(u)) for u in uuids]
+        try:
+            uuids = [str(uuidlib.UUID(u)) for u in uuids]
+        except ValueError:
+            # The schema's pattern ends in "$", which lets a trailing
+            # newline through.
+            raise exception.InvalidRequest(
+                "spec.instance_uuids: not all items are uuids") from None
         if len(set(uuids)) != len(uuids):
             # The schema's uniqueItems compares the strings as sent; "ABC…"
             # and "abc…" are one consumer, which would hold two claims.
@@ -221,7 +253,7 @@ class RequestSpec:
                 "(uuids compare case-insensitively, dashes optional)")
         flavor = dict(spec["flavor"])
         group = spec.get("instance_group")
-        hints = spec.get("scheduler_hints") or {}
+        hints = _host_hints(spec.get("scheduler_hints") or {})
         return cls(
             instance_uuids=tuple(uuids),
             flavor=Flavor(**flavor),
@@ -248,6 +280,7 @@ class RequestSpec:
     def to_primitive(self) -> dict[str, Any]:
         """The current wire shape of this spec (what clients send)."""
         out = dataclasses.asdict(self)
+        del out["hint_hosts"]           # resolved here, never sent
         out["instance_uuids"] = list(self.instance_uuids)
         for key in ("ignore_hosts", "force_hosts", "force_nodes"):
             out[key] = list(out[key])
@@ -259,6 +292,42 @@ class RequestSpec:
         if group is not None and group.uuid is None:
             del out["instance_group"]["uuid"]
         return out
+
+
+def _host_hints(hints: dict[str, Any]) -> dict[str, Any]:
+    """``hints`` with ``same_host`` / ``different_host`` checked and
+    normalized to a list of canonical uuids. Nova accepts one uuid or a
+    list of them; anything else, or more than MAX_LIST, is refused here.
+
+    :raises InvalidRequest: naming the hint, e.g.
+        ``spec.scheduler_hints.same_host: 'x' is not an instance uuid``.
+    """
+    if not any(hints.get(name) is not None for name in HOST_HINTS):
+        return dict(hints)
+    out = dict(hints)
+    for name in HOST_HINTS:
+        value = hints.get(name)
+        if value is None:
+            continue
+        field = f"spec.scheduler_hints.{name}"
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list):
+            raise exception.InvalidRequest(
+                f"{field}: expected an instance uuid or a list of them, got "
+                f"{type(value).__name__}")
+        if len(value) > MAX_LIST:
+            raise exception.InvalidRequest(
+                f"{field}: has {len(value)} items, at most {MAX_LIST} "
+                f"allowed")
+        uuids = []
+        for item in value:
+            if not isinstance(item, str) or not _UUID_RE.fullmatch(item):
+                raise exception.InvalidRequest(
+                    f"{field}: {str(item)[:60]!r} is not an instance uuid")
+            uuids.append(str(uuidlib.UUID(item)))
+        out[name] = list(dict.fromkeys(uuids))
+    return out
 
 
 def _describe(error: jsonschema.ValidationError) -> str:

@@ -33,7 +33,8 @@ if [[ ! -x .venv/bin/python ]]; then
     "$python" -m venv .venv
 fi
 req_args=(-r requirements.txt)
-[[ "${1:-}" == "--with-tests" ]] && req_args+=(-r test-requirements.txt)
+[[ "${1:-}" == "--with-tests" ]] && \
+    req_args+=(-r test-requirements.txt -r benchmarks/requirements.txt)
 # pip's output goes to a log, shown only if it fails.
 log=.venv/pip.log
 if ! { .venv/bin/pip install --upgrade pip \

@@ -24,7 +24,9 @@ opts = [
                 help="Filters run, in this order, by the filter and caching "
                      "drivers; names from the entry-point namespace "
                      "'scheduler.filters'."),
-    cfg.ListOpt("weighers", default=["RAMWeigher", "CPUWeigher", "DiskWeigher"],
+    cfg.ListOpt("weighers", default=["RAMWeigher", "CPUWeigher", "DiskWeigher",
+                                     "ServerGroupSoftAffinityWeigher",
+                                     "ServerGroupSoftAntiAffinityWeigher"],
                 deprecated_name="weight_classes",
                 help="Weighers applied to the hosts that pass the filters; "
                      "names from the entry-point namespace "
@@ -50,6 +52,20 @@ opts = [
                  help="Multiplier of the CPU weigher (free vCPUs)."),
     cfg.FloatOpt("disk_weight_multiplier", default=1.0,
                  help="Multiplier of the disk weigher (free disk)."),
+    cfg.FloatOpt("soft_affinity_weight_multiplier", default=1.0, min=0.0,
+                 help="Multiplier of the ServerGroupSoftAffinityWeigher: "
+                      "for a server group with the soft-affinity policy, "
+                      "hosts holding more of the group's members weigh "
+                      "more. Only a positive value is meaningful (a "
+                      "negative one would turn the policy around); 0 "
+                      "turns the policy off."),
+    cfg.FloatOpt("soft_anti_affinity_weight_multiplier", default=1.0,
+                 min=0.0,
+                 help="Multiplier of the ServerGroupSoftAntiAffinityWeigher: "
+                      "for a server group with the soft-anti-affinity "
+                      "policy, hosts holding more of the group's members "
+                      "weigh less. Only a positive value is meaningful; 0 "
+                      "turns the policy off."),
     cfg.StrOpt("default_availability_zone", default="nova",
                help="Availability zone of hosts that belong to no aggregate "
                     "with an availability_zone key."),

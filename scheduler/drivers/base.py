@@ -22,6 +22,7 @@ from scheduler.db import retry as db_retry
 from scheduler.host_manager import HostManager
 from scheduler.host_state import HostState
 from scheduler.host_table import HostTable
+from scheduler.request_spec import HOST_HINTS
 from scheduler.request_spec import RequestSpec
 
 LOG = logging.getLogger(__name__)
@@ -49,15 +50,20 @@ class Driver:
         """Hosts to plan on; refreshed from SQL unless a driver caches."""
         return self.host_manager.table()
 
-    def plan(self, spec: RequestSpec, table: HostTable) -> list[Selection]:
-        """One Selection per instance, in order, or NoValidHost."""
+    def plan(self, spec: RequestSpec, table: HostTable,
+             spread: int = 1) -> list[Selection]:
+        """One Selection per instance, in order, or NoValidHost.
+
+        ``spread`` > 1 asks to choose among that many times more of the best
+        hosts than usual: after a lost claim race, the requests that lost
+        it together would otherwise all pick the same next host again.
+        """
         raise NotImplementedError
 
     def decide(self, spec: RequestSpec) -> list[Selection]:
         """Refresh and plan, without claiming: the scheduling decision
         alone (what benchmarks time)."""
-        return self.plan(self._with_group_members(spec, []),
-                         self.host_table())
+        return self.plan(self._resolved(spec), self.host_table())
 
     def run_periodic_tasks(self) -> None:
         """Called every ``[scheduler] periodic_task_interval`` seconds."""
@@ -77,6 +83,9 @@ class Driver:
             return [_held_destination(held[u]) for u in uuids]
         # Some but not all held: the new claim replaces those, atomically.
         replace = list(held)
+        # Where the hinted instances are: once per request, not per attempt
+        # (they are not this request's to move).
+        spec = retry(self._with_hint_hosts)(spec, replace)
         group = spec.instance_group
         rule = None
         if group is not None and group.uuid and group.is_hard:
@@ -89,7 +98,7 @@ class Driver:
             table = self.host_table() if attempt == 0 else \
                 self.host_manager.table()
             plan_spec = self._with_group_members(spec, replace)
-            selections = self.plan(plan_spec, table)
+            selections = self.plan(plan_spec, table, spread=2 ** attempt)
             to_claim = [claims.Claim(
                 consumer_uuid=s.consumer_uuid, node_id=s.host.node_id,
                 host=s.host.host, generation=s.host.generation,
@@ -127,6 +136,25 @@ class Driver:
         raise exception.NoValidHost(
             f"No valid host: lost the claim race {retries + 1} times in a "
             f"row to concurrent requests (last: {conflict})")
+
+    def _resolved(self, spec: RequestSpec) -> RequestSpec:
+        """``spec`` with everything the planner reads from the claims: the
+        group's members and the hosts of hinted instances (for a dry run:
+        nothing of the request is replaced)."""
+        return self._with_group_members(self._with_hint_hosts(spec, []), [])
+
+    def _with_hint_hosts(self, spec: RequestSpec,
+                         replace: list[str]) -> RequestSpec:
+        """``spec`` with ``hint_hosts`` filled: where the instances named by
+        its ``same_host`` / ``different_host`` hints hold claims. One query,
+        and none at all without such hints."""
+        uuids = [u for name in HOST_HINTS for u in spec.hinted_uuids(name)]
+        if not uuids:
+            return spec
+        # As for group members: a consumer this request re-claims is not
+        # on the host of its old claim any more.
+        return dataclasses.replace(spec, hint_hosts=(
+            self.host_manager.consumer_hosts(uuids, exclude=replace)))
 
     def _with_group_members(self, spec: RequestSpec,
                             replace: list[str]) -> RequestSpec:

@@ -28,7 +28,8 @@ class ChanceScheduler(Driver):
         self.filters = [cls(conf) for cls in
                         (ComputeFilter, RamFilter, CoreFilter, DiskFilter)]
 
-    def plan(self, spec, table):
+    def plan(self, spec, table, spread=1):
+        # Already a random choice among all that fit: nothing to spread.
         view = HostView(table)
         candidates, _forced, target_steps = targeting.apply(
             spec, view, table.all_positions())

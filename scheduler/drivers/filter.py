@@ -37,7 +37,8 @@ class FilterScheduler(Driver):
         self.filters = plugins.load_filters(conf)
         self.weighers = plugins.load_weighers(conf)
 
-    def plan(self, spec: RequestSpec, table: HostTable) -> list[Selection]:
+    def plan(self, spec: RequestSpec, table: HostTable,
+             spread: int = 1) -> list[Selection]:
         """Nova's loop: each instance is placed on the survivors of the
         previous one's filtering, with the usage already planned; the request
         fails as a whole if any instance finds no host."""
@@ -45,7 +46,7 @@ class FilterScheduler(Driver):
         total = len(table)
         candidates, forced, target_steps = targeting.apply(
             spec, view, table.all_positions())
-        subset = self.conf.filter_scheduler.host_subset_size
+        subset = self.conf.filter_scheduler.host_subset_size * spread
         flavor = spec.flavor
         selections = []
         for index, uuid in enumerate(spec.instance_uuids):
@@ -76,6 +77,7 @@ class FilterScheduler(Driver):
     def rank(self, spec: RequestSpec, limit: int) -> dict[str, Any]:
         """Dry run of the first instance: every host that passes, best
         first with its weights, and what each filter removed."""
+        spec = self._resolved(spec)
         table = self.host_manager.table()
         view = HostView(table)
         candidates, forced, steps = targeting.apply(

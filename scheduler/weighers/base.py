@@ -44,6 +44,13 @@ class BaseWeigher:
     def multiplier(self) -> float:
         return self.conf.filter_scheduler[self.multiplier_option]
 
+    def applies(self, spec: RequestSpec) -> bool:
+        """False when this weigher has nothing to say about ``spec`` (it
+        would give every host the same raw value): it is then skipped, like
+        a multiplier of 0, which changes no weight and leaves it out of the
+        weights shown."""
+        return True
+
     def weigh(self, host: HostState, spec: RequestSpec) -> float:
         raise NotImplementedError
 
@@ -116,7 +123,7 @@ def weigh(weighers: Sequence[BaseWeigher], view: HostView, idx: np.ndarray,
         return Weighing(idx, total, parts)
     for weigher in weighers:
         multiplier = weigher.multiplier
-        if multiplier == 0:
+        if multiplier == 0 or not weigher.applies(spec):
             continue
         raw = weigher.weigh_columns(view, idx, spec)
         if raw is None:

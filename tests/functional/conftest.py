@@ -82,15 +82,19 @@ class Deployment:
         fleet.heartbeat(self.engine, hosts)
 
     def start_server(self, name: str | None = None, wait: bool = True,
-                     extra_args: tuple[str, ...] = ()) -> subprocess.Popen:
+                     extra_args: tuple[str, ...] = (),
+                     env: dict[str, str] | None = None) -> subprocess.Popen:
+        """Start scheduler-server; ``env`` adds to (or overrides) this
+        process's environment, e.g. a ``PYTHONPATH`` with plugins."""
         args = [sys.executable, "-m", "scheduler.cmd.server",
                 "--config-file", str(self.config_file), *extra_args]
         log = open(self.path / f"server-{len(self.servers)}.log", "w")
-        env = dict(os.environ)
+        environ = dict(os.environ)
+        environ.update(env or {})
         if name:
-            env["OS_DEFAULT__HOST"] = name
+            environ["OS_DEFAULT__HOST"] = name
         proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
-                                env=env, start_new_session=True)
+                                env=environ, start_new_session=True)
         self.servers.append(proc)
         if wait:
             self.wait_until_serving(proc)

@@ -396,6 +396,22 @@ def test_group_hosts(engine, nodes):
         assert claims.group_hosts(conn, G) == {"h1": 1}
 
 
+def test_consumer_hosts(engine, nodes):
+    other = _add_node(engine, "h1", "h1-b")
+    claims.claim(engine, [_claim(nodes["h1"], C1), _claim(other, C2),
+                          _claim(_node(engine, "h2"), C3)])
+    unknown = str(uuidlib.uuid4())
+    with engine.connect() as conn:
+        assert claims.consumer_hosts(conn, [C1, C2, C3, unknown, C1]) == {
+            C1: ("h1",), C2: ("h1",), C3: ("h2",)}
+        assert claims.consumer_hosts(conn, [C1, C3], exclude=[C3]) == {
+            C1: ("h1",)}
+        assert claims.consumer_hosts(conn, []) == {}
+    claims.release(engine, [C1])
+    with engine.connect() as conn:
+        assert claims.consumer_hosts(conn, [C1, C2]) == {C2: ("h1",)}
+
+
 def test_claim_group_row_created_once_and_bumped(engine, nodes):
     assert _group_rows(engine) == {}
     claims.claim(engine, [_member(engine, "h1", C1)], group=ANTI)

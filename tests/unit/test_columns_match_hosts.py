@@ -2,11 +2,14 @@
 predicates give, on random fleets and requests."""
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import numpy as np
 import pytest
 
+from scheduler.filters.affinity_hints import DifferentHostFilter
+from scheduler.filters.affinity_hints import SameHostFilter
 from scheduler.filters.all_hosts import AllHostsFilter
 from scheduler.filters.availability_zone import AvailabilityZoneFilter
 from scheduler.filters.base import BaseFilter
@@ -26,6 +29,9 @@ from scheduler.weighers.build_failure import BuildFailureWeigher
 from scheduler.weighers.resources import CPUWeigher
 from scheduler.weighers.resources import DiskWeigher
 from scheduler.weighers.resources import RAMWeigher
+from scheduler.weighers.server_group import ServerGroupSoftAffinityWeigher
+from scheduler.weighers.server_group import \
+    ServerGroupSoftAntiAffinityWeigher
 from scheduler.weighers.workload import IoOpsWeigher
 from scheduler.weighers.workload import NumInstancesWeigher
 from tests.unit.fakes import make_host
@@ -34,9 +40,13 @@ from tests.unit.fakes import zone_aggregate
 
 FILTERS = [AllHostsFilter, AvailabilityZoneFilter, ComputeFilter, RamFilter,
            CoreFilter, DiskFilter, NumInstancesFilter, IoOpsFilter,
-           ServerGroupAffinityFilter, ServerGroupAntiAffinityFilter]
+           ServerGroupAffinityFilter, ServerGroupAntiAffinityFilter,
+           SameHostFilter, DifferentHostFilter]
 WEIGHERS = [RAMWeigher, CPUWeigher, DiskWeigher, IoOpsWeigher,
-            NumInstancesWeigher, BuildFailureWeigher]
+            NumInstancesWeigher, BuildFailureWeigher,
+            ServerGroupSoftAffinityWeigher, ServerGroupSoftAntiAffinityWeigher]
+POLICIES = ["affinity", "anti-affinity", "soft-affinity",
+            "soft-anti-affinity"]
 ZONES = ["az1", "az2", "nova"]
 
 
@@ -67,16 +77,29 @@ def _fleet(rng: random.Random, n: int):
 def _spec(rng: random.Random, hosts):
     group = None
     if rng.random() < 0.5:
-        group = {"policies": [rng.choice(["affinity", "anti-affinity"])],
-                 "hosts": [h.host for h in rng.sample(hosts, 3)],
+        group = {"policies": [rng.choice(POLICIES)],
+                 "hosts": [h.host for h in rng.choices(hosts, k=4)],
                  "rules": {"max_server_per_host": rng.randint(1, 2)}}
-    return make_spec(
+    # same_host / different_host: some hinted instances on random hosts
+    # (the driver's resolution), some on no host this service knows.
+    hints, placed = {}, {}
+    for name in ("same_host", "different_host"):
+        if rng.random() < 0.3:
+            uuids = [f"00000000-0000-4000-8000-{rng.randrange(10 ** 12):012d}"
+                     for _ in range(rng.randint(0, 4))]
+            hints[name] = uuids
+            for u in uuids:
+                if rng.random() < 0.8:
+                    placed[u] = (rng.choice(hosts).host,)
+    spec = make_spec(
+        scheduler_hints=hints,
         flavor={"memory_mb": rng.choice([512, 2048, 8192]),
                 "vcpus": rng.choice([1, 2, 8]),
                 "root_gb": rng.choice([1, 20, 200]),
                 "swap": rng.choice([0, 512])},
         availability_zone=rng.choice([None, "az1", "az2", "nova"]),
         instance_group=group)
+    return dataclasses.replace(spec, hint_hosts=placed)
 
 
 @pytest.mark.parametrize("seed", range(25))

@@ -230,8 +230,8 @@ def test_concurrent_duplicate_request_returns_what_it_claimed(
     from scheduler import claims
     original_plan = filter_driver.plan
 
-    def plan_while_a_twin_claims(spec, hosts):
-        selections = original_plan(spec, hosts)
+    def plan_while_a_twin_claims(spec, hosts, spread=1):
+        selections = original_plan(spec, hosts, spread)
         # The twin request (same consumer) wins on h2 in the meantime.
         h2 = node_row(engine, "h2")
         claims.claim(engine, [claims.Claim(U[0], h2.id, h2.host, h2.generation, 1,
@@ -361,3 +361,31 @@ def test_spec_from_legacy_is_scheduled(register, filter_driver):
          "instance_properties": {"uuid": U[3]}}, {})
     [dest] = filter_driver.select_destinations(spec)
     assert dest["uuid"] == U[3]
+
+
+def test_a_lost_race_widens_the_choice(register, engine, filter_driver,
+                                        monkeypatch):
+    """Requests that lost a race together must not all pick the same next
+    host: each retry chooses among twice as many of the best."""
+    register(*(node(f"h{i}", memory_mb=8192) for i in range(8)))
+    subsets = []
+    original = filter_driver.plan
+
+    def recording(spec, table, spread=1):
+        subsets.append(spread)
+        return original(spec, table, spread)
+
+    from scheduler import claims
+    real_claim = claims.claim
+    lost = []
+
+    def lose_twice(*args, **kwargs):
+        if len(lost) < 2:
+            lost.append(1)
+            raise claims.ClaimConflict("node changed")
+        return real_claim(*args, **kwargs)
+
+    filter_driver.plan = recording
+    monkeypatch.setattr(claims, "claim", lose_twice)
+    filter_driver.select_destinations(_spec())
+    assert subsets == [1, 2, 4]
