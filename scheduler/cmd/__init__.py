@@ -10,6 +10,18 @@ from oslo_config import cfg
 from scheduler import conf as sched_conf
 
 
+def key_value(text: str) -> tuple[str, str]:
+    """argparse type for ``key=value``; the value may be empty or hold '='.
+
+    :raises argparse.ArgumentTypeError: without '=' or with an empty key.
+    """
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(
+            f"expected key=value, got {text!r}")
+    return key, value
+
+
 def add_config_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config-file", action="append", default=[],
                         metavar="PATH", help="configuration file (repeatable)")

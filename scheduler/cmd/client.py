@@ -33,18 +33,6 @@ FILTER_COLUMNS = ["name", "in", "out", "reason", "sample"]
 
 # -- argument parsing -------------------------------------------------------
 
-def key_value(text: str) -> tuple[str, str]:
-    """argparse type for ``key=value``; the value may be empty or hold '='.
-
-    :raises argparse.ArgumentTypeError: without '=' or with an empty key.
-    """
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(
-            f"expected key=value, got {text!r}")
-    return key, value
-
-
 def positive_float(text: str) -> float:
     """argparse type for a number of seconds greater than zero."""
     try:
@@ -71,7 +59,7 @@ def _spec_parent() -> argparse.ArgumentParser:
                    help="ephemeral disk in GiB (default: %(default)s)")
     f.add_argument("--swap", type=int, default=0, metavar="N",
                    help="swap in MiB (default: %(default)s)")
-    f.add_argument("--extra-spec", type=key_value, action="append",
+    f.add_argument("--extra-spec", type=cmd.key_value, action="append",
                    default=[], metavar="KEY=VALUE",
                    help="flavor extra spec (repeatable; last one wins)")
     r = p.add_argument_group("request")
@@ -84,7 +72,7 @@ def _spec_parent() -> argparse.ArgumentParser:
                    help="consumer id of one instance (repeatable; "
                         "instead of --num-instances)")
     r.add_argument("--availability-zone", metavar="AZ")
-    r.add_argument("--hint", type=key_value, action="append", default=[],
+    r.add_argument("--hint", type=cmd.key_value, action="append", default=[],
                    metavar="KEY=VALUE",
                    help="scheduler hint (repeatable; a repeated key makes "
                         "a list), e.g. different_host=UUID")
@@ -96,7 +84,7 @@ def _spec_parent() -> argparse.ArgumentParser:
                    metavar="HOST", help="never this host (repeatable)")
     r.add_argument("--project-id", metavar="ID")
     r.add_argument("--user-id", metavar="ID")
-    r.add_argument("--image-property", type=key_value, action="append",
+    r.add_argument("--image-property", type=cmd.key_value, action="append",
                    default=[], metavar="KEY=VALUE",
                    help="image property (repeatable; last one wins)")
     r.add_argument("--group-policy", choices=POLICIES, metavar="POLICY",

@@ -20,18 +20,6 @@ from scheduler.db import migration
 from scheduler.db import retry as db_retry
 
 
-def key_value(text: str) -> tuple[str, str]:
-    """argparse type for ``key=value``; the value may be empty or hold '='.
-
-    :raises argparse.ArgumentTypeError: without '=' or with an empty key.
-    """
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(
-            f"expected key=value, got {text!r}")
-    return key, value
-
-
 def _print(args, data: Any, render: Callable[[Any], str]) -> None:
     """``data`` as JSON with ``--json``, else ``render(data)``."""
     if args.json:
@@ -266,7 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = agg.add_parser("set-metadata", help="set metadata keys (key= "
                        "removes the key)")
     p.add_argument("name")
-    p.add_argument("metadata", nargs="+", type=key_value,
+    p.add_argument("metadata", nargs="+", type=cmd.key_value,
                    metavar="key=value")
     p.set_defaults(func=aggregate_set_metadata)
 
