@@ -17,13 +17,19 @@ ARCHITECTURES = (
 
 opts = [
     cfg.ListOpt("enabled_filters",
-                default=["AvailabilityZoneFilter", "ComputeFilter",
-                         "RamFilter", "CoreFilter", "DiskFilter",
+                default=["RetryFilter", "AvailabilityZoneFilter",
+                         "ComputeFilter", "RamFilter", "CoreFilter",
+                         "DiskFilter", "ComputeCapabilitiesFilter",
+                         "ImagePropertiesFilter",
                          "ServerGroupAntiAffinityFilter",
                          "ServerGroupAffinityFilter"],
                 help="Filters run, in this order, by the filter and caching "
                      "drivers; names from the entry-point namespace "
-                     "'scheduler.filters'."),
+                     "'scheduler.filters'. The default is nova's classic "
+                     "list plus CoreFilter (claims enforce vCPUs anyway, so "
+                     "filtering on them explains refusals), with "
+                     "ComputeFilter before the resource filters so that "
+                     "down hosts are counted as down, not as full."),
     cfg.ListOpt("weighers", default=["RAMWeigher", "CPUWeigher", "DiskWeigher",
                                      "ServerGroupSoftAffinityWeigher",
                                      "ServerGroupSoftAntiAffinityWeigher"],
