@@ -19,6 +19,7 @@ from scheduler import conf as sched_conf
 from scheduler import fleet
 from scheduler.db import api as db
 from scheduler.db import migration
+from tests.fixtures.config import write_config
 
 #: The fleet is the same in every run and every database.
 SEED = 0
@@ -46,23 +47,6 @@ class Cluster:
 
     def dispose(self) -> None:
         self.engine.dispose()
-
-
-def write_config(path: Path, options: dict[str, object],
-                 name: str = "scheduler.conf") -> Path:
-    """An ini file; ``options`` maps 'group.option' to a value."""
-    groups: dict[str, dict[str, str]] = {}
-    for key, value in options.items():
-        group, _, option = key.rpartition(".")
-        groups.setdefault(group or "DEFAULT", {})[option] = str(value)
-    lines = []
-    for group, values in groups.items():
-        lines.append(f"[{group}]")
-        lines += [f"{k} = {v}" for k, v in values.items()]
-        lines.append("")
-    config_file = path / name
-    config_file.write_text("\n".join(lines))
-    return config_file
 
 
 def in_process_options(path: Path, url: str) -> dict[str, object]:

@@ -25,6 +25,7 @@ from scheduler import fleet
 from scheduler.db import api as db
 from scheduler.db import models
 from scheduler.rpcapi import SchedulerAPI
+from tests.fixtures.config import write_config
 
 START_TIMEOUT = 60
 
@@ -147,22 +148,6 @@ class Deployment:
         if self._api is not None:
             self._api.transport.cleanup()
         self.engine.dispose()
-
-
-def write_config(path: Path, options: dict) -> Path:
-    """Write an ini file; ``options`` maps 'group.option' to a value."""
-    groups: dict[str, dict[str, str]] = {}
-    for key, value in options.items():
-        group, _, name = key.rpartition(".")
-        groups.setdefault(group or "DEFAULT", {})[name] = str(value)
-    lines = []
-    for group, values in groups.items():
-        lines.append(f"[{group}]")
-        lines += [f"{k} = {v}" for k, v in values.items()]
-        lines.append("")
-    config_file = path / "scheduler.conf"
-    config_file.write_text("\n".join(lines))
-    return config_file
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
