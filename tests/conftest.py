@@ -17,35 +17,31 @@ from tests.fixtures.postgres import PostgreSQLServer
 from tests.fixtures.rabbitmq import RabbitMQServer
 
 
-@pytest.fixture(scope="session")
-def rabbitmq() -> Iterator[RabbitMQServer]:
-    """A started private RabbitMQ broker; stopped and wiped after the session."""
-    why = RabbitMQServer.unavailable_reason()
+def _started(component: str, cls) -> Iterator:
+    """A started server of ``cls``, stopped and wiped afterwards; if it
+    cannot start, ``require`` fails the test under CI and skips it
+    elsewhere."""
+    why = cls.unavailable_reason()
     if why:
-        require("RabbitMQ", why)
-    server = RabbitMQServer()
+        require(component, why)
+    server = cls()
     try:
         server.start()
     except Exception as exc:  # start() already cleaned up after itself
-        require("RabbitMQ", f"could not start: {exc}")
+        require(component, f"could not start: {exc}")
     try:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def rabbitmq() -> Iterator[RabbitMQServer]:
+    """A started private RabbitMQ broker for the session."""
+    yield from _started("RabbitMQ", RabbitMQServer)
 
 
 @pytest.fixture(scope="session")
 def postgresql() -> Iterator[PostgreSQLServer]:
-    """A started private PostgreSQL cluster; stopped and wiped after the session."""
-    why = PostgreSQLServer.unavailable_reason()
-    if why:
-        require("PostgreSQL", why)
-    server = PostgreSQLServer()
-    try:
-        server.start()
-    except Exception as exc:  # start() already cleaned up after itself
-        require("PostgreSQL", f"could not start: {exc}")
-    try:
-        yield server
-    finally:
-        server.stop()
+    """A started private PostgreSQL cluster for the session."""
+    yield from _started("PostgreSQL", PostgreSQLServer)
