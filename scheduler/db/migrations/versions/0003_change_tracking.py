@@ -28,52 +28,44 @@ depends_on = None
 _SERVICE_COLUMNS = (
     'disabled, disabled_reason, forced_down, deleted, host, "binary"')
 
-_SQLITE = [
-    # nodes: every insert/update stamps the row; deletes only count.
-    """CREATE TRIGGER compute_nodes_stamp_insert AFTER INSERT ON compute_nodes
+
+def _sqlite_stamp(trigger: str, event: str, table: str, counter: str,
+                  when: str = "") -> str:
+    """An SQLite trigger that bumps ``counter`` and stamps the written row
+    with its new value."""
+    return f"""CREATE TRIGGER {trigger} AFTER {event} ON {table} {when}
     BEGIN
-        UPDATE change_counter SET nodes = nodes + 1 WHERE id = 1;
-        UPDATE compute_nodes SET change_seq =
-            (SELECT nodes FROM change_counter WHERE id = 1)
+        UPDATE change_counter SET {counter} = {counter} + 1 WHERE id = 1;
+        UPDATE {table} SET change_seq =
+            (SELECT {counter} FROM change_counter WHERE id = 1)
             WHERE id = NEW.id;
-    END""",
-    """CREATE TRIGGER compute_nodes_stamp_update AFTER UPDATE ON compute_nodes
-    WHEN NEW.change_seq = OLD.change_seq
-    BEGIN
-        UPDATE change_counter SET nodes = nodes + 1 WHERE id = 1;
-        UPDATE compute_nodes SET change_seq =
-            (SELECT nodes FROM change_counter WHERE id = 1)
-            WHERE id = NEW.id;
-    END""",
-    """CREATE TRIGGER compute_nodes_count_delete AFTER DELETE ON compute_nodes
-    BEGIN
-        UPDATE change_counter SET node_deletes = node_deletes + 1
-            WHERE id = 1;
-    END""",
-    """CREATE TRIGGER services_stamp_insert AFTER INSERT ON services
-    BEGIN
-        UPDATE change_counter SET services = services + 1 WHERE id = 1;
-        UPDATE services SET change_seq =
-            (SELECT services FROM change_counter WHERE id = 1)
-            WHERE id = NEW.id;
-    END""",
-    f"""CREATE TRIGGER services_stamp_update
-    AFTER UPDATE OF {_SERVICE_COLUMNS} ON services
-    BEGIN
-        UPDATE change_counter SET services = services + 1 WHERE id = 1;
-        UPDATE services SET change_seq =
-            (SELECT services FROM change_counter WHERE id = 1)
-            WHERE id = NEW.id;
-    END""",
-    """CREATE TRIGGER services_count_delete AFTER DELETE ON services
-    BEGIN
-        UPDATE change_counter SET services = services + 1 WHERE id = 1;
-    END""",
-] + [
-    f"""CREATE TRIGGER {table}_count_{event.lower()} AFTER {event} ON {table}
-    BEGIN
-        UPDATE change_counter SET aggregates = aggregates + 1 WHERE id = 1;
     END"""
+
+
+def _sqlite_count(trigger: str, event: str, table: str, counter: str) -> str:
+    """An SQLite trigger that only bumps ``counter``."""
+    return f"""CREATE TRIGGER {trigger} AFTER {event} ON {table}
+    BEGIN
+        UPDATE change_counter SET {counter} = {counter} + 1 WHERE id = 1;
+    END"""
+
+
+_SQLITE = [
+    # nodes: every insert/update stamps the row; deletes only count. The
+    # WHEN clause keeps the stamping UPDATE from stamping itself again.
+    _sqlite_stamp("compute_nodes_stamp_insert", "INSERT", "compute_nodes",
+                  "nodes"),
+    _sqlite_stamp("compute_nodes_stamp_update", "UPDATE", "compute_nodes",
+                  "nodes", "WHEN NEW.change_seq = OLD.change_seq"),
+    _sqlite_count("compute_nodes_count_delete", "DELETE", "compute_nodes",
+                  "node_deletes"),
+    _sqlite_stamp("services_stamp_insert", "INSERT", "services", "services"),
+    _sqlite_stamp("services_stamp_update",
+                  f"UPDATE OF {_SERVICE_COLUMNS}", "services", "services"),
+    _sqlite_count("services_count_delete", "DELETE", "services", "services"),
+] + [
+    _sqlite_count(f"{table}_count_{event.lower()}", event, table,
+                  "aggregates")
     for table in ("aggregates", "aggregate_hosts", "aggregate_metadata")
     for event in ("INSERT", "UPDATE", "DELETE")
 ]
