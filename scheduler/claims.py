@@ -11,9 +11,11 @@ consumer never holds two claims.
 
 Claims for a server group with a hard policy first update the group's
 ``claim_groups`` row. That serializes the group's claims (a row lock on
-PostgreSQL, the single writer on SQLite), so the membership check that
-follows, inside the same transaction, sees every committed member: two
-concurrent boots cannot both find the group empty.
+PostgreSQL and MySQL/MariaDB, the single writer on SQLite), so the
+membership check that follows, inside the same transaction, sees every
+committed member (READ COMMITTED on both servers; see
+:func:`scheduler.db.api.create_engine`): two concurrent boots cannot both
+find the group empty.
 
 Claims start provisional when ``ttl`` is given: they expire at the database's
 ``now + ttl`` unless :func:`confirm` is called, and :func:`expire` (a
@@ -33,6 +35,7 @@ from typing import Iterable
 
 from oslo_db import exception as db_exc
 import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects import sqlite
 
@@ -180,7 +183,7 @@ def _consume(conn: sa.Connection, claims: list[Claim],
         by_node[c.node_id].append(c)
     nodes = models.compute_nodes
     # Sorted so two transactions lock nodes in the same order (no deadlock
-    # between them on PostgreSQL).
+    # between them on PostgreSQL or MySQL).
     for node_id in sorted(by_node):
         group = by_node[node_id]
         result = conn.execute(_CONSUME, {
@@ -202,19 +205,28 @@ def _consume(conn: sa.Connection, claims: list[Claim],
 
 
 def _lock_group(conn: sa.Connection, group_uuid: str) -> None:
+    """Create the group's row or bump it: one write that holds the row's
+    lock (PostgreSQL, MySQL) or the write lock (SQLite) to the end of the
+    transaction.
+
+    One upsert rather than insert-if-absent then UPDATE: on InnoDB an
+    ``INSERT IGNORE`` that finds the row takes a *shared* lock, and two
+    claims holding it that both upgrade to exclusive for the UPDATE
+    deadlock; ``ON DUPLICATE KEY UPDATE`` takes the exclusive lock at once.
+    """
     table = models.claim_groups
+    bump = {"generation": table.c.generation + 1}
     dialect = conn.dialect.name
-    if dialect == "postgresql":
-        conn.execute(postgresql.insert(table).values(uuid=group_uuid)
-                     .on_conflict_do_nothing())
-    elif dialect == "sqlite":
-        conn.execute(sqlite.insert(table).values(uuid=group_uuid)
-                     .on_conflict_do_nothing())
+    if dialect == "mysql":
+        statement = (mysql.insert(table).values(uuid=group_uuid, generation=1)
+                     .on_duplicate_key_update(bump))
     else:
-        conn.execute(table.insert().prefix_with("IGNORE")
-                     .values(uuid=group_uuid))
-    conn.execute(table.update().where(table.c.uuid == group_uuid)
-                 .values(generation=table.c.generation + 1))
+        insert = {"postgresql": postgresql.insert,
+                  "sqlite": sqlite.insert}[dialect]
+        statement = (insert(table).values(uuid=group_uuid, generation=1)
+                     .on_conflict_do_update(index_elements=[table.c.uuid],
+                                            set_=bump))
+    conn.execute(statement)
 
 
 def _check_group(conn: sa.Connection, group: GroupRule,

@@ -13,6 +13,7 @@ from typing import Iterator
 import pytest
 
 from tests.fixtures.availability import require
+from tests.fixtures.mariadb import MariaDBServer
 from tests.fixtures.postgres import PostgreSQLServer
 from tests.fixtures.rabbitmq import RabbitMQServer
 
@@ -45,3 +46,9 @@ def rabbitmq() -> Iterator[RabbitMQServer]:
 def postgresql() -> Iterator[PostgreSQLServer]:
     """A started private PostgreSQL cluster for the session."""
     yield from _started("PostgreSQL", PostgreSQLServer)
+
+
+@pytest.fixture(scope="session")
+def mariadb() -> Iterator[MariaDBServer]:
+    """A started private MariaDB server for the session."""
+    yield from _started("MariaDB", MariaDBServer)

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 packages=(rabbitmq-server python3-venv)
 if [[ "${1:-}" == "--with-tests" ]]; then
-    packages+=(postgresql)
+    packages+=(postgresql mariadb-server)
 fi
 
 missing=()

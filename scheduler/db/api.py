@@ -44,6 +44,19 @@ def create_engine(conf: cfg.ConfigOpts) -> sa.Engine:
         engine.pool = sa.pool.QueuePool(
             lambda: engine.dialect.loaded_dbapi.connect(*cargs, **cparams),
             pool_size=8, max_overflow=32, dialect=engine.dialect)
+    if engine.dialect.name == "mysql":
+        # READ COMMITTED, PostgreSQL's default, which claims and refreshes
+        # are written for: every statement sees what has committed before
+        # it (a group's membership check after its lock sees every earlier
+        # member), and InnoDB takes no gap locks, so expiry's range DELETE
+        # does not block concurrent claims' INSERTs. InnoDB's own default
+        # (REPEATABLE READ) would freeze reads at the transaction's first.
+        @sa.event.listens_for(engine, "connect")
+        def _mysql_read_committed(dbapi_connection, record):
+            cursor = dbapi_connection.cursor()
+            cursor.execute(
+                "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+            cursor.close()
     if engine.dialect.name == "sqlite":
         @sa.event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_connection, record):

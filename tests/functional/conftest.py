@@ -150,13 +150,17 @@ class Deployment:
         self.engine.dispose()
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+#: The session fixture of each database server, by ``database_url`` param.
+DATABASE_SERVERS = {"postgresql": "postgresql", "mysql": "mariadb"}
+
+
+@pytest.fixture(params=["sqlite", "postgresql", "mysql"])
 def database_url(request, tmp_path) -> str:
-    """Every functional test runs on SQLite (a file) and on PostgreSQL (a
-    database of its own on the session's server)."""
+    """Every functional test runs on SQLite (a file), on PostgreSQL and on
+    MariaDB (``mysql``; a database of its own on the session's server)."""
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path}/scheduler.sqlite"
-    server = request.getfixturevalue("postgresql")
+    server = request.getfixturevalue(DATABASE_SERVERS[request.param])
     return server.create_database(f"test_{uuid.uuid4().hex[:12]}")
 
 

@@ -9,6 +9,21 @@ to. Because the counter row is updated inside the writer's transaction, its
 lock orders writers by commit: a reader that has seen stamp N has seen every
 stamp below N, so "rows with change_seq > last seen" misses nothing.
 
+On MySQL/MariaDB (InnoDB) the triggers give the same guarantee the same
+way: a ``BEFORE INSERT``/``BEFORE UPDATE`` row trigger runs ``UPDATE
+change_counter`` — an exclusive row lock held to the writer's commit — and
+sets ``NEW.change_seq`` from the counter it just bumped (a transaction
+always reads its own change, whatever the isolation level). A second
+writer waits on that lock, so it can only take N+1 after the holder of N
+has committed. MySQL has no ``UPDATE OF column`` nor statement-level
+triggers and no trigger for several events, so the services update trigger
+compares the scheduling columns itself (``<=>``, NULL-safe) and the
+aggregate triggers count rows rather than statements (any change bumps the
+counter, which is all the reader asks). A MySQL trigger may not write the
+table it fires on, hence ``SET NEW.change_seq`` rather than SQLite's
+``UPDATE``. With the binary log on, creating triggers needs the SUPER
+privilege or ``log_bin_trust_function_creators=1``.
+
 Heartbeats (``report_count``, ``last_seen_up``, ``updated_at``) are
 deliberately not tracked: they change every few seconds on every host, and
 liveness is read separately as "which services are down".
@@ -115,6 +130,51 @@ _POSTGRESQL = [
     for table in ("aggregates", "aggregate_hosts", "aggregate_metadata")
 ]
 
+# MySQL: "binary" is a reserved word, quoted with backticks.
+_MYSQL_SERVICE_COLUMNS = ("disabled", "disabled_reason", "forced_down",
+                          "deleted", "host", "`binary`")
+
+
+def _mysql_stamp(trigger: str, event: str, table: str, counter: str,
+                 when: str = "") -> str:
+    """A MySQL row trigger that bumps ``counter`` and stamps the row being
+    written with its new value (``when``: an extra condition)."""
+    body = f"""UPDATE change_counter SET {counter} = {counter} + 1
+            WHERE id = 1;
+        SET NEW.change_seq =
+            (SELECT {counter} FROM change_counter WHERE id = 1);"""
+    if when:
+        body = f"IF {when} THEN {body} END IF;"
+    return f"""CREATE TRIGGER {trigger} BEFORE {event} ON {table}
+    FOR EACH ROW BEGIN {body} END"""
+
+
+def _mysql_count(trigger: str, event: str, table: str, counter: str) -> str:
+    """A MySQL row trigger that only bumps ``counter``."""
+    return f"""CREATE TRIGGER {trigger} AFTER {event} ON {table}
+    FOR EACH ROW UPDATE change_counter SET {counter} = {counter} + 1
+        WHERE id = 1"""
+
+
+_MYSQL = [
+    _mysql_stamp("compute_nodes_stamp_insert", "INSERT", "compute_nodes",
+                 "nodes"),
+    _mysql_stamp("compute_nodes_stamp_update", "UPDATE", "compute_nodes",
+                 "nodes"),
+    _mysql_count("compute_nodes_count_delete", "DELETE", "compute_nodes",
+                 "node_deletes"),
+    _mysql_stamp("services_stamp_insert", "INSERT", "services", "services"),
+    _mysql_stamp("services_stamp_update", "UPDATE", "services", "services",
+                 "NOT (" + " AND ".join(f"NEW.{c} <=> OLD.{c}"
+                                        for c in _MYSQL_SERVICE_COLUMNS)
+                 + ")"),
+    _mysql_count("services_count_delete", "DELETE", "services", "services"),
+] + [
+    _mysql_count(f"{table}_count_{event.lower()}", event, table, "aggregates")
+    for table in ("aggregates", "aggregate_hosts", "aggregate_metadata")
+    for event in ("INSERT", "UPDATE", "DELETE")
+]
+
 
 def upgrade() -> None:
     op.create_table(
@@ -135,9 +195,11 @@ def upgrade() -> None:
                                        nullable=False, server_default="0"))
             batch.create_index(f"{table}_change_seq_idx", ["change_seq"])
     dialect = op.get_bind().dialect.name
-    statements = {"sqlite": _SQLITE, "postgresql": _POSTGRESQL}.get(dialect)
+    statements = {"sqlite": _SQLITE, "postgresql": _POSTGRESQL,
+                  "mysql": _MYSQL}.get(dialect)
     if statements is None:
         raise RuntimeError(f"change tracking has no triggers for {dialect}; "
-                           f"SQLite and PostgreSQL are supported")
+                           f"SQLite, PostgreSQL and MySQL/MariaDB are "
+                           f"supported")
     for statement in statements:
         op.execute(statement)
