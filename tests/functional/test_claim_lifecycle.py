@@ -7,6 +7,7 @@ import time
 import pytest
 
 from scheduler import exception
+from tests.functional.conftest import DATABASE_SERVERS
 from tests.functional.conftest import node
 
 FLAVOR = {"memory_mb": 2048, "vcpus": 1, "root_gb": 10}
@@ -37,11 +38,13 @@ def test_unconfirmed_claims_expire_and_confirmed_ones_stay(make_deployment):
     assert again[0]["host"] == "only"
 
 
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("database_url", ["postgresql", "mysql"],
+                         indirect=True)
 def test_service_keeps_serving_across_a_database_restart(
-        make_deployment, postgresql):
-    """PostgreSQL only: SQLite has no server to restart."""
-    server = postgresql
+        request, make_deployment, database_url):
+    """Database servers only: SQLite has no server to restart."""
+    server = request.getfixturevalue(
+        DATABASE_SERVERS[request.node.callspec.params["database_url"]])
     deployment = make_deployment()
     deployment.fleet(10)
     deployment.start_server()
