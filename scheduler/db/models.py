@@ -39,6 +39,7 @@ class Service(Base, _Timestamps, _SoftDelete):
                             name="uniq_services0host0binary0deleted"),
         sa.Index("services_last_seen_up_idx", "last_seen_up"),
         sa.Index("services_forced_down_idx", "forced_down"),
+        sa.Index("services_change_seq_idx", "change_seq"),
     )
     id = sa.Column(sa.Integer, primary_key=True)
     uuid = sa.Column(sa.String(36), nullable=True, unique=True)
@@ -53,8 +54,7 @@ class Service(Base, _Timestamps, _SoftDelete):
     version = sa.Column(sa.Integer, nullable=False, default=0)
     #: Stamped by triggers on admin changes (not heartbeats); see
     #: migration 0003.
-    change_seq = sa.Column(sa.BigInteger, nullable=False, default=0,
-                           index=True)
+    change_seq = sa.Column(sa.BigInteger, nullable=False, default=0)
 
 
 class ComputeNode(Base, _Timestamps, _SoftDelete):
@@ -63,6 +63,7 @@ class ComputeNode(Base, _Timestamps, _SoftDelete):
         sa.UniqueConstraint(
             "host", "hypervisor_hostname", "deleted",
             name="uniq_compute_nodes0host0hypervisor_hostname0deleted"),
+        sa.Index("compute_nodes_change_seq_idx", "change_seq"),
     )
     id = sa.Column(sa.Integer, primary_key=True)
     uuid = sa.Column(sa.String(36), nullable=True, unique=True)
@@ -96,8 +97,7 @@ class ComputeNode(Base, _Timestamps, _SoftDelete):
     # claim's UPDATE is conditional on the generation it planned with.
     generation = sa.Column(sa.Integer, nullable=False, default=0)
     #: Stamped by triggers on every write; see migration 0003.
-    change_seq = sa.Column(sa.BigInteger, nullable=False, default=0,
-                           index=True)
+    change_seq = sa.Column(sa.BigInteger, nullable=False, default=0)
 
 
 class Aggregate(Base, _Timestamps, _SoftDelete):

@@ -154,14 +154,30 @@ class Deployment:
 DATABASE_SERVERS = {"postgresql": "postgresql", "mysql": "mariadb"}
 
 
+def _new_database(request, kind: str, tmp_path: Path,
+                  name: str = "scheduler") -> str:
+    """The URL of a new empty database: a file for SQLite, else a database
+    of its own on the session's server."""
+    if kind == "sqlite":
+        return f"sqlite:///{tmp_path}/{name}.sqlite"
+    server = request.getfixturevalue(DATABASE_SERVERS[kind])
+    return server.create_database(f"test_{uuid.uuid4().hex[:12]}")
+
+
 @pytest.fixture(params=["sqlite", "postgresql", "mysql"])
 def database_url(request, tmp_path) -> str:
     """Every functional test runs on SQLite (a file), on PostgreSQL and on
     MariaDB (``mysql``; a database of its own on the session's server)."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/scheduler.sqlite"
-    server = request.getfixturevalue(DATABASE_SERVERS[request.param])
-    return server.create_database(f"test_{uuid.uuid4().hex[:12]}")
+    return _new_database(request, request.param, tmp_path)
+
+
+@pytest.fixture
+def new_database(request, tmp_path, database_url):
+    """Factory: ``new_database()`` is the URL of another empty database of
+    the same kind as ``database_url``."""
+    kind = request.node.callspec.params["database_url"]
+    return lambda: _new_database(request, kind, tmp_path,
+                                 name=f"db-{uuid.uuid4().hex[:8]}")
 
 
 @pytest.fixture
