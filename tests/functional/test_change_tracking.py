@@ -1,0 +1,132 @@
+"""Change tracking (migration 0003) on every database: any writer's change
+is stamped and counted, heartbeats are not, and on the servers a writer
+cannot take a stamp while an earlier one is uncommitted — so a reader that
+has seen stamp N has seen every stamp below it."""
+from __future__ import annotations
+
+from oslo_db import exception as db_exc
+import pytest
+import sqlalchemy as sa
+
+import scheduler.conf
+from scheduler import fleet
+from scheduler.db import api as db_api
+from scheduler.db import migration
+from scheduler.db import models
+
+nodes = models.compute_nodes
+services = models.services
+
+
+@pytest.fixture
+def engine(database_url, tmp_path):
+    conf = scheduler.conf.new_conf()
+    conf([], default_config_files=[])
+    conf.set_override("state_path", str(tmp_path))
+    conf.set_override("connection", database_url, group="database")
+    engine = db_api.create_engine(conf)
+    migration.upgrade(engine)
+    fleet.register(engine, [
+        fleet.Node(host=h, vcpus=4, memory_mb=4096, local_gb=100,
+                   cpu_allocation_ratio=1.0, ram_allocation_ratio=1.0,
+                   zone="az1", host_ip="192.0.2.1") for h in ("h1", "h2")])
+    yield engine
+    engine.dispose()
+
+
+def _write(engine: sa.Engine, statement) -> None:
+    with engine.begin() as conn:
+        conn.execute(statement)
+
+
+def _stamp(engine: sa.Engine, table: sa.Table, host: str) -> int:
+    with engine.connect() as conn:
+        return conn.execute(sa.select(table.c.change_seq)
+                            .where(table.c.host == host)).scalar_one()
+
+
+def _counters(engine: sa.Engine) -> sa.Row:
+    with engine.connect() as conn:
+        return db_api.change_counters(conn)
+
+
+def test_node_writes_are_stamped_in_order_and_deletes_counted(engine):
+    before = _counters(engine)
+    assert _stamp(engine, nodes, "h1") > 0
+    assert _stamp(engine, nodes, "h2") > _stamp(engine, nodes, "h1")
+    _write(engine, nodes.update().where(nodes.c.host == "h1")
+           .values(memory_mb_used=512))
+    stamp = _stamp(engine, nodes, "h1")
+    assert stamp == before.nodes + 1 == _counters(engine).nodes
+    _write(engine, nodes.delete().where(nodes.c.host == "h2"))
+    assert _counters(engine).node_deletes == before.node_deletes + 1
+    with engine.connect() as conn:
+        changed = db_api.compute_nodes(conn, since=before.nodes)
+    assert [row.host for row in changed] == ["h1"]
+
+
+def test_heartbeats_are_not_changes_but_admin_changes_are(engine):
+    before = _counters(engine)
+    stamp = _stamp(engine, services, "h1")
+    _write(engine, services.update().where(services.c.host == "h1").values(
+        report_count=services.c.report_count + 1,
+        last_seen_up=db_api.utcnow(), updated_at=db_api.utcnow()))
+    assert _counters(engine).services == before.services
+    assert _stamp(engine, services, "h1") == stamp
+    _write(engine, services.update().where(services.c.host == "h1")
+           .values(disabled=True, disabled_reason="maintenance"))
+    assert _counters(engine).services == before.services + 1
+    assert _stamp(engine, services, "h1") == before.services + 1
+
+
+def test_aggregate_changes_are_counted(engine):
+    before = _counters(engine).aggregates
+    md = models.aggregate_metadata
+    _write(engine, md.update().where(md.c.key == "availability_zone")
+           .values(value="az9"))
+    after_update = _counters(engine).aggregates
+    assert after_update > before
+    _write(engine, models.aggregate_hosts.delete().where(
+        models.aggregate_hosts.c.host == "h2"))
+    assert _counters(engine).aggregates > after_update
+
+
+def _lock_timeout_one_second(conn: sa.Connection) -> None:
+    if conn.dialect.name == "mysql":
+        conn.exec_driver_sql("SET SESSION innodb_lock_wait_timeout=1")
+    else:
+        conn.exec_driver_sql("SET lock_timeout = '1s'")
+
+
+@pytest.mark.parametrize("database_url", ["postgresql", "mysql"],
+                         indirect=True)
+def test_no_stamp_is_taken_while_an_earlier_writer_is_uncommitted(engine):
+    """Writer A stamps h1 and has not committed. Writer B, on another
+    node, cannot get a stamp (it waits on the counter row and times out):
+    stamps are handed out in commit order. After A commits, B gets the
+    next one, and a reader that missed neither sees both in order."""
+    seen = _counters(engine).nodes
+    with engine.connect() as writer_a:
+        writer_a.begin()
+        writer_a.execute(nodes.update().where(nodes.c.host == "h1")
+                         .values(memory_mb_used=1))
+        with engine.connect() as reader:
+            assert db_api.change_counters(reader).nodes == seen
+            assert db_api.compute_nodes(reader, since=seen) == []
+            reader.rollback()
+        # MariaDB's 1205 arrives as DBDeadlock; PostgreSQL's lock timeout
+        # (55P03) as the raw OperationalError (oslo.db 18).
+        with pytest.raises((db_exc.DBDeadlock, sa.exc.OperationalError)):
+            with engine.begin() as writer_b:
+                _lock_timeout_one_second(writer_b)
+                writer_b.execute(nodes.update().where(nodes.c.host == "h2")
+                                 .values(memory_mb_used=2))
+        writer_a.commit()
+    _write(engine, nodes.update().where(nodes.c.host == "h2")
+           .values(memory_mb_used=2))
+    assert _stamp(engine, nodes, "h1") == seen + 1
+    assert _stamp(engine, nodes, "h2") == seen + 2
+    with engine.connect() as reader:
+        assert [(r.host, r.change_seq) for r in sorted(
+            db_api.compute_nodes(reader, since=seen),
+            key=lambda r: r.change_seq)] == [("h1", seen + 1), ("h2", seen + 2)]

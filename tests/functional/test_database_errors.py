@@ -1,0 +1,153 @@
+"""Transient errors of the database servers, caused for real, arrive as
+oslo.db raises them and are retried: a deadlock between two connections, a
+lock wait that times out (MariaDB), a connection the server killed."""
+from __future__ import annotations
+
+import threading
+
+from oslo_db import exception as db_exc
+import pytest
+import sqlalchemy as sa
+
+import scheduler.conf
+from scheduler.db import api as db_api
+from scheduler.db import migration
+from scheduler.db import models
+from scheduler.db import retry
+
+SERVERS = pytest.mark.parametrize("database_url", ["postgresql", "mysql"],
+                                  indirect=True)
+groups = models.claim_groups
+
+
+@pytest.fixture
+def engine(database_url, tmp_path):
+    """An engine made the way the service makes it, schema at head, with
+    claim_groups rows "a" and "b" to fight over."""
+    conf = scheduler.conf.new_conf()
+    conf([], default_config_files=[])
+    conf.set_override("state_path", str(tmp_path))
+    conf.set_override("connection", database_url, group="database")
+    engine = db_api.create_engine(conf)
+    migration.upgrade(engine)
+    with engine.begin() as conn:
+        conn.execute(groups.insert(), [{"uuid": "a", "generation": 0},
+                                       {"uuid": "b", "generation": 0}])
+    yield engine
+    engine.dispose()
+
+
+def _bump(conn: sa.Connection, uuid: str) -> None:
+    conn.execute(groups.update().where(groups.c.uuid == uuid)
+                 .values(generation=groups.c.generation + 1))
+
+
+def _generations(engine: sa.Engine) -> dict[str, int]:
+    with engine.connect() as conn:
+        return dict(conn.execute(sa.select(groups.c.uuid,
+                                           groups.c.generation)).all())
+
+
+def _backend_id(conn: sa.Connection) -> int:
+    if conn.dialect.name == "mysql":
+        return conn.exec_driver_sql("SELECT CONNECTION_ID()").scalar()
+    return conn.exec_driver_sql("SELECT pg_backend_pid()").scalar()
+
+
+def _kill(engine: sa.Engine, backend_id: int) -> None:
+    """End another session from the server's side."""
+    with engine.connect() as conn:
+        if conn.dialect.name == "mysql":
+            conn.exec_driver_sql(f"KILL CONNECTION {int(backend_id)}")
+        else:
+            conn.exec_driver_sql(
+                f"SELECT pg_terminate_backend({int(backend_id)})")
+        conn.commit()
+
+
+@SERVERS
+def test_a_real_deadlock_is_a_dbdeadlock_and_retrying_completes_both(
+        engine):
+    """Two transactions lock "a" and "b" in opposite orders: the server
+    picks one as the deadlock victim, oslo.db raises DBDeadlock (1213 on
+    MariaDB, 40P01 on PostgreSQL), and the retried transaction then
+    commits, so both writes land exactly once."""
+    both_hold_one = threading.Barrier(2, timeout=30)
+    errors: list[BaseException] = []
+
+    def transaction(first: str, second: str) -> None:
+        attempt = 0
+
+        @retry.retrying(3)
+        def work() -> None:
+            nonlocal attempt
+            attempt += 1
+            try:
+                with engine.begin() as conn:
+                    _bump(conn, first)
+                    if attempt == 1:
+                        both_hold_one.wait()
+                    _bump(conn, second)
+            except Exception as exc:
+                errors.append(exc)
+                raise
+        work()
+
+    threads = [threading.Thread(target=transaction, args=order)
+               for order in (("a", "b"), ("b", "a"))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not any(t.is_alive() for t in threads)
+    assert len(errors) == 1, errors
+    assert isinstance(errors[0], db_exc.DBDeadlock)
+    assert retry.is_transient(errors[0])
+    assert _generations(engine) == {"a": 2, "b": 2}
+
+
+@pytest.mark.parametrize("database_url", ["mysql"], indirect=True)
+def test_a_lock_wait_timeout_is_transient_and_nothing_half_done(engine):
+    """MariaDB error 1205: oslo.db raises DBDeadlock; InnoDB rolls back only
+    the statement, but the whole transaction is given up, so its first
+    write is not kept either."""
+    with engine.connect() as holder:
+        holder.begin()
+        _bump(holder, "b")
+        with pytest.raises(db_exc.DBDeadlock) as info:
+            with engine.begin() as conn:
+                conn.exec_driver_sql("SET SESSION innodb_lock_wait_timeout=1")
+                _bump(conn, "a")
+                _bump(conn, "b")
+        assert "1205" in str(info.value)
+        holder.commit()
+    assert retry.is_transient(info.value)
+    assert _generations(engine) == {"a": 0, "b": 1}
+
+
+@SERVERS
+def test_a_killed_connection_is_a_dbconnectionerror_and_retried(engine):
+    """The server ends our session mid-transaction (an admin's KILL, a
+    restart, a Galera node leaving): oslo.db raises DBConnectionError and
+    the retry runs the transaction again on a fresh connection."""
+    errors: list[BaseException] = []
+    attempts = []
+
+    @retry.retrying(3)
+    def work() -> None:
+        attempts.append(1)
+        try:
+            with engine.begin() as conn:
+                _bump(conn, "a")
+                if len(attempts) == 1:
+                    _kill(engine, _backend_id(conn))
+                _bump(conn, "b")
+        except Exception as exc:
+            errors.append(exc)
+            raise
+
+    work()
+    assert len(attempts) == 2
+    assert [type(e) for e in errors] == [db_exc.DBConnectionError]
+    assert retry.is_transient(errors[0])
+    assert _generations(engine) == {"a": 1, "b": 1}
