@@ -30,10 +30,11 @@ opts = [
                     "NoValidHost."),
     cfg.IntOpt("db_retries", default=5, min=0,
                help="How often one database transaction is retried after a "
-                    "transient error: a lost connection, a deadlock, "
-                    "SQLite's 'database is locked', PostgreSQL's "
-                    "serialization failure. Nothing is half-written either "
-                    "way."),
+                    "transient error: a lost connection, a deadlock (on "
+                    "Galera also a certification failure), MySQL's lock "
+                    "wait timeout, SQLite's 'database is locked', "
+                    "PostgreSQL's serialization failure. Nothing is "
+                    "half-written either way."),
     cfg.IntOpt("unconfirmed_claim_ttl", default=3600, min=0,
                help="Seconds a claim made by select_destinations stays "
                     "provisional: unless the caller confirms it (the "

@@ -1,10 +1,17 @@
 """Bounded retries of database work that failed for a transient reason.
 
-oslo.db's stock retry knows MySQL/PostgreSQL deadlocks (DBDeadlock) and lost
-connections (DBConnectionError), but not SQLite's "database is locked" (the
-busy timeout ran out) nor PostgreSQL's serialization failures (SQLSTATE
-40001): oslo.db 18 re-raises those as the raw SQLAlchemy OperationalError
-(older releases wrapped them in DBError). :func:`is_transient` adds them.
+oslo.db's stock retry knows deadlocks (DBDeadlock) and lost connections
+(DBConnectionError). On MySQL/MariaDB oslo.db raises DBDeadlock for both a
+deadlock (1213, also Galera's certification failure "Deadlock: wsrep
+aborted transaction") and a lock wait timeout (1205), and
+DBConnectionError for a lost or killed connection (2006, 2013, 1927); on
+PostgreSQL DBDeadlock for 40P01. It does not know SQLite's "database is
+locked" (the busy timeout ran out) nor PostgreSQL's serialization failures
+(SQLSTATE 40001): oslo.db 18 re-raises those as the raw SQLAlchemy
+OperationalError (older releases wrapped them in DBError).
+:func:`is_transient` adds them. On MySQL a lock wait timeout rolls back
+only the statement; the retried work still starts over, because the
+exception leaves its ``engine.begin()`` block, which rolls back the rest.
 The work retried must be one transaction that either committed or left
 nothing behind — every claim function is.
 """

@@ -1,4 +1,5 @@
-"""Checks that the real-server fixtures give working RabbitMQ and PostgreSQL."""
+"""Checks that the real-server fixtures give working RabbitMQ, PostgreSQL and
+MariaDB."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import sqlalchemy
 from oslo_config import cfg
 
 from tests.fixtures import availability
+from tests.fixtures.mariadb import MariaDBServer
 from tests.fixtures.postgres import PostgreSQLServer
 from tests.fixtures.rabbitmq import RabbitMQServer
 
@@ -185,6 +187,65 @@ def test_postgresql_restart_keeps_data(postgresql: PostgreSQLServer) -> None:
         assert _scalar(url, "select current_database()") == name
     finally:
         postgresql.drop_database(name)
+
+
+# -- MariaDB ----------------------------------------------------------------
+
+
+def test_mariadb_select_one(mariadb: MariaDBServer) -> None:
+    assert mariadb.url.startswith("mysql+pymysql://scheduler:")
+    assert _scalar(mariadb.url, "select 1") == 1
+    assert _scalar(mariadb.url, "select current_user()") == "scheduler@127.0.0.1"
+    assert _scalar(mariadb.url, "select @@character_set_database") == "utf8mb4"
+    assert _listen_addresses(mariadb.port) == {"127.0.0.1"}
+
+
+def test_mariadb_is_the_debian_server_with_innodb(mariadb: MariaDBServer) -> None:
+    assert "MariaDB" in _scalar(mariadb.url, "select version()")
+    assert _scalar(mariadb.url, "select @@default_storage_engine") == "InnoDB"
+
+
+def test_mariadb_create_database(mariadb: MariaDBServer) -> None:
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    url = mariadb.create_database(name)
+    try:
+        assert url == mariadb.url_for(name)
+        assert _scalar(url, "select database()") == name
+    finally:
+        mariadb.drop_database(name)
+    assert (name,) not in mariadb.execute("SHOW DATABASES")
+
+
+def test_mariadb_restart_keeps_data(mariadb: MariaDBServer) -> None:
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    url = mariadb.create_database(name)
+    try:
+        engine = sqlalchemy.create_engine(url)
+        with engine.begin() as conn:
+            conn.exec_driver_sql("CREATE TABLE kept (id INT PRIMARY KEY)")
+            conn.exec_driver_sql("INSERT INTO kept VALUES (7)")
+        engine.dispose()
+        port = mariadb.port
+        mariadb.restart()
+        assert mariadb.port == port
+        assert _scalar(url, "select id from kept") == 7
+    finally:
+        mariadb.drop_database(name)
+
+
+def test_mariadb_recovers_after_kill_and_stop_leaves_nothing() -> None:
+    server = MariaDBServer()
+    if server.unavailable_reason():
+        availability.require("MariaDB", server.unavailable_reason())
+    server.start()
+    base = server.base_dir
+    assert base is not None and base.exists()
+    server.kill()
+    server.start()            # crash recovery, same data and port
+    assert _scalar(server.url, "select 1") == 1
+    server.stop()
+    assert not base.exists()
+    assert not server.is_running
 
 
 # -- availability policy ------------------------------------------------------
