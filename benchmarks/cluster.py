@@ -35,7 +35,7 @@ REGISTER_WAVE = 2000
 class Cluster:
     """One fleet of ``hosts`` nodes in one database."""
     hosts: int
-    kind: str                  # "sqlite" or "postgresql"
+    kind: str                  # "sqlite", "postgresql" or "mysql"
     url: str
     path: Path                 # state directory, config files
     config_file: Path          # for in-process stages
@@ -93,6 +93,8 @@ def _db_now(dialect: str) -> str:
     # The database's clock in UTC, as the scheduler writes it.
     if dialect == "postgresql":
         return "(now() AT TIME ZONE 'utc')"
+    if dialect == "mysql":
+        return "UTC_TIMESTAMP()"
     return "CURRENT_TIMESTAMP"
 
 

@@ -31,12 +31,21 @@ MEASURES = {
                "in-process"),
     "claim_sqlite": ("claim, SQLite", "latency", "claim"),
     "claim_postgresql": ("claim, PostgreSQL", "latency", "claim"),
+    "claim_mysql": ("claim, MariaDB", "latency", "claim"),
     "echo_c1": ("bus: echo call, concurrency 1", "latency", "rpc-1"),
     "select_c1": ("RPC select_destinations, concurrency 1", "latency",
                   "rpc-1"),
+    "select_c1_postgresql": ("RPC select_destinations, c1, PostgreSQL",
+                             "latency", "rpc-1"),
+    "select_c1_mysql": ("RPC select_destinations, c1, MariaDB", "latency",
+                        "rpc-1"),
     "echo_c8": ("bus: echo calls, concurrency 8", "throughput", "rpc-8"),
     "select_c8": ("RPC select_destinations, concurrency 8", "throughput",
                   "rpc-8"),
+    "select_c8_postgresql": ("RPC select_destinations, c8, PostgreSQL",
+                             "throughput", "rpc-8"),
+    "select_c8_mysql": ("RPC select_destinations, c8, MariaDB",
+                        "throughput", "rpc-8"),
 }
 BUS = {"latency": "echo_c1", "throughput": "echo_c8"}
 

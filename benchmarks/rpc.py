@@ -132,20 +132,23 @@ def _wait_until_serving(conf, server: servers.Process) -> None:
 
 
 def measure(bus: Bus, fleet: cluster_mod.Cluster, limits: Limits,
-            workers: int = 1) -> list[Row]:
+            workers: int = 1, other_db: bool = False) -> list[Row]:
     """echo c1, select c1, echo c8, select c8 — in that order, so each
-    scheduler row has a bus row of the same minute next to it."""
+    scheduler row has a bus row of the same minute next to it.
+    ``other_db``: the fleet is in another database than the run's main
+    one; only the select rows, keyed ``select_cN_<kind>`` (the main
+    fleet's bus rows stand beside them)."""
     with deployment(bus, fleet, workers) as conf:
         transport = rpc.get_transport(conf)
         try:
             return _measure(conf, transport, bus.echo_topic, fleet.hosts,
-                            limits)
+                            limits, fleet.kind if other_db else "")
         finally:
             transport.cleanup()
 
 
 def _measure(conf, transport, echo_topic: str, hosts: int,
-             limits: Limits) -> list[Row]:
+             limits: Limits, other_db: str) -> list[Row]:
     api = SchedulerAPI(conf, transport=transport, timeout=CALL_TIMEOUT)
     echo = EchoClient(transport, echo_topic, timeout=CALL_TIMEOUT)
     spec = {"flavor": dict(FLAVOR), "num_instances": 1}
@@ -175,7 +178,10 @@ def _measure(conf, transport, echo_topic: str, hosts: int,
     rows = []
     for concurrency in (1, CONCURRENCY):
         for measure_name, call in (("echo", bus_call), ("select", select)):
-            row = Row(f"{measure_name}_c{concurrency}", hosts)
+            if other_db and measure_name == "echo":
+                continue
+            suffix = f"_{other_db}" if other_db else ""
+            row = Row(f"{measure_name}_c{concurrency}{suffix}", hosts)
             if concurrency == 1:
                 repeat(row, call, limits, expected=expected)
             else:

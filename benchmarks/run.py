@@ -1,11 +1,11 @@
 """Scheduler benchmarks: ``python benchmarks/run.py`` (``tox -e bench``).
 
-For each fleet size: build the fleet (SQLite, and PostgreSQL for its claim
-row), time the in-process stages, then deploy scheduler-server on the fleet
-over a private RabbitMQ and time it end to end next to a bare echo call on
-the same broker. Prints one table; writes table.txt, results.json and
-latency.png to --out. Never judges a timing: it exits non-zero only when a
-stage could not run.
+For each fleet size: build the fleet in each database (SQLite, PostgreSQL,
+MariaDB), time the in-process stages on the first, claims on each, then
+deploy scheduler-server on each fleet over a private RabbitMQ and time it
+end to end next to a bare echo call on the same broker. Prints one table;
+writes table.txt, results.json and latency.png to --out. Never judges a
+timing: it exits non-zero only when a stage could not run.
 """
 from __future__ import annotations
 
@@ -39,7 +39,8 @@ DEFAULT_HOSTS = "1000,10000,100000"
 DEFAULT_REQUESTS = 1000
 DEFAULT_BUDGET = 20.0
 QUICK = {"hosts": [100, 300], "requests": 10, "budget": 2.0}
-DBS = ("sqlite", "postgresql")
+DBS = ("sqlite", "postgresql", "mysql")
+SERVER_DBS = ("postgresql", "mysql")
 README = ROOT / "benchmarks" / "README.rst"
 
 
@@ -93,8 +94,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              f"(default {DEFAULT_BUDGET:g}); every row "
                              "takes at least 3 samples")
     parser.add_argument("--db", type=_dbs, default=list(DBS),
-                        help="databases for the claim rows, comma "
-                             "separated; every other row uses the first")
+                        help="databases for the claim and end-to-end "
+                             "rows, comma separated (mysql: MariaDB); the "
+                             "in-process rows use the first")
     parser.add_argument("--set", type=_option, action="append", default=[],
                         metavar="GROUP.OPTION=VALUE",
                         help="a scheduler option for every config the run "
@@ -170,32 +172,34 @@ class Run:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    missing = servers.unavailable(
-        ["rabbitmq"] + (["postgresql"] if "postgresql" in args.db else []))
+    server_dbs = [kind for kind in args.db if kind in SERVER_DBS]
+    missing = servers.unavailable(["rabbitmq"] + server_dbs)
     if missing:
         print("benchmarks need real servers:\n  " + "\n  ".join(missing)
               + "\n(tools/setup.sh --with-tests installs them; or leave "
-              "out --db postgresql)", file=sys.stderr)
+              "them out of --db)", file=sys.stderr)
         return 2
     limits = Limits(args.requests, args.budget)
     meta = machine.describe()
     workdir = Path(tempfile.mkdtemp(prefix="schedbench-"))
     run = Run()
     started = time.monotonic()
-    bus = pg = None
+    bus = None
+    db_servers: dict = {}
     try:
-        log(f"starting RabbitMQ{' and PostgreSQL' if 'postgresql' in args.db else ''} "
+        log(f"starting RabbitMQ and "
+            f"{', '.join(server_dbs) or 'no database server'} "
             f"(work dir {workdir})")
         bus = rpc.Bus(workdir)
-        if "postgresql" in args.db:
-            pg = servers.start_postgresql()
+        for kind in server_dbs:
+            db_servers[kind] = servers.start_database(kind)
         for hosts in args.hosts:
-            measure_size(run, hosts, args, limits, bus, pg, workdir)
+            measure_size(run, hosts, args, limits, bus, db_servers, workdir)
     finally:
         if bus is not None:
             bus.close()
-        if pg is not None:
-            pg.stop()
+        for server in db_servers.values():
+            server.stop()
         if args.keep:
             log(f"kept {workdir}")
         else:
@@ -223,8 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def measure_size(run: Run, hosts: int, args, limits: Limits, bus, pg,
-                 workdir: Path) -> None:
+def measure_size(run: Run, hosts: int, args, limits: Limits, bus,
+                 db_servers: dict, workdir: Path) -> None:
     main_kind = args.db[0]
     fleets: dict[str, cluster.Cluster] = {}
     try:
@@ -234,13 +238,15 @@ def measure_size(run: Run, hosts: int, args, limits: Limits, bus, pg,
                                ["refresh_nothing", "refresh_changed",
                                 "refresh_full", "decide", "echo_c1",
                                 "select_c1", "echo_c8", "select_c8"]
-                               if kind == main_kind else [])):
+                               if kind == main_kind else
+                               [f"select_c1_{kind}", f"select_c8_{kind}"])):
                 path = workdir / f"{kind}-{hosts}"
                 if kind == "sqlite":
                     path.mkdir(parents=True)
                     url = cluster.sqlite_url(path)
                 else:
-                    url = pg.create_database(f"bench_{hosts}")
+                    url = db_servers[kind].create_database(
+                        f"bench_{hosts}")
                 fleets[kind] = cluster.build(hosts, kind, url, path,
                                              dict(args.set))
                 log(f"{hosts:>7,} hosts: fleet in {kind} built in "
@@ -260,6 +266,13 @@ def measure_size(run: Run, hosts: int, args, limits: Limits, bus, pg,
                             "select_c8"]):
                 run.rows += rpc.measure(bus, main_fleet, limits,
                                         args.workers)
+        for kind, fleet in fleets.items():
+            if kind == main_kind:
+                continue
+            with run.stage(f"end to end over RabbitMQ, {kind}", hosts,
+                           [f"select_c1_{kind}", f"select_c8_{kind}"]):
+                run.rows += rpc.measure(bus, fleet, limits, args.workers,
+                                        other_db=True)
     finally:
         for fleet in fleets.values():
             fleet.dispose()

@@ -1,5 +1,5 @@
-"""The real servers a run needs, from the test fixtures (a private RabbitMQ
-and PostgreSQL on 127.0.0.1, gone afterwards), and the subprocesses it
+"""The real servers a run needs, from the test fixtures (a private RabbitMQ,
+PostgreSQL and MariaDB on 127.0.0.1, gone afterwards), and the subprocesses it
 starts (scheduler-server, the heartbeating fleet, the echo server)."""
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 
+from tests.fixtures.mariadb import MariaDBServer
 from tests.fixtures.postgres import PostgreSQLServer
 from tests.fixtures.rabbitmq import RabbitMQServer
 
@@ -17,10 +18,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def unavailable(kinds: list[str]) -> list[str]:
-    """Why the servers of ``kinds`` ("rabbitmq", "postgresql") cannot be
-    started here; empty if they can."""
+    """Why the servers of ``kinds`` ("rabbitmq", "postgresql", "mysql")
+    cannot be started here; empty if they can."""
     reasons = []
-    checks = {"rabbitmq": RabbitMQServer, "postgresql": PostgreSQLServer}
+    checks = {"rabbitmq": RabbitMQServer, "postgresql": PostgreSQLServer,
+              "mysql": MariaDBServer}
     for kind in kinds:
         why = checks[kind].unavailable_reason()
         if why:
@@ -34,8 +36,10 @@ def start_rabbitmq() -> RabbitMQServer:
     return server
 
 
-def start_postgresql() -> PostgreSQLServer:
-    server = PostgreSQLServer()
+def start_database(kind: str) -> PostgreSQLServer | MariaDBServer:
+    """A started server for the claim and end-to-end rows of ``kind``
+    ("postgresql" or "mysql")."""
+    server = {"postgresql": PostgreSQLServer, "mysql": MariaDBServer}[kind]()
     server.start()
     return server
 

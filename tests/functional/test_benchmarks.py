@@ -1,5 +1,5 @@
-"""benchmarks/run.py --quick runs end to end: it starts its own RabbitMQ and
-PostgreSQL, measures every row, prints the table and writes the JSON and the
+"""benchmarks/run.py --quick runs end to end: it starts its own RabbitMQ,
+PostgreSQL and MariaDB, measures every row, prints the table and writes the JSON and the
 PNG. Timings are never asserted; only that every row was measured."""
 from __future__ import annotations
 
@@ -10,18 +10,21 @@ import subprocess
 import sys
 
 from tests.fixtures.availability import require
+from tests.fixtures.mariadb import MariaDBServer
 from tests.fixtures.postgres import PostgreSQLServer
 from tests.fixtures.rabbitmq import RabbitMQServer
 
 ROOT = Path(__file__).resolve().parents[2]
 MEASURES = ["refresh_nothing", "refresh_changed", "refresh_full", "decide",
-            "claim_sqlite", "claim_postgresql", "echo_c1", "select_c1",
-            "echo_c8", "select_c8"]
+            "claim_sqlite", "claim_postgresql", "claim_mysql", "echo_c1",
+            "select_c1", "select_c1_postgresql", "select_c1_mysql",
+            "echo_c8", "select_c8", "select_c8_postgresql", "select_c8_mysql"]
 
 
 def test_quick_benchmark_runs(tmp_path):
     for name, server in (("RabbitMQ", RabbitMQServer),
-                         ("PostgreSQL", PostgreSQLServer)):
+                         ("PostgreSQL", PostgreSQLServer),
+                         ("MariaDB", MariaDBServer)):
         why = server.unavailable_reason()
         if why:
             require(name, why)
@@ -39,6 +42,7 @@ def test_quick_benchmark_runs(tmp_path):
     table = (out / "table.txt").read_text()
     assert "median ms" in result.stdout and "p99 ms" in result.stdout
     for label in ("refresh, nothing changed", "claim, PostgreSQL",
+                  "claim, MariaDB", "RPC select_destinations, c1, MariaDB",
                   "bus: echo call, concurrency 1",
                   "RPC select_destinations, concurrency 8"):
         assert label in result.stdout
