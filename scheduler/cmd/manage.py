@@ -271,7 +271,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     conf = cmd.conf_from_args(args)
-    engine = db.create_engine(conf)
+    try:
+        engine = db.create_engine(conf)
+    except exception.ConfigError as e:
+        print(f"ERROR: {e}", file=sys.stderr)
+        return 1
     try:
         return args.func(conf, engine, args) or 0
     except exception.SchedulerException as e:

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext import compiler
 from sqlalchemy.sql import expression
 
+from scheduler import exception
 from scheduler.db import models
 from scheduler.host_state import Aggregate
 
@@ -27,11 +28,23 @@ SQLITE_BUSY_TIMEOUT_MS = 30000
 def create_engine(conf: cfg.ConfigOpts) -> sa.Engine:
     """An engine for ``[database] connection`` through oslo.db (pool
     settings, pre-ping, error translation). SQLite files run in WAL mode so
-    readers do not block the writer."""
+    readers do not block the writer; MySQL sessions run at READ COMMITTED.
+    :raises ConfigError: a MySQL server without ``DELETE ... RETURNING``
+        (Oracle MySQL; MariaDB has it).
+    """
     context = enginefacade.transaction_context()
     context.configure(**{opt.dest: conf.database[opt.dest]
                          for opt in db_options.database_opts})
     engine = context.writer.get_engine()
+    if engine.dialect.name == "mysql" and not engine.dialect.delete_returning:
+        # Release and expiry give usage back exactly once by deleting with
+        # RETURNING; without it they would fail at the first release.
+        version = ".".join(map(str, engine.dialect.server_version_info))
+        engine.dispose()
+        raise exception.ConfigError(
+            f"[database] connection: MySQL {version} has no DELETE ... "
+            f"RETURNING, which releasing claims needs; use MariaDB or "
+            f"PostgreSQL")
     if engine.dialect.name == "sqlite" and engine.url.database not in (
             None, "", ":memory:"):
         # oslo.db gives SQLite files a NullPool: a new connection, file open
