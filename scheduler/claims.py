@@ -115,30 +115,45 @@ def claim(engine: sa.Engine, claims: list[Claim], *,
     :raises ConsumerExists: a consumer already has an allocation; nothing
         was written.
     """
-    replace = list(replace)
     try:
         with engine.begin() as conn:
-            if group is not None:
-                _lock_group(conn, group.uuid)
-            _consume(conn, claims, default_ratios)
-            if replace:
-                _give_back(conn, _delete(conn, models.allocations.c
-                                         .consumer_uuid.in_(replace)))
-            if group is not None:
-                _check_group(conn, group, claims)
-            expires_at = None
-            if ttl > 0:
-                expires_at = db.db_time(conn) + datetime.timedelta(
-                    seconds=ttl)
-            conn.execute(models.allocations.insert(), [
-                {"consumer_uuid": c.consumer_uuid,
-                 "compute_node_id": c.node_id, "project_id": c.project_id,
-                 "user_id": c.user_id, "group_uuid": c.group_uuid,
-                 "vcpus": c.vcpus, "memory_mb": c.memory_mb,
-                 "disk_gb": c.disk_gb, "expires_at": expires_at}
-                for c in claims])
+            claim_in(conn, claims, groups=[group] if group else [],
+                     replace=replace, ttl=ttl, default_ratios=default_ratios)
     except db_exc.DBDuplicateEntry as e:
         raise ConsumerExists(str(e)) from e
+
+
+def claim_in(conn: sa.Connection, claims: list[Claim], *,
+             groups: Iterable[GroupRule] = (), replace: Iterable[str] = (),
+             ttl: int = 0, default_ratios: Ratios = Ratios()) -> None:
+    """:func:`claim`'s writes inside the caller's transaction ``conn``, for
+    callers that record more in the same transaction (a stack's row). Every
+    group in ``groups`` is kept; a claim counts towards the group named by
+    its ``group_uuid``. Raises as :func:`claim`, except that a consumer
+    already holding a claim raises oslo.db's ``DBDuplicateEntry``; on any
+    error the caller must roll back.
+    """
+    replace = list(replace)
+    # Sorted: two transactions lock the same groups in the same order.
+    groups = sorted(groups, key=lambda g: g.uuid)
+    for group in groups:
+        _lock_group(conn, group.uuid)
+    _consume(conn, claims, default_ratios)
+    if replace:
+        _give_back(conn, _delete(conn, models.allocations.c
+                                 .consumer_uuid.in_(replace)))
+    for group in groups:
+        _check_group(conn, group, claims)
+    expires_at = None
+    if ttl > 0:
+        expires_at = db.db_time(conn) + datetime.timedelta(seconds=ttl)
+    conn.execute(models.allocations.insert(), [
+        {"consumer_uuid": c.consumer_uuid,
+         "compute_node_id": c.node_id, "project_id": c.project_id,
+         "user_id": c.user_id, "group_uuid": c.group_uuid,
+         "vcpus": c.vcpus, "memory_mb": c.memory_mb,
+         "disk_gb": c.disk_gb, "expires_at": expires_at}
+        for c in claims])
 
 
 def _within(used, amount: str, total, ratio, default: str):
@@ -232,7 +247,8 @@ def _lock_group(conn: sa.Connection, group_uuid: str) -> None:
 def _check_group(conn: sa.Connection, group: GroupRule,
                  claims: list[Claim]) -> None:
     members = group_hosts(conn, group.uuid)
-    planned = collections.Counter(c.host for c in claims)
+    planned = collections.Counter(c.host for c in claims
+                                  if c.group_uuid == group.uuid)
     if group.policy == "anti-affinity":
         for host, count in planned.items():
             if members[host] + count > group.max_per_host:
@@ -334,9 +350,14 @@ def release(engine: sa.Engine, consumer_uuids: list[str]) -> int:
     if not consumer_uuids:
         return 0
     with engine.begin() as conn:
-        rows = _delete(conn, models.allocations.c.consumer_uuid.in_(
-            consumer_uuids))
-        _give_back(conn, rows)
+        return release_in(conn, consumer_uuids)
+
+
+def release_in(conn: sa.Connection, consumer_uuids: list[str]) -> int:
+    """:func:`release` inside the caller's transaction ``conn``."""
+    rows = _delete(conn, models.allocations.c.consumer_uuid.in_(
+        consumer_uuids))
+    _give_back(conn, rows)
     return len(rows)
 
 

@@ -7,6 +7,7 @@ traceback) and keeps serving, and the caller gets the same class back.
 from __future__ import annotations
 
 from typing import Any
+import uuid as uuidlib
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -20,10 +21,20 @@ from scheduler import rpc
 from scheduler.db import retry as db_retry
 from scheduler.host_manager import HostManager
 from scheduler.request_spec import RequestSpec
+from scheduler.stacks import placement as stack_placement
+from scheduler.stacks.stack import Stack
 
 LOG = logging.getLogger(__name__)
 
 MAX_RANK_LIMIT = 1000
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        uuidlib.UUID(text)
+    except ValueError:
+        return False
+    return len(text) <= 36
 
 
 class SchedulerManager:
@@ -98,6 +109,55 @@ class SchedulerManager:
         :returns: how many of the consumers hold a claim."""
         self._check_uuids(consumer_uuids)
         return self._retry(claims.confirm)(self.engine, consumer_uuids)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.NoValidHost,
+                                   exception.InvalidRequest)
+    def select_stack(self, ctxt: Any, stack: Any = None) -> dict[str, Any]:
+        """Place and claim every resource of a stack, all or nothing
+        (DESIGN.md "Stacks"); a re-sent stack returns what it holds.
+        :raises InvalidRequest: malformed stack (names the field), a
+            dependency cycle or unknown reference, or a different stack
+            under this stack_id (names what changed).
+        :raises NoValidHost: names the resource and why, per filter.
+        """
+        return self._stack(stack, dry_run=False)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.NoValidHost,
+                                   exception.InvalidRequest)
+    def rank_stack(self, ctxt: Any, stack: Any = None) -> dict[str, Any]:
+        """Dry run of select_stack: the order and the plan, nothing
+        claimed. Raises as select_stack."""
+        return self._stack(stack, dry_run=True)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.InvalidRequest)
+    def release_stack(self, ctxt: Any, stack_id: Any = None) -> int:
+        """Release every claim of the stack and forget it; idempotent.
+        :returns: how many claims were released now."""
+        if not isinstance(stack_id, str) or not _is_uuid(stack_id):
+            raise exception.InvalidRequest(
+                f"stack_id: expected a uuid, got {stack_id!r}"[:200])
+        stack_id = str(uuidlib.UUID(stack_id))
+        released = stack_placement.release(
+            self.engine, stack_id, self.conf.scheduler.db_retries)
+        LOG.info("Released stack %s: %d claim(s)", stack_id, released)
+        return released
+
+    def _stack(self, stack: Any, dry_run: bool) -> dict[str, Any]:
+        parsed = Stack.from_primitives(
+            stack, self.conf.scheduler.max_instances_per_request)
+        try:
+            result = stack_placement.select(self.driver, parsed, dry_run)
+        except exception.NoValidHost as e:
+            LOG.info("Stack %s refused: %s", parsed.stack_id, e)
+            raise
+        if not dry_run:
+            LOG.info("Placed stack %s: %s", parsed.stack_id, ", ".join(
+                f"{name} on {'+'.join(d['host'] for d in dests)}"
+                for name, dests in result["resources"].items()))
+        return result
 
     @messaging.expose
     def ping(self, ctxt: Any) -> dict[str, str]:

@@ -6,8 +6,10 @@ from oslo_config import cfg
 import oslo_messaging as messaging
 
 #: RPC API version the server implements; 1.0 had select_destinations,
-#: release and ping, 1.1 added rank_destinations, 1.2 confirm.
-API_VERSION = "1.2"
+#: release and ping, 1.1 added rank_destinations, 1.2 confirm, 1.4
+#: select_stack, rank_stack and release_stack (1.3, confirm_move and
+#: revert_move, comes with the moves branch).
+API_VERSION = "1.4"
 
 #: Only our own exception module may be re-raised remotely: oslo.messaging
 #: imports the named module on the caller, so the list must stay this short.

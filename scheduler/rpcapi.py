@@ -26,7 +26,8 @@ LOG = logging.getLogger(__name__)
 
 class SchedulerAPI:
     """Version history: 1.0 select_destinations, release, ping;
-    1.1 rank_destinations; 1.2 confirm."""
+    1.1 rank_destinations; 1.2 confirm; 1.4 select_stack, rank_stack,
+    release_stack."""
 
     def __init__(self, conf: cfg.ConfigOpts,
                  transport: messaging.Transport | None = None,
@@ -84,6 +85,46 @@ class SchedulerAPI:
                 f"caps this client at {self.conf.upgrade_levels.scheduler}")
         return self.client.prepare(version="1.2").call(
             ctxt, "confirm", consumer_uuids=list(consumer_uuids))
+
+    def select_stack(self, ctxt: dict, stack: dict[str, Any]
+                     ) -> dict[str, Any]:
+        """Place and claim a whole stack, all or nothing (DESIGN.md
+        "Stacks"); needs servers at 1.4 or newer. Re-sent on a timeout like
+        select_destinations: the stack id makes the call idempotent.
+
+        :raises NoValidHost, InvalidRequest: re-raised from the server.
+        :raises MessagingTimeout: after ``max_attempts`` timed-out calls.
+        """
+        cctxt = self._prepare("1.4", "select_stack")
+        attempts = self.conf.scheduler.max_attempts
+        for attempt in range(1, attempts + 1):
+            try:
+                return cctxt.call(ctxt, "select_stack", stack=stack)
+            except messaging.MessagingTimeout:
+                if attempt == attempts:
+                    raise
+                LOG.warning("select_stack timed out (attempt %d of %d); "
+                            "re-sending the same stack", attempt, attempts)
+        raise AssertionError("unreachable")
+
+    def rank_stack(self, ctxt: dict, stack: dict[str, Any]
+                   ) -> dict[str, Any]:
+        """Dry run of select_stack; needs servers at 1.4 or newer."""
+        return self._prepare("1.4", "rank_stack").call(
+            ctxt, "rank_stack", stack=stack)
+
+    def release_stack(self, ctxt: dict, stack_id: str) -> int:
+        """Release a stack's claims; idempotent; needs servers at 1.4."""
+        return self._prepare("1.4", "release_stack").call(
+            ctxt, "release_stack", stack_id=stack_id)
+
+    def _prepare(self, version: str, method: str):
+        if not self.client.can_send_version(version):
+            raise exception.InvalidRequest(
+                f"{method} needs RPC API {version} but [upgrade_levels] "
+                f"scheduler caps this client at "
+                f"{self.conf.upgrade_levels.scheduler}")
+        return self.client.prepare(version=version)
 
     def ping(self, ctxt: dict, server: str | None = None) -> dict[str, str]:
         """Ping any server on the topic, or the one named ``server``."""

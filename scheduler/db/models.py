@@ -12,6 +12,7 @@ import datetime
 
 import sqlalchemy as sa
 from sqlalchemy import orm
+from sqlalchemy.dialects import mysql
 
 
 def _utcnow() -> datetime.datetime:
@@ -163,6 +164,21 @@ class ClaimGroup(Base):
     generation = sa.Column(sa.Integer, nullable=False, default=0)
 
 
+class Stack(Base):
+    """One row per stack placed with ``select_stack``: its definition as
+    validated (canonical JSON, consumer uuids included), so a re-send can be
+    told from a changed stack and ``release_stack`` knows its consumers."""
+    __tablename__ = "stacks"
+    stack_id = sa.Column(sa.String(36), primary_key=True)
+    project_id = sa.Column(sa.String(255), nullable=True)
+    user_id = sa.Column(sa.String(255), nullable=True)
+    # MySQL's TEXT stops at 64 KiB; a stack of many resources can exceed it.
+    definition = sa.Column(
+        sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql"), nullable=False)
+    created_at = sa.Column(sa.DateTime, nullable=False,
+                           server_default=sa.func.now())
+
+
 class ChangeCounter(Base):
     """One row (id 1) of counters that triggers bump on every tracked
     write; a refresh compares them with what it saw last."""
@@ -181,4 +197,5 @@ aggregate_hosts = AggregateHost.__table__
 aggregate_metadata = AggregateMetadata.__table__
 allocations = Allocation.__table__
 claim_groups = ClaimGroup.__table__
+stacks = Stack.__table__
 change_counter = ChangeCounter.__table__

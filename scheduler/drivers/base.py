@@ -10,7 +10,7 @@ client retry: hand back what they hold).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Iterable
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -22,6 +22,7 @@ from scheduler.db import retry as db_retry
 from scheduler.host_manager import HostManager
 from scheduler.host_state import HostState
 from scheduler.host_table import HostTable
+from scheduler.request_spec import Flavor
 from scheduler.request_spec import HOST_HINTS
 from scheduler.request_spec import RequestSpec
 
@@ -131,7 +132,7 @@ class Driver:
                     return [_held_destination(held[u]) for u in uuids]
                 replace = list(held)
                 continue
-            self._claimed(spec, selections)
+            self._claimed((s.host, spec.flavor) for s in selections)
             return [_destination(spec, s) for s in selections]
         raise exception.NoValidHost(
             f"No valid host: lost the claim race {retries + 1} times in a "
@@ -177,15 +178,14 @@ class Driver:
         return claims.Ratios(fs.cpu_allocation_ratio, fs.ram_allocation_ratio,
                              fs.disk_allocation_ratio)
 
-    def _claimed(self, spec: RequestSpec, selections: list[Selection]
-                 ) -> None:
-        """Show this process's claim in its table at once: the hosts with
-        the usage just claimed, generation bumped once by the claim."""
-        flavor = spec.flavor
+    def _claimed(self, placed: Iterable[tuple[HostState, Flavor]]) -> None:
+        """Show this process's claim in its table at once: the hosts (as
+        read) with the usage just claimed on them (one flavor per instance),
+        generation bumped once by the claim."""
         after: dict[int, HostState] = {}
-        for s in selections:
-            state = after.get(s.host.node_id, s.host)
-            after[s.host.node_id] = state.consumed(
+        for host, flavor in placed:
+            state = after.get(host.node_id, host)
+            after[host.node_id] = state.consumed(
                 flavor.vcpus, flavor.memory_mb, flavor.disk_gb)
         self.host_manager.claimed(
             [dataclasses.replace(state, generation=state.generation + 1)

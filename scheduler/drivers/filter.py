@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from typing import Any
+from typing import Any, Callable
 
+import numpy as np
 
 from scheduler import exception
 from scheduler import plugins
@@ -13,6 +14,7 @@ from scheduler import targeting
 from scheduler.drivers.base import Driver
 from scheduler.drivers.base import Selection
 from scheduler.filters.base import explain
+from scheduler.filters.base import FilterStep
 from scheduler.filters.base import run_filters
 from scheduler.host_state import HostState
 from scheduler.host_table import HostTable
@@ -20,6 +22,11 @@ from scheduler.host_table import HostView
 from scheduler.request_spec import RequestSpec
 from scheduler.weighers.base import Weighing
 from scheduler.weighers.base import weigh
+
+
+#: ``narrow(view, idx) -> (positions left, steps)``: see plan_on.
+Narrowing = Callable[[HostView, np.ndarray],
+                     tuple[np.ndarray, list[FilterStep]]]
 
 
 def _with_member_on(spec: RequestSpec, host: str) -> RequestSpec:
@@ -42,10 +49,28 @@ class FilterScheduler(Driver):
         """Nova's loop: each instance is placed on the survivors of the
         previous one's filtering, with the usage already planned; the request
         fails as a whole if any instance finds no host."""
-        view = HostView(table)
+        return self.plan_on(HostView(table), spec, spread)
+
+    def plan_on(self, view: HostView, spec: RequestSpec, spread: int = 1,
+                narrow: Narrowing | None = None,
+                keep_usage: bool = False) -> list[Selection]:
+        """:meth:`plan` on a view shared with other requests' plans (a
+        stack's resources): the view's planned usage counts.
+
+        ``narrow(view, idx)`` further narrows the candidates after
+        targeting, before any filter (a stack's relations between its
+        resources; they hold on forced hosts too), returning the positions
+        left and a FilterStep per narrowing. With ``keep_usage`` every
+        instance's usage is left in ``view``, for whatever is planned next.
+        :raises NoValidHost: as :meth:`plan`, the narrowing's steps counted.
+        """
+        table = view.table
         total = len(table)
         candidates, forced, target_steps = targeting.apply(
             spec, view, table.all_positions())
+        if narrow is not None:
+            candidates, narrowed = narrow(view, candidates)
+            target_steps += narrowed
         subset = self.conf.filter_scheduler.host_subset_size * spread
         flavor = spec.flavor
         selections = []
@@ -66,7 +91,7 @@ class FilterScheduler(Driver):
             selections.append(Selection(
                 uuid, state, self._limits(state, forced),
                 self._alternates(spec, view, weighing, chosen, forced)))
-            if index + 1 < spec.num_instances:
+            if keep_usage or index + 1 < spec.num_instances:
                 # The next instance sees this one's usage and membership.
                 view.consume(chosen, flavor.vcpus, flavor.memory_mb,
                              flavor.disk_gb)

@@ -1,0 +1,13 @@
+"""Stacks: a whole Heat stack's servers placed at once, atomically.
+
+- ``graph``: the dependency graph and Heat's creation batches (Kahn).
+- ``stack``: the ``select_stack`` request, validated; consumer ids; what
+  changed between two definitions.
+- ``planner``: every resource planned on one view of the hosts, relations
+  and groups kept, hardest first with repairs.
+- ``store``: the ``stacks`` table and the one transaction that claims a
+  whole stack.
+- ``placement``: select / rank / release, idempotent, retried on races.
+- ``template``: a HOT template (what ``scheduler-client stack`` reads) as a
+  ``select_stack`` request.
+"""

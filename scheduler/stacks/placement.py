@@ -1,0 +1,199 @@
+"""select_stack, rank_stack and release_stack: a whole stack placed and
+claimed at once, idempotently.
+
+- A stack id seen before with the same definition returns what the stack
+  holds (a re-sent call, a message delivered twice); if some of its claims
+  are gone (released one by one, expired) the stack is planned again and
+  the new claims replace the ones left, atomically.
+- A stack id seen before with another definition is refused, naming what
+  changed: the caller must release it first.
+- A lost claim race (another scheduler changed a node) re-reads the hosts
+  and plans the whole stack again, at most ``[scheduler] claim_retries``
+  times, as a single request does.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from oslo_log import log as logging
+
+from scheduler import claims
+from scheduler import exception
+from scheduler.db import retry as db_retry
+from scheduler.drivers.base import _destination
+from scheduler.drivers.base import _held_destination
+from scheduler.request_spec import InstanceGroup
+from scheduler.request_spec import RequestSpec
+from scheduler.stacks import planner
+from scheduler.stacks import stack as stacks
+from scheduler.stacks import store
+
+LOG = logging.getLogger(__name__)
+
+
+def select(driver, stack: stacks.Stack,
+           dry_run: bool = False) -> dict[str, Any]:
+    """Place and claim every resource of ``stack``, all or nothing; with
+    ``dry_run`` only plan (nothing is written).
+
+    ``driver`` must be able to plan on a shared view (``plan_on``: the
+    filter and caching schedulers).
+    :returns: ``{"stack_id", "order", "resources": {name: [destination]}}``
+        (destinations as select_destinations returns them), plus
+        ``"dry_run": True`` for a dry run.
+    :raises InvalidRequest: the driver cannot place stacks, or the stack id
+        is held by a different stack (naming what changed).
+    :raises NoValidHost: naming the resource that found no host and why,
+        or after losing ``claim_retries`` races in a row.
+    """
+    if not hasattr(driver, "plan_on"):
+        raise exception.InvalidRequest(
+            f"select_stack: driver {driver.conf.scheduler.driver!r} does "
+            f"not place stacks")
+    conf = driver.conf
+    retry = db_retry.retrying(conf.scheduler.db_retries)
+    consumers = stack.consumers
+    while True:
+        stored = retry(store.definition)(driver.engine, stack.stack_id)
+        if stored is not None and stored != stack.definition:
+            raise exception.InvalidRequest(
+                f"stack_id: stack {stack.stack_id} is already placed with "
+                f"another definition (release it first): "
+                + "; ".join(stacks.changes(stored, stack.definition)))
+        held = retry(claims.placements)(driver.engine, consumers)
+        if stored is not None and len(held) == len(consumers):
+            return _result(stack, {
+                name: [_held_destination(held[u])
+                       for u in r.spec.instance_uuids]
+                for name, r in stack.placed.items()}, dry_run)
+        # Claims of these consumers not made by this stack (or left from an
+        # earlier placement of it) are replaced in the same transaction.
+        replace = list(held)
+        result = _place(driver, stack, replace, stored is not None,
+                        dry_run, retry)
+        if result is not None:
+            return result
+        # A concurrent send of this stack (or of its consumers) won: look
+        # again at what it holds.
+
+
+def _place(driver, stack: stacks.Stack, replace: list[str], known: bool,
+           dry_run: bool, retry) -> dict[str, Any] | None:
+    """Plan and claim; None if a concurrent duplicate claimed first."""
+    conf = driver.conf
+    specs = {name: driver._with_hint_hosts(r.spec, replace)
+             for name, r in stack.placed.items()}
+    rules = _group_rules(specs.values())
+    retries = conf.scheduler.claim_retries
+    conflict = None
+    for attempt in range(retries + 1):
+        table = (driver.host_table() if attempt == 0
+                 else driver.host_manager.table())
+        plan = planner.plan(driver, stack, table,
+                            _with_members(driver, specs, replace),
+                            spread=2 ** attempt)
+        if dry_run:
+            return _planned_result(stack, plan, dry_run=True)
+        to_claim = [
+            claims.Claim(
+                consumer_uuid=s.consumer_uuid, node_id=s.host.node_id,
+                host=s.host.host, generation=s.host.generation,
+                vcpus=spec.flavor.vcpus, memory_mb=spec.flavor.memory_mb,
+                disk_gb=spec.flavor.disk_gb, project_id=spec.project_id,
+                user_id=spec.user_id,
+                group_uuid=(spec.instance_group.uuid
+                            if spec.instance_group else None))
+            for name, spec in plan.specs.items()
+            for s in plan.selections[name]]
+        try:
+            retry(store.claim)(
+                driver.engine, stack, to_claim, known=known, groups=rules,
+                replace=replace, ttl=conf.scheduler.unconfirmed_claim_ttl,
+                default_ratios=driver._default_ratios)
+        except claims.NoRoom as e:
+            forced = _forced_on(plan, e.node_id)
+            if forced:
+                raise exception.NoValidHost(
+                    f"No valid host for resource {forced!r} of stack "
+                    f"{stack.stack_id}: the forced host has no room: {e}")
+            conflict = e
+            continue
+        except claims.ClaimConflict as e:
+            conflict = e
+            LOG.debug("Stack claim attempt %d lost a race: %s",
+                      attempt + 1, e)
+            continue
+        except claims.ConsumerExists:
+            return None
+        driver._claimed((s.host, plan.specs[name].flavor)
+                        for name, chosen in plan.selections.items()
+                        for s in chosen)
+        return _planned_result(stack, plan)
+    raise exception.NoValidHost(
+        f"No valid host for stack {stack.stack_id}: lost the claim race "
+        f"{retries + 1} times in a row to concurrent requests (last: "
+        f"{conflict})")
+
+
+def release(engine, stack_id: str, db_retries: int) -> int:
+    """Release stack ``stack_id`` (see store.release); idempotent."""
+    return db_retry.retrying(db_retries)(store.release)(engine, stack_id)
+
+
+def _group_rules(specs) -> list[claims.GroupRule]:
+    """One rule per hard server group named in the stack (the stack's
+    validation made its resources agree on each group's policy)."""
+    rules: dict[str, claims.GroupRule] = {}
+    for spec in specs:
+        group = spec.instance_group
+        if group is not None and group.uuid and group.is_hard:
+            rules[group.uuid] = claims.GroupRule(
+                group.uuid, group.policy, group.max_server_per_host)
+    return list(rules.values())
+
+
+def _with_members(driver, specs: dict[str, RequestSpec],
+                  replace: list[str]) -> dict[str, RequestSpec]:
+    """Every spec with its group's members from the claims: one read per
+    group, not per resource."""
+    resolved: dict[InstanceGroup, InstanceGroup] = {}
+    out = {}
+    for name, spec in specs.items():
+        group = spec.instance_group
+        if group is None or not group.uuid:
+            out[name] = spec
+            continue
+        if group not in resolved:
+            resolved[group] = driver._with_group_members(
+                spec, replace).instance_group
+        out[name] = dataclasses.replace(spec,
+                                        instance_group=resolved[group])
+    return out
+
+
+def _forced_on(plan: planner.Plan, node_id: int | None) -> str | None:
+    """The forced resource planned on node ``node_id``, if any."""
+    for name, spec in plan.specs.items():
+        if spec.force_hosts or spec.force_nodes:
+            if any(s.host.node_id == node_id
+                   for s in plan.selections[name]):
+                return name
+    return None
+
+
+def _planned_result(stack: stacks.Stack, plan: planner.Plan,
+                    dry_run: bool = False) -> dict[str, Any]:
+    return _result(stack, {
+        name: [_destination(plan.specs[name], s)
+               for s in plan.selections[name]]
+        for name in stack.placed}, dry_run)
+
+
+def _result(stack: stacks.Stack, resources: dict[str, list],
+            dry_run: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"stack_id": stack.stack_id, "order": stack.order,
+                           "resources": resources}
+    if dry_run:
+        out["dry_run"] = True
+    return out

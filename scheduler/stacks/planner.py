@@ -1,0 +1,204 @@
+"""Plan every resource of a stack on one view of the hosts.
+
+The resources are planned one after the other on one ``HostView`` of one
+host table, so each sees the usage the ones before it planned, with the
+driver's own targeting, filters and weighers (``FilterScheduler.plan_on``):
+each spec's zone, hints, forcing and server group hold as in a single
+request. Between resources of the stack:
+
+- ``same_host`` / ``different_host`` hold both ways: whichever of the two is
+  planned second is narrowed to (or away from) the hosts of the first;
+- resources in one server group see each other as members (hard policies
+  filter, soft ones weigh).
+
+Placement is not creation: relations are symmetric, so the planning order
+is free, and a greedy pass in Heat's creation order paints itself into
+corners (small servers take the only host a big one fits on). The order is
+hardest first — fewest candidate hosts, then most instances, then largest
+— and when a resource still finds no host it is moved to the front and the
+stack planned again ("squeaky wheel"), a bounded number of times. A
+resource that finds no host when planned first cannot be placed at all.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+
+from scheduler import exception
+from scheduler import targeting
+from scheduler.drivers.base import Selection
+from scheduler.filters.base import FilterStep
+from scheduler.filters.base import run_filters
+from scheduler.filters.base import SAMPLE_SIZE
+from scheduler.host_table import HostTable
+from scheduler.host_table import HostView
+from scheduler.request_spec import RequestSpec
+from scheduler.stacks.stack import Stack
+
+#: Re-plans with the resource that found no host moved to the front.
+MAX_REPAIRS = 10
+
+
+@dataclasses.dataclass
+class Plan:
+    """Where every instance of a stack goes (nothing claimed yet)."""
+    selections: dict[str, list[Selection]]   # resource name -> selections
+    specs: dict[str, RequestSpec]            # as planned (groups resolved)
+    planned_in: list[str]                    # the order that worked
+
+
+class _Stuck(Exception):
+    def __init__(self, name: str, refusal: exception.NoValidHost):
+        super().__init__(name)
+        self.name = name
+        self.refusal = refusal
+
+
+def plan(driver, stack: Stack, table: HostTable,
+         specs: dict[str, RequestSpec], spread: int = 1) -> Plan:
+    """Plan ``specs`` (resource name -> spec, with what the claims say of
+    hints and groups already resolved) on ``table``.
+
+    ``driver`` is a FilterScheduler (it has ``plan_on``); ``spread`` as in
+    ``Driver.plan``.
+    :raises NoValidHost: naming the resource that found no host and, per
+        filter (and per stack relation), why.
+    """
+    order = _hardest_first(driver, table, specs)
+    repairs = min(MAX_REPAIRS, len(order) - 1)
+    for attempt in range(repairs + 1):
+        try:
+            return _plan_in_order(driver, stack, table, specs, order, spread)
+        except _Stuck as stuck:
+            if stuck.name == order[0] or attempt == repairs:
+                raise exception.NoValidHost(
+                    _refusal(stack, stuck, order)) from None
+            order.remove(stuck.name)
+            order.insert(0, stuck.name)
+    raise AssertionError("unreachable")
+
+
+def _hardest_first(driver, table: HostTable,
+                   specs: dict[str, RequestSpec]) -> list[str]:
+    """Resource names, those with the fewest candidate hosts (after
+    targeting and filters, on the table as read) first; then more
+    instances, more RAM, more vCPUs first; then by name."""
+    view = HostView(table)
+    counts: dict[str, int] = {}
+    for spec in specs.values():
+        key = _signature(spec)
+        if key in counts:
+            continue
+        idx, forced, _ = targeting.apply(spec, view, table.all_positions())
+        if not forced:
+            idx, _ = run_filters(driver.filters, view, idx, spec)
+        counts[key] = len(idx)
+
+    def hardness(name: str):
+        spec = specs[name]
+        return (counts[_signature(spec)], -spec.num_instances,
+                -spec.flavor.memory_mb, -spec.flavor.vcpus, name)
+    return sorted(specs, key=hardness)
+
+
+def _signature(spec: RequestSpec) -> str:
+    """Specs equal but for their consumers filter alike."""
+    out = spec.to_primitive()
+    out["instance_uuids"] = len(spec.instance_uuids)
+    return json.dumps(out, sort_keys=True, default=str)
+
+
+def _plan_in_order(driver, stack: Stack, table: HostTable,
+                   specs: dict[str, RequestSpec], order: list[str],
+                   spread: int) -> Plan:
+    view = HostView(table)
+    hosts: dict[str, list[str]] = {}         # resource -> hosts planned
+    members: dict[str, list[str]] = {}       # group uuid -> hosts planned
+    selections: dict[str, list[Selection]] = {}
+    planned: dict[str, RequestSpec] = {}
+    for name in order:
+        spec = _with_stack_members(specs[name], members)
+        try:
+            chosen = driver.plan_on(
+                view, spec, spread,
+                narrow=_relations(stack, name, hosts), keep_usage=True)
+        except exception.NoValidHost as e:
+            raise _Stuck(name, e) from None
+        selections[name] = chosen
+        planned[name] = spec
+        hosts[name] = [s.host.host for s in chosen]
+        group = spec.instance_group
+        if group is not None and group.uuid:
+            members.setdefault(group.uuid, []).extend(hosts[name])
+    return Plan(selections, planned, list(order))
+
+
+def _with_stack_members(spec: RequestSpec,
+                        members: dict[str, list[str]]) -> RequestSpec:
+    """``spec`` with its group's members planned earlier in the stack."""
+    group = spec.instance_group
+    if group is None or not members.get(group.uuid):
+        return spec
+    return dataclasses.replace(spec, instance_group=dataclasses.replace(
+        group, hosts=group.hosts + tuple(members[group.uuid])))
+
+
+def _relations(stack: Stack, name: str, hosts: dict[str, list[str]]):
+    """The narrowing for resource ``name``: the relations it has (either
+    side named them) with the resources already planned, or None."""
+    near, away = [], []
+    for other, r in stack.resources.items():
+        if other not in hosts:
+            continue
+        mine = stack.resources[name]
+        if other in mine.same_host or name in r.same_host:
+            near.append(other)
+        if other in mine.different_host or name in r.different_host:
+            away.append(other)
+    if not near and not away:
+        return None
+
+    def narrow(view: HostView, idx: np.ndarray):
+        steps: list[FilterStep] = []
+        for other in near:
+            # On a host holding one of ``other``'s instances.
+            keep = np.isin(view.host_names[idx], hosts[other])
+            idx = _step(view, idx, keep, "stack same_host",
+                        f"holds no instance of {other}", steps)
+        if away:
+            taken = [h for other in away for h in hosts[other]]
+            keep = ~np.isin(view.host_names[idx], taken)
+            idx = _step(view, idx, keep, "stack different_host",
+                        "holds an instance of " + _names(away), steps)
+        return idx, steps
+    return narrow
+
+
+def _step(view: HostView, idx: np.ndarray, keep: np.ndarray, name: str,
+          reason: str, steps: list[FilterStep]) -> np.ndarray:
+    if keep.all():
+        return idx
+    dropped = tuple(view.host_names[idx[~keep]][:SAMPLE_SIZE])
+    steps.append(FilterStep(name, len(idx), int(keep.sum()), reason,
+                            dropped))
+    return idx[keep]
+
+
+def _names(names: list[str]) -> str:
+    shown = ", ".join(names[:SAMPLE_SIZE])
+    more = len(names) - SAMPLE_SIZE
+    return shown + (f" (and {more} more)" if more > 0 else "")
+
+
+def _refusal(stack: Stack, stuck: _Stuck, order: list[str]) -> str:
+    reason = stuck.refusal.message
+    prefix = "No valid host"
+    if reason.startswith(prefix):
+        reason = reason[len(prefix):].lstrip(": ")
+    before = order[:order.index(stuck.name)]
+    context = (f" (planned after {_names(before)})" if before else "")
+    return (f"No valid host for resource {stuck.name!r} of stack "
+            f"{stack.stack_id}{context}; nothing of the stack was claimed: "
+            f"{reason}")

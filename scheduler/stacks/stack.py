@@ -1,0 +1,274 @@
+"""The ``select_stack`` request (DESIGN.md "Stacks"), validated.
+
+A stack is a ``stack_id`` and named resources; a resource with a ``spec``
+is placed (its instances get claims), one without (a network, a volume) is
+only ordered. ``depends_on`` and the ``same_host`` / ``different_host``
+relations between resources are dependencies, as Heat's ``get_resource``
+references are.
+
+Consumer uuids a spec does not give are derived from the stack id, the
+resource name and the instance's index, so sending the same stack again
+names the same consumers. The validated stack has one canonical JSON
+definition; two sends of one stack are the same stack exactly when their
+definitions are equal, and :func:`changes` says what differs otherwise.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+import uuid as uuidlib
+
+import jsonschema
+
+from scheduler import exception
+from scheduler.request_spec import _describe
+from scheduler.request_spec import RequestSpec
+from scheduler.stacks import graph
+
+#: Resources in one stack; Heat's own default limit is 1,000 per stack.
+MAX_RESOURCES = 1000
+#: Consumer uuids derived here live in this namespace (uuid5).
+CONSUMER_NAMESPACE = uuidlib.UUID("0b6f7c2e-5a1d-4c3e-9e2f-53a7c4d1e8b0")
+RELATIONS = ("same_host", "different_host")
+
+_NAME = {"type": "string", "minLength": 1, "maxLength": 255}
+_NAMES = {"type": "array", "items": _NAME, "maxItems": MAX_RESOURCES,
+          "uniqueItems": True}
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["stack_id", "resources"],
+    "properties": {
+        "stack_id": {"type": "string", "pattern":
+                     "^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?"
+                     "[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"},
+        "project_id": {"type": ["string", "null"], "maxLength": 255},
+        "user_id": {"type": ["string", "null"], "maxLength": 255},
+        "resources": {
+            "type": "object",
+            "minProperties": 1,
+            "maxProperties": MAX_RESOURCES,
+            "propertyNames": _NAME,
+            "additionalProperties": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    # The spec itself is checked by RequestSpec's schema.
+                    "spec": {"type": ["object", "null"]},
+                    "depends_on": _NAMES,
+                    "same_host": _NAMES,
+                    "different_host": _NAMES,
+                },
+            },
+        },
+    },
+}
+_VALIDATOR = jsonschema.Draft7Validator(SCHEMA)
+
+
+@dataclasses.dataclass(frozen=True)
+class Resource:
+    name: str
+    spec: RequestSpec | None            # None: ordered, not placed
+    depends_on: tuple[str, ...] = ()
+    same_host: tuple[str, ...] = ()
+    different_host: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Stack:
+    stack_id: str
+    resources: dict[str, Resource]      # by name, sorted
+    order: list[list[str]]              # Heat's creation batches
+    definition: str                     # canonical JSON, see module doc
+    project_id: str | None = None
+    user_id: str | None = None
+
+    @property
+    def placed(self) -> dict[str, Resource]:
+        """The resources with a spec, by name."""
+        return {n: r for n, r in self.resources.items() if r.spec}
+
+    @property
+    def consumers(self) -> list[str]:
+        """Every instance uuid of the stack, resource by resource."""
+        return [u for r in self.placed.values()
+                for u in r.spec.instance_uuids]
+
+    @classmethod
+    def from_primitives(cls, stack: Any,
+                        max_instances: int = 1000) -> Stack:
+        """Validate a ``stack`` dict and build the Stack.
+
+        :raises InvalidRequest: naming the field (``stack.resources.web.
+            spec.flavor.vcpus: ...``), an unknown reference
+            (``stack.resources.web.depends_on: no resource named 'db'``), a
+            dependency cycle (``depends_on cycle: a -> b -> a``), or more
+            than ``max_instances`` instances in all.
+        """
+        if not isinstance(stack, dict):
+            raise exception.InvalidRequest(
+                f"stack: expected an object, got {type(stack).__name__}")
+        error = jsonschema.exceptions.best_match(
+            _VALIDATOR.iter_errors(stack))
+        if error is not None:
+            path = ".".join(["stack", *(str(p) for p in
+                                        error.absolute_path)])
+            raise exception.InvalidRequest(f"{path}: {_describe(error)}")
+        stack_id = str(uuidlib.UUID(stack["stack_id"].strip()))
+        project_id = stack.get("project_id")
+        user_id = stack.get("user_id")
+        given = stack["resources"]
+        resources = {}
+        for name in sorted(given):
+            raw = given[name]
+            resources[name] = Resource(
+                name=name,
+                spec=_spec(stack_id, name, raw.get("spec"), project_id,
+                           user_id, max_instances),
+                depends_on=tuple(sorted(raw.get("depends_on") or ())),
+                same_host=tuple(sorted(raw.get("same_host") or ())),
+                different_host=tuple(sorted(raw.get("different_host")
+                                            or ())))
+        _check_references(resources)
+        _check_consumers(resources, max_instances)
+        _check_groups(resources)
+        order = graph.batches(
+            {name: set(r.depends_on) | set(r.same_host)
+             | set(r.different_host) for name, r in resources.items()})
+        return cls(stack_id=stack_id, resources=resources, order=order,
+                   definition=_definition(stack_id, project_id, user_id,
+                                          resources),
+                   project_id=project_id, user_id=user_id)
+
+
+def consumer_uuid(stack_id: str, name: str, index: int) -> str:
+    """The consumer uuid of instance ``index`` of resource ``name``."""
+    return str(uuidlib.uuid5(CONSUMER_NAMESPACE,
+                             f"{stack_id}/{name}/{index}"))
+
+
+def _spec(stack_id: str, name: str, spec: dict | None,
+          project_id: str | None, user_id: str | None,
+          max_instances: int) -> RequestSpec | None:
+    if spec is None:
+        return None
+    prefix = f"stack.resources.{name}"
+    # The stack's project and user are every spec's unless it says.
+    spec = {"project_id": project_id, "user_id": user_id, **spec}
+    try:
+        parsed = RequestSpec.from_primitives(spec, max_instances)
+    except exception.InvalidRequest as e:
+        raise exception.InvalidRequest(f"{prefix}.{e.message}") from None
+    if not spec.get("instance_uuids"):
+        parsed = dataclasses.replace(parsed, instance_uuids=tuple(
+            consumer_uuid(stack_id, name, i)
+            for i in range(parsed.num_instances)))
+    return parsed
+
+
+def _check_references(resources: dict[str, Resource]) -> None:
+    for name, r in resources.items():
+        for field in ("depends_on",) + RELATIONS:
+            for ref in getattr(r, field):
+                where = f"stack.resources.{name}.{field}"
+                if ref not in resources:
+                    raise exception.InvalidRequest(
+                        f"{where}: no resource named {ref!r}")
+                if ref == name:
+                    raise exception.InvalidRequest(
+                        f"{where}: a resource cannot name itself")
+                if field in RELATIONS and not (
+                        r.spec and resources[ref].spec):
+                    raise exception.InvalidRequest(
+                        f"{where}: {ref!r} and {name!r} must both be "
+                        f"placed (have a spec) to be on the same or "
+                        f"different hosts")
+        both = set(r.same_host) & set(r.different_host)
+        if both:
+            raise exception.InvalidRequest(
+                f"stack.resources.{name}: {sorted(both)[0]!r} is both in "
+                f"same_host and in different_host")
+
+
+def _check_consumers(resources: dict[str, Resource],
+                     max_instances: int) -> None:
+    owner: dict[str, str] = {}
+    for name, r in resources.items():
+        for u in r.spec.instance_uuids if r.spec else ():
+            if u in owner:
+                raise exception.InvalidRequest(
+                    f"stack.resources.{name}.spec.instance_uuids: {u} is "
+                    f"also an instance of {owner[u]!r}")
+            owner[u] = name
+    if len(owner) > max_instances:
+        raise exception.InvalidRequest(
+            f"stack.resources: {len(owner)} instances in all, at most "
+            f"{max_instances} allowed")
+
+
+def _check_groups(resources: dict[str, Resource]) -> None:
+    """Resources naming one server group must agree on its policy: the
+    claim keeps one rule per group."""
+    seen: dict[str, tuple[str, tuple]] = {}
+    for name, r in resources.items():
+        group = r.spec.instance_group if r.spec else None
+        if group is None or not group.uuid:
+            continue
+        rule = (group.policy, group.max_server_per_host)
+        first = seen.setdefault(group.uuid, (name, rule))
+        if first[1] != rule:
+            raise exception.InvalidRequest(
+                f"stack.resources.{name}.spec.instance_group: server group "
+                f"{group.uuid} has another policy or rules in resource "
+                f"{first[0]!r}")
+
+
+def _definition(stack_id: str, project_id: str | None, user_id: str | None,
+                resources: dict[str, Resource]) -> str:
+    doc = {"stack_id": stack_id, "project_id": project_id,
+           "user_id": user_id, "resources": {
+               name: {"spec": r.spec.to_primitive() if r.spec else None,
+                      "depends_on": list(r.depends_on),
+                      "same_host": list(r.same_host),
+                      "different_host": list(r.different_host)}
+               for name, r in resources.items()}}
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"))
+
+
+def consumers_of(definition: str) -> list[str]:
+    """The consumer uuids recorded in a stored ``definition``."""
+    doc = json.loads(definition)
+    return [u for r in doc["resources"].values() if r["spec"]
+            for u in r["spec"]["instance_uuids"]]
+
+
+def changes(old: str, new: str, limit: int = 5) -> list[str]:
+    """What differs from definition ``old`` to ``new``, as field paths
+    (``resources.web.spec.flavor.vcpus: 1 -> 2``, ``resources.db added``),
+    at most ``limit`` of them, then how many more."""
+    found: list[str] = []
+    _diff(json.loads(old), json.loads(new), "", found)
+    if len(found) > limit:
+        found = found[:limit] + [f"and {len(found) - limit} more"]
+    return found
+
+
+def _diff(old: Any, new: Any, path: str, found: list[str]) -> None:
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(set(old) | set(new)):
+            where = f"{path}.{key}" if path else key
+            if key not in new:
+                found.append(f"{where} removed")
+            elif key not in old:
+                found.append(f"{where} added")
+            else:
+                _diff(old[key], new[key], where, found)
+    elif old != new:
+        found.append(f"{path}: {_short(old)} -> {_short(new)}")
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True)
+    return text if len(text) <= 60 else text[:57] + "..."

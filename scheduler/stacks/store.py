@@ -1,0 +1,76 @@
+"""The ``stacks`` table, and the one transaction that claims a stack.
+
+A stack's row and every claim of the stack are written in one transaction
+(claims.claim_in: the same generation, capacity and server-group checks as
+a single request), so either the stack holds all its claims or none. The
+row is written first: a concurrent send of the same stack then waits on it
+(and fails on its primary key) instead of claiming beside it.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+from oslo_db import exception as db_exc
+import sqlalchemy as sa
+
+from scheduler import claims
+from scheduler.db import models
+from scheduler.stacks.stack import consumers_of
+from scheduler.stacks.stack import Stack
+
+
+def definition(engine: sa.Engine, stack_id: str) -> str | None:
+    """The stored definition of stack ``stack_id``, or None."""
+    t = models.stacks
+    with engine.connect() as conn:
+        return conn.execute(sa.select(t.c.definition)
+                            .where(t.c.stack_id == stack_id)).scalar()
+
+
+def claim(engine: sa.Engine, stack: Stack, to_claim: list[claims.Claim], *,
+          known: bool, groups: Iterable[claims.GroupRule] = (),
+          replace: Iterable[str] = (), ttl: int = 0,
+          default_ratios: claims.Ratios = claims.Ratios()) -> None:
+    """Record ``stack`` (new unless ``known``: its identical row is
+    expected) and all of ``to_claim``, or nothing.
+
+    :raises ClaimConflict, NoRoom, GroupConflict: as claims.claim.
+    :raises ConsumerExists: a consumer already holds a claim, or the
+        stack's row appeared, changed or went since it was read; nothing
+        was written.
+    """
+    t = models.stacks
+    try:
+        with engine.begin() as conn:
+            if known:
+                # Touch (and lock) the row: it must still be this stack.
+                found = conn.execute(
+                    t.update().where(t.c.stack_id == stack.stack_id,
+                                     t.c.definition == stack.definition)
+                    .values(definition=stack.definition)).rowcount
+                if found != 1:
+                    raise claims.ConsumerExists(
+                        f"stack {stack.stack_id} changed concurrently")
+            else:
+                conn.execute(t.insert().values(
+                    stack_id=stack.stack_id, project_id=stack.project_id,
+                    user_id=stack.user_id, definition=stack.definition))
+            claims.claim_in(conn, to_claim, groups=groups, replace=replace,
+                            ttl=ttl, default_ratios=default_ratios)
+    except db_exc.DBDuplicateEntry as e:
+        raise claims.ConsumerExists(str(e)) from e
+
+
+def release(engine: sa.Engine, stack_id: str) -> int:
+    """Forget stack ``stack_id`` and release every claim it holds, in one
+    transaction; an unknown or released stack is not an error.
+    :returns: the number of claims released.
+    """
+    t = models.stacks
+    with engine.begin() as conn:
+        # DELETE ... RETURNING: of two concurrent releases one gets the row.
+        row = conn.execute(t.delete().where(t.c.stack_id == stack_id)
+                           .returning(t.c.definition)).first()
+        if row is None:
+            return 0
+        return claims.release_in(conn, consumers_of(row.definition))

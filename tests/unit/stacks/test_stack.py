@@ -1,0 +1,114 @@
+"""The select_stack request: validation, references, consumers, and what
+changed between two definitions."""
+import pytest
+
+from scheduler import exception
+from scheduler.stacks import stack as stacks
+from tests.unit.fakes import spec_dict
+
+SID = "5a0b0c0d-0000-4000-8000-000000000001"
+
+
+def _stack(**resources):
+    return {"stack_id": SID, "project_id": "p1", "resources": resources}
+
+
+def test_order_comes_from_depends_on_and_relations():
+    s = stacks.Stack.from_primitives(_stack(
+        net={"spec": None},
+        db={"spec": spec_dict(), "depends_on": ["net"]},
+        web={"spec": spec_dict(num_instances=2), "different_host": ["db"]}))
+    assert s.order == [["net"], ["db"], ["web"]]
+    assert list(s.placed) == ["db", "web"]
+
+
+def test_consumers_are_derived_from_stack_name_and_index():
+    raw = _stack(web={"spec": spec_dict(num_instances=2)})
+    one = stacks.Stack.from_primitives(raw)
+    again = stacks.Stack.from_primitives(raw)
+    assert one.consumers == again.consumers == [
+        stacks.consumer_uuid(SID, "web", 0),
+        stacks.consumer_uuid(SID, "web", 1)]
+    assert len(set(one.consumers)) == 2
+    assert one.definition == again.definition
+    other = stacks.Stack.from_primitives(
+        {**raw, "stack_id": "5a0b0c0d-0000-4000-8000-000000000002"})
+    assert not set(other.consumers) & set(one.consumers)
+
+
+def test_the_stack_project_is_the_specs_unless_they_say():
+    spec = spec_dict()
+    del spec["project_id"]
+    s = stacks.Stack.from_primitives(_stack(a={"spec": spec},
+                                            b={"spec": spec_dict()}))
+    assert s.resources["a"].spec.project_id == "p1"
+
+
+@pytest.mark.parametrize("raw, message", [
+    (_stack(a={"spec": spec_dict(), "depends_on": ["nope"]}),
+     "stack.resources.a.depends_on: no resource named 'nope'"),
+    (_stack(a={"spec": spec_dict(), "different_host": ["a"]}),
+     "stack.resources.a.different_host: a resource cannot name itself"),
+    (_stack(a={"spec": spec_dict(), "same_host": ["n"]}, n={"spec": None}),
+     "stack.resources.a.same_host: 'n' and 'a' must both be placed"),
+    (_stack(a={"spec": spec_dict(flavor={"vcpus": -1})}),
+     "stack.resources.a.spec.flavor.vcpus: -1 is less than the minimum"),
+    (_stack(a={"spec": spec_dict(), "colour": "red"}),
+     "stack.resources.a: Additional properties are not allowed"),
+    ({"stack_id": "not-a-uuid", "resources": {"a": {"spec": None}}},
+     "stack.stack_id: 'not-a-uuid' does not match"),
+    ({"stack_id": SID, "resources": {}},
+     "stack.resources: {} should be non-empty"),
+    (_stack(a={"spec": spec_dict(), "depends_on": ["b"]},
+            b={"spec": None, "depends_on": ["a"]}),
+     "depends_on cycle: a -> b -> a"),
+    (_stack(a={"spec": spec_dict(), "same_host": ["b"],
+               "different_host": ["b"]}, b={"spec": spec_dict()}),
+     "stack.resources.a: 'b' is both in same_host and in different_host"),
+])
+def test_bad_stacks_are_refused_naming_the_field(raw, message):
+    with pytest.raises(exception.InvalidRequest) as e:
+        stacks.Stack.from_primitives(raw)
+    assert e.value.message.startswith(message), e.value.message
+
+
+def test_a_consumer_in_two_resources_is_refused():
+    u = "aaaaaaaa-0000-4000-8000-000000000001"
+    with pytest.raises(exception.InvalidRequest,
+                       match=r"stack.resources.b.spec.instance_uuids: .* is "
+                             r"also an instance of 'a'"):
+        stacks.Stack.from_primitives(_stack(
+            a={"spec": spec_dict(instance_uuids=[u])},
+            b={"spec": spec_dict(instance_uuids=[u])}))
+
+
+def test_too_many_instances_in_all_are_refused():
+    with pytest.raises(exception.InvalidRequest,
+                       match=r"^stack.resources: 6 instances in all, at "
+                             r"most 5 allowed"):
+        stacks.Stack.from_primitives(_stack(
+            a={"spec": spec_dict(num_instances=3)},
+            b={"spec": spec_dict(num_instances=3)}), max_instances=5)
+
+
+def test_one_group_with_two_policies_is_refused():
+    g = "eeeeeeee-0000-4000-8000-000000000001"
+    with pytest.raises(exception.InvalidRequest,
+                       match="resources.b.spec.instance_group: server group"):
+        stacks.Stack.from_primitives(_stack(
+            a={"spec": spec_dict(instance_group={
+                "uuid": g, "policies": ["anti-affinity"]})},
+            b={"spec": spec_dict(instance_group={
+                "uuid": g, "policies": ["affinity"]})}))
+
+
+def test_changes_name_the_fields_that_differ():
+    old = stacks.Stack.from_primitives(_stack(
+        web={"spec": spec_dict()}, db={"spec": spec_dict()}))
+    new = stacks.Stack.from_primitives(_stack(
+        web={"spec": spec_dict(flavor={"vcpus": 2})},
+        cache={"spec": None}))
+    assert stacks.changes(old.definition, new.definition) == [
+        "resources.cache added", "resources.db removed",
+        "resources.web.spec.flavor.vcpus: 1 -> 2"]
+    assert stacks.changes(old.definition, old.definition) == []
