@@ -119,19 +119,28 @@ def _plan_in_order(driver, stack: Stack, table: HostTable,
     selections: dict[str, list[Selection]] = {}
     planned: dict[str, RequestSpec] = {}
     for name in order:
-        spec = _with_stack_members(specs[name], members)
-        try:
-            chosen = driver.plan_on(
-                view, spec, spread,
-                narrow=_relations(stack, name, hosts), keep_usage=True)
-        except exception.NoValidHost as e:
-            raise _Stuck(name, e) from None
-        selections[name] = chosen
+        spec = specs[name]
+        # Resources tied by same_host share one host, so their instances
+        # are planned one by one, each narrowed to where the first went.
+        parts = ([dataclasses.replace(spec, instance_uuids=(u,))
+                  for u in spec.instance_uuids]
+                 if _tied(stack, name) else [spec])
+        selections[name] = []
+        for part in parts:
+            part = _with_stack_members(part, members)
+            try:
+                chosen = driver.plan_on(
+                    view, part, spread,
+                    narrow=_relations(stack, name, hosts), keep_usage=True)
+            except exception.NoValidHost as e:
+                raise _Stuck(name, e) from None
+            selections[name] += chosen
+            placed = [s.host.host for s in chosen]
+            hosts.setdefault(name, []).extend(placed)
+            group = spec.instance_group
+            if group is not None and group.uuid:
+                members.setdefault(group.uuid, []).extend(placed)
         planned[name] = spec
-        hosts[name] = [s.host.host for s in chosen]
-        group = spec.instance_group
-        if group is not None and group.uuid:
-            members.setdefault(group.uuid, []).extend(hosts[name])
     return Plan(selections, planned, list(order))
 
 
@@ -145,10 +154,19 @@ def _with_stack_members(spec: RequestSpec,
         group, hosts=group.hosts + tuple(members[group.uuid])))
 
 
+def _tied(stack: Stack, name: str) -> bool:
+    """Whether ``name`` has a same_host relation (named by either side)."""
+    return bool(stack.resources[name].same_host) or any(
+        name in r.same_host for r in stack.resources.values())
+
+
 def _relations(stack: Stack, name: str, hosts: dict[str, list[str]]):
     """The narrowing for resource ``name``: the relations it has (either
-    side named them) with the resources already planned, or None."""
-    near, away = [], []
+    side named them) with the resources already planned, or None. A
+    resource tied by same_host stays on the host its first instance took.
+    """
+    near = [name] if name in hosts and _tied(stack, name) else []
+    away = []
     for other, r in stack.resources.items():
         if other not in hosts:
             continue
@@ -163,7 +181,7 @@ def _relations(stack: Stack, name: str, hosts: dict[str, list[str]]):
     def narrow(view: HostView, idx: np.ndarray):
         steps: list[FilterStep] = []
         for other in near:
-            # On a host holding one of ``other``'s instances.
+            # Where ``other``'s instances are (one host: see _tied).
             keep = np.isin(view.host_names[idx], hosts[other])
             idx = _step(view, idx, keep, "stack same_host",
                         f"holds no instance of {other}", steps)

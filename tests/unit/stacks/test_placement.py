@@ -1,0 +1,199 @@
+"""select / rank / release of stacks on a real SQLite database: relations,
+groups, zones and forcing hold across resources; all or nothing;
+idempotent by stack id."""
+import pytest
+
+from scheduler import claims
+from scheduler import exception
+from scheduler.stacks import placement
+from scheduler.stacks.stack import consumer_uuid
+from scheduler.stacks.stack import Stack
+from tests.unit.fakes import allocation_rows
+from tests.unit.fakes import make_spec
+from tests.unit.fakes import node
+from tests.unit.fakes import node_row
+from tests.unit.fakes import spec_dict
+
+SID = "5a0b0c0d-0000-4000-8000-0000000000b1"
+G = "eeeeeeee-0000-4000-8000-000000000001"
+F = {"memory_mb": 1024, "vcpus": 1, "root_gb": 1}
+
+
+def _stack(resources, stack_id=SID):
+    return Stack.from_primitives({"stack_id": stack_id, "project_id": "p1",
+                                  "resources": resources})
+
+
+def _hosts(result):
+    return {name: [d["host"] for d in dests]
+            for name, dests in result["resources"].items()}
+
+
+def _three_tier():
+    return {
+        "net": {"spec": None},
+        "db": {"spec": spec_dict(flavor=F), "depends_on": ["net"]},
+        "app": {"spec": spec_dict(flavor=F, num_instances=2),
+                "same_host": ["db"]},
+        "web": {"spec": spec_dict(flavor=F, num_instances=2),
+                "different_host": ["app"]},
+    }
+
+
+@pytest.fixture
+def four_hosts(register):
+    register(*[node(f"h{i}", memory_mb=8192) for i in range(1, 5)])
+
+
+def test_relations_hold_and_everything_is_claimed_once(four_hosts,
+                                                       filter_driver,
+                                                       engine):
+    result = placement.select(filter_driver, _stack(_three_tier()))
+    assert result["order"] == [["net"], ["db"], ["app"], ["web"]]
+    hosts = _hosts(result)
+    assert set(hosts) == {"db", "app", "web"}
+    assert set(hosts["app"]) == set(hosts["db"])
+    assert not set(hosts["web"]) & set(hosts["app"])
+    rows = allocation_rows(engine)
+    assert sorted(r.consumer_uuid for r in rows) == sorted(
+        d["uuid"] for dests in result["resources"].values() for d in dests)
+    assert result["resources"]["db"][0]["uuid"] == consumer_uuid(SID, "db",
+                                                                 0)
+    used = sum(node_row(engine, f"h{i}").memory_mb_used for i in range(1, 5))
+    assert used == 5 * 1024
+
+
+def test_a_re_sent_stack_returns_what_it_holds(four_hosts, filter_driver,
+                                               engine):
+    first = placement.select(filter_driver, _stack(_three_tier()))
+    again = placement.select(filter_driver, _stack(_three_tier()))
+    assert _hosts(again) == _hosts(first)
+    assert len(allocation_rows(engine)) == 5
+
+
+def test_a_changed_stack_under_the_same_id_is_refused_naming_the_change(
+        four_hosts, filter_driver, engine):
+    placement.select(filter_driver, _stack(_three_tier()))
+    changed = _three_tier()
+    changed["web"]["spec"] = spec_dict(flavor={**F, "vcpus": 2},
+                                       num_instances=2)
+    del changed["net"]
+    changed["db"]["depends_on"] = []
+    with pytest.raises(exception.InvalidRequest) as e:
+        placement.select(filter_driver, _stack(changed))
+    assert e.value.message == (
+        f"stack_id: stack {SID} is already placed with another definition "
+        f"(release it first): resources.db.depends_on: [\"net\"] -> []; "
+        f"resources.net removed; resources.web.spec.flavor.vcpus: 1 -> 2")
+    assert len(allocation_rows(engine)) == 5
+
+
+def test_release_gives_everything_back_once(four_hosts, filter_driver,
+                                            engine):
+    placement.select(filter_driver, _stack(_three_tier()))
+    assert placement.release(engine, SID, 0) == 5
+    assert placement.release(engine, SID, 0) == 0
+    assert allocation_rows(engine) == []
+    assert all(node_row(engine, f"h{i}").memory_mb_used == 0
+               for i in range(1, 5))
+    # Released, the id is free for another stack.
+    other = {"solo": {"spec": spec_dict(flavor=F)}}
+    placement.select(filter_driver, _stack(other))
+    assert len(allocation_rows(engine)) == 1
+
+
+def test_a_stack_that_lost_some_claims_is_placed_again(four_hosts,
+                                                       filter_driver,
+                                                       engine):
+    first = placement.select(filter_driver, _stack(_three_tier()))
+    claims.release(engine, [first["resources"]["web"][0]["uuid"]])
+    again = placement.select(filter_driver, _stack(_three_tier()))
+    assert len(allocation_rows(engine)) == 5
+    hosts = _hosts(again)
+    assert not set(hosts["web"]) & set(hosts["app"])
+    used = sum(node_row(engine, f"h{i}").memory_mb_used for i in range(1, 5))
+    assert used == 5 * 1024
+
+
+def test_a_refusal_claims_nothing(four_hosts, filter_driver, engine):
+    resources = _three_tier()
+    resources["big"] = {"spec": spec_dict(flavor={**F, "memory_mb": 99999})}
+    with pytest.raises(exception.NoValidHost,
+                       match="No valid host for resource 'big'"):
+        placement.select(filter_driver, _stack(resources))
+    assert allocation_rows(engine) == []
+    assert all(node_row(engine, f"h{i}").generation == 0
+               for i in range(1, 5))
+    # Nor is the stack recorded: the id is still free.
+    placement.select(filter_driver, _stack(_three_tier()))
+
+
+def test_the_dry_run_claims_nothing(four_hosts, filter_driver, engine):
+    result = placement.select(filter_driver, _stack(_three_tier()),
+                              dry_run=True)
+    assert result["dry_run"] is True
+    assert set(_hosts(result)) == {"db", "app", "web"}
+    assert allocation_rows(engine) == []
+    placement.select(filter_driver, _stack(_three_tier()))
+
+
+def test_a_hard_group_spans_resources_and_earlier_members(
+        register, filter_driver, engine):
+    register(*[node(f"h{i}", memory_mb=8192) for i in range(1, 5)])
+    group = {"uuid": G, "policies": ["anti-affinity"]}
+    # A member placed before the stack, by a single request.
+    filter_driver.select_destinations(make_spec(flavor=F,
+                                                instance_group=group))
+    resources = {f"db{i}": {"spec": spec_dict(flavor=F,
+                                              instance_group=group)}
+                 for i in range(3)}
+    hosts = _hosts(placement.select(filter_driver, _stack(resources)))
+    members = [h for dests in hosts.values() for h in dests]
+    assert len(set(members)) == 3
+    assert {r.group_uuid for r in allocation_rows(engine)} == {G}
+    held = claims.group_hosts
+    with filter_driver.engine.connect() as conn:
+        assert sorted(held(conn, G).values()) == [1, 1, 1, 1]
+    # A fourth resource of the group in another stack finds no host left.
+    more = {"db9": {"spec": spec_dict(flavor=F, instance_group=group)},
+            "other": {"spec": spec_dict(flavor=F)}}
+    with pytest.raises(exception.NoValidHost,
+                       match="ServerGroupAntiAffinityFilter removed 4"):
+        placement.select(filter_driver, _stack(
+            more, "5a0b0c0d-0000-4000-8000-0000000000b2"))
+
+
+def test_a_soft_group_spans_resources(register, filter_driver):
+    register(*[node(f"h{i}", memory_mb=8192) for i in range(1, 5)])
+    group = {"uuid": G, "policies": ["soft-affinity"]}
+    resources = {f"w{i}": {"spec": spec_dict(flavor=F,
+                                             instance_group=group)}
+                 for i in range(3)}
+    hosts = _hosts(placement.select(filter_driver, _stack(resources)))
+    assert len({h for dests in hosts.values() for h in dests}) == 1
+
+
+def test_zones_and_forcing_hold_per_resource(register, filter_driver):
+    register(node("a1", zone="az1"), node("a2", zone="az1"),
+             node("b1", zone="az2"), node("b2", zone="az2"))
+    resources = {
+        "east": {"spec": spec_dict(flavor=F, availability_zone="az2",
+                                   num_instances=2)},
+        "pinned": {"spec": spec_dict(flavor=F, force_hosts=["a2"]),
+                   "different_host": ["west"]},
+        "west": {"spec": spec_dict(flavor=F, availability_zone="az1")},
+    }
+    hosts = _hosts(placement.select(filter_driver, _stack(resources)))
+    assert set(hosts["east"]) <= {"b1", "b2"}
+    assert hosts["pinned"] == ["a2"]
+    assert hosts["west"] == ["a1"]
+
+
+def test_a_driver_without_shared_views_does_not_place_stacks(
+        four_hosts, conf, engine):
+    from scheduler.drivers.chance import ChanceScheduler
+    from tests.unit.conftest import fresh_host_manager
+    driver = ChanceScheduler(conf, fresh_host_manager(conf, engine), engine)
+    with pytest.raises(exception.InvalidRequest,
+                       match="does not place stacks"):
+        placement.select(driver, _stack(_three_tier()))
