@@ -1,7 +1,8 @@
 """scheduler-client: a conductor-like CLI for the scheduler RPC API.
 
 In the spirit of the novaclient shell: global options, then a command
-(``select``, ``rank``, ``release``, ``confirm``, ``ping``) with its own flags. Results
+(``select``, ``rank``, ``release``, ``confirm``, ``ping``, ``stack
+place|rank|release TEMPLATE``) with its own flags. Results
 are printed as plain tables (or, with ``--json``, as the raw RPC result);
 expected failures are one ``ERROR: ...`` line on stderr and exit status 1.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging as pylogging
+from pathlib import Path
 import sys
 import time
 import traceback
@@ -23,11 +25,19 @@ from scheduler import cmd
 from scheduler import exception
 from scheduler.request_spec import POLICIES
 from scheduler.rpcapi import SchedulerAPI
+from scheduler.stacks import template
 
 #: Builds the API object from the loaded configuration (tests pass a fake).
 ApiFactory = Callable[[cfg.ConfigOpts], Any]
 
 SELECT_COLUMNS = ["uuid", "host", "nodename", "vcpus", "memory_mb", "disk_gb"]
+STACK_COLUMNS = ["resource", "host", "nodename", "uuid", "vcpus",
+                 "memory_mb", "disk_gb"]
+#: Where the flavors file is looked for without --flavors: the system's
+#: configuration, then this checkout's etc/.
+FLAVORS_FILES = (Path("/etc/scheduler/flavors.yaml"),
+                 Path(__file__).resolve().parents[2] / "etc" / "scheduler"
+                 / "flavors.yaml")
 FILTER_COLUMNS = ["name", "in", "out", "reason", "sample"]
 
 
@@ -141,11 +151,55 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(method="confirm", call=call_confirm,
                    render=render_confirm)
 
+    _stack_commands(commands)
+
     p = commands.add_parser("ping", help="ask a scheduler who it is")
     p.add_argument("--server", metavar="HOST",
                    help="the server of this host (default: any)")
     p.set_defaults(method="ping", call=call_ping, render=render_ping)
     return parser
+
+
+def _stack_commands(commands) -> None:
+    """``stack place|rank|release TEMPLATE``."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("template", metavar="TEMPLATE",
+                        help="a HOT template (heat_template_version, "
+                             "resources)")
+    common.add_argument("--name", metavar="NAME",
+                        help="the stack's name; its id is derived from it "
+                             "(default: the template's file name without "
+                             ".yaml)")
+    common.add_argument("--stack-id", metavar="UUID",
+                        help="the stack's id (instead of one derived from "
+                             "--name)")
+    common.add_argument("--flavors", metavar="FILE",
+                        help="flavor names to sizes (default: "
+                             "/etc/scheduler/flavors.yaml, else this "
+                             "checkout's etc/scheduler/flavors.yaml: "
+                             "nova's m1.*)")
+    common.add_argument("--parameter", "-P", type=cmd.key_value,
+                        action="append", default=[], metavar="KEY=VALUE",
+                        help="template parameter (repeatable)")
+    common.add_argument("--project-id", metavar="ID")
+    common.add_argument("--user-id", metavar="ID")
+    stack = commands.add_parser(
+        "stack", help="place, rank or release a whole Heat stack")
+    sub = stack.add_subparsers(dest="stack_command", required=True,
+                               metavar="ACTION")
+    p = sub.add_parser("place", parents=[common],
+                       help="place and claim every server, all or nothing")
+    p.set_defaults(method="select_stack", call=call_stack,
+                   render=render_stack)
+    p = sub.add_parser("rank", parents=[common],
+                       help="dry run: the order and the plan, nothing "
+                            "claimed")
+    p.set_defaults(method="rank_stack", call=call_stack,
+                   render=render_stack)
+    p = sub.add_parser("release", parents=[common],
+                       help="release every claim of the stack")
+    p.set_defaults(method="release_stack", call=call_stack,
+                   render=render_release)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -233,6 +287,32 @@ def call_confirm(api: Any, args: argparse.Namespace) -> int:
     return api.confirm({}, list(args.uuids))
 
 
+def stack_request(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``select_stack`` request for the ``stack`` command's template.
+    :raises InvalidRequest: the template, flavors or parameters are at
+        fault (naming the field or file)."""
+    flavors_file = args.flavors or next(
+        (str(p) for p in FLAVORS_FILES if p.exists()), None)
+    if flavors_file is None:
+        raise exception.InvalidRequest(
+            "--flavors: no flavors file given and none found at "
+            + " or ".join(str(p) for p in FLAVORS_FILES))
+    name = args.name or Path(args.template).stem
+    return template.to_stack(
+        template.load_yaml(args.template, "template"),
+        stack_id=args.stack_id or template.stack_id_for(name),
+        flavors=template.load_flavors(flavors_file),
+        parameters=dict(args.parameter), project_id=args.project_id,
+        user_id=args.user_id)
+
+
+def call_stack(api: Any, args: argparse.Namespace) -> Any:
+    stack = stack_request(args)
+    if args.method == "release_stack":
+        return api.release_stack({}, stack["stack_id"])
+    return getattr(api, args.method)({}, stack)
+
+
 def call_ping(api: Any, args: argparse.Namespace) -> dict[str, str]:
     return api.ping({}, server=args.server)
 
@@ -280,6 +360,23 @@ def render_rank(result: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def render_stack(result: dict[str, Any]) -> str:
+    """The stack id, the creation batches, then one row per server."""
+    lines = [f"stack {result.get('stack_id')}"
+             + (" (dry run: nothing claimed)" if result.get("dry_run")
+                else ""),
+             "order:"]
+    lines += [f"  {i}. {', '.join(batch)}"
+              for i, batch in enumerate(result.get("order") or [], 1)]
+    rows = [{**(d.get("allocation") or {}), "resource": name,
+             "uuid": d.get("uuid"), "host": d.get("host"),
+             "nodename": d.get("nodename")}
+            for name, dests in sorted((result.get("resources")
+                                       or {}).items())
+            for d in dests]
+    return "\n".join(lines + ["", cmd.format_table(rows, STACK_COLUMNS)])
+
+
 def render_release(result: int) -> str:
     return f"released {result}"
 
@@ -314,7 +411,7 @@ def timeout_message(conf: cfg.ConfigOpts, args: argparse.Namespace) -> str:
         except cfg.NoSuchOptError:   # no real transport was made
             timeout = None
     wait = "the RPC timeout" if timeout is None else f"{timeout:g}s"
-    if args.method == "select_destinations":
+    if args.method in ("select_destinations", "select_stack"):
         wait += f" (each of {conf.scheduler.max_attempts} attempts)"
     return (f"no scheduler answered within {wait} on topic "
             f"'{conf.scheduler.topic}'; is a scheduler-server running on "
@@ -352,7 +449,7 @@ def main(argv: list[str] | None = None,
 
     :param api_factory: ``api_factory(conf)`` returns the object whose
         ``select_destinations``/``rank_destinations``/``release``/``ping``
-        are called; defaults to ``SchedulerAPI`` with ``--timeout``.
+        (and ``*_stack``) are called; defaults to ``SchedulerAPI`` with ``--timeout``.
     """
     args = parse_args(sys.argv[1:] if argv is None else argv)
     factory = api_factory or (
