@@ -92,6 +92,24 @@ class HostTable:
         can tell "all hosts" from a subset without looking at it."""
         return self.everywhere
 
+    def on_hosts(self, hosts: Iterable[str]) -> np.ndarray:
+        """Mask over every position: True where the node belongs to one of
+        ``hosts`` (compute host names, exact). Costs the number of nodes of
+        those hosts, not of the table: ``np.isin`` over the name column
+        (Python objects) took 5 ms at 10,000 hosts, per call."""
+        index = self.__dict__.get("_host_index")
+        if index is None:
+            # Built once per table (positions and names never change in
+            # place; set() keeps both), by whichever request asks first.
+            index = {}
+            for i, name in enumerate(self.host_names):
+                index.setdefault(name, []).append(i)
+            self._host_index = index
+        mask = np.zeros(len(self.states), np.bool_)
+        for host in hosts:
+            mask[index.get(host, ())] = True
+        return mask
+
     def take_zone(self, zone: str, idx: np.ndarray) -> np.ndarray:
         """Membership of the hosts at ``idx`` in ``zone`` (which exists)."""
         mask = self.zones[zone]

@@ -92,9 +92,11 @@ class FilterScheduler(Driver):
                 uuid, state, self._limits(state, forced),
                 self._alternates(spec, view, weighing, chosen, forced)))
             if keep_usage or index + 1 < spec.num_instances:
-                # The next instance sees this one's usage and membership.
+                # The next instance (or resource) sees this one's usage.
                 view.consume(chosen, flavor.vcpus, flavor.memory_mb,
                              flavor.disk_gb)
+            if index + 1 < spec.num_instances:
+                # ... and membership.
                 candidates = passed
                 spec = _with_member_on(spec, state.host)
         return selections

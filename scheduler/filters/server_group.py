@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import collections
 
-import numpy as np
-
 from scheduler.filters.base import BaseFilter
 
 
@@ -38,7 +36,7 @@ class ServerGroupAntiAffinityFilter(BaseFilter):
         counts = collections.Counter(group.hosts)
         full = [h for h, n in counts.items()
                 if n >= group.max_server_per_host]
-        return idx[~np.isin(view.host_names[idx], full)]
+        return idx[~view.on_hosts(full)[idx]]
 
 
 class ServerGroupAffinityFilter(BaseFilter):
@@ -58,4 +56,4 @@ class ServerGroupAffinityFilter(BaseFilter):
         group = spec.instance_group
         if group is None or group.policy != "affinity" or not group.hosts:
             return idx
-        return idx[np.isin(view.host_names[idx], list(set(group.hosts)))]
+        return idx[view.on_hosts(set(group.hosts))[idx]]

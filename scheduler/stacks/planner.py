@@ -22,7 +22,6 @@ resource that finds no host when planned first cannot be placed at all.
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import numpy as np
 
@@ -87,27 +86,19 @@ def _hardest_first(driver, table: HostTable,
     instances, more RAM, more vCPUs first; then by name."""
     view = HostView(table)
     counts: dict[str, int] = {}
-    for spec in specs.values():
-        key = _signature(spec)
-        if key in counts:
-            continue
-        idx, forced, _ = targeting.apply(spec, view, table.all_positions())
-        if not forced:
-            idx, _ = run_filters(driver.filters, view, idx, spec)
-        counts[key] = len(idx)
-
-    def hardness(name: str):
-        spec = specs[name]
-        return (counts[_signature(spec)], -spec.num_instances,
-                -spec.flavor.memory_mb, -spec.flavor.vcpus, name)
-    return sorted(specs, key=hardness)
-
-
-def _signature(spec: RequestSpec) -> str:
-    """Specs equal but for their consumers filter alike."""
-    out = spec.to_primitive()
-    out["instance_uuids"] = len(spec.instance_uuids)
-    return json.dumps(out, sort_keys=True, default=str)
+    hardness = {}
+    for name, spec in specs.items():
+        # Specs equal but for their consumers filter alike: once for all.
+        key = repr(dataclasses.replace(spec, instance_uuids=()))
+        if key not in counts:
+            idx, forced, _ = targeting.apply(spec, view,
+                                             table.all_positions())
+            if not forced:
+                idx, _ = run_filters(driver.filters, view, idx, spec)
+            counts[key] = len(idx)
+        hardness[name] = (counts[key], -spec.num_instances,
+                          -spec.flavor.memory_mb, -spec.flavor.vcpus, name)
+    return sorted(specs, key=hardness.__getitem__)
 
 
 def _plan_in_order(driver, stack: Stack, table: HostTable,
@@ -182,12 +173,12 @@ def _relations(stack: Stack, name: str, hosts: dict[str, list[str]]):
         steps: list[FilterStep] = []
         for other in near:
             # Where ``other``'s instances are (one host: see _tied).
-            keep = np.isin(view.host_names[idx], hosts[other])
+            keep = view.on_hosts(hosts[other])[idx]
             idx = _step(view, idx, keep, "stack same_host",
                         f"holds no instance of {other}", steps)
         if away:
             taken = [h for other in away for h in hosts[other]]
-            keep = ~np.isin(view.host_names[idx], taken)
+            keep = ~view.on_hosts(taken)[idx]
             idx = _step(view, idx, keep, "stack different_host",
                         "holds an instance of " + _names(away), steps)
         return idx, steps

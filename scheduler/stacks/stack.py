@@ -33,8 +33,11 @@ CONSUMER_NAMESPACE = uuidlib.UUID("0b6f7c2e-5a1d-4c3e-9e2f-53a7c4d1e8b0")
 RELATIONS = ("same_host", "different_host")
 
 _NAME = {"type": "string", "minLength": 1, "maxLength": 255}
-_NAMES = {"type": "array", "items": _NAME, "maxItems": MAX_RESOURCES,
-          "uniqueItems": True}
+# The names in these lists are checked by _check_references, not by the
+# schema: jsonschema's per-item checks (and pairwise uniqueItems) of a tier
+# of 50 servers each depending on 50 others cost more than placing the
+# stack. Repeated names mean nothing more than one.
+_NAMES = {"type": "array", "maxItems": MAX_RESOURCES}
 SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
@@ -121,16 +124,16 @@ class Stack:
         user_id = stack.get("user_id")
         given = stack["resources"]
         resources = {}
+        parsed: dict[str, RequestSpec] = {}
         for name in sorted(given):
             raw = given[name]
             resources[name] = Resource(
                 name=name,
                 spec=_spec(stack_id, name, raw.get("spec"), project_id,
-                           user_id, max_instances),
-                depends_on=tuple(sorted(raw.get("depends_on") or ())),
-                same_host=tuple(sorted(raw.get("same_host") or ())),
-                different_host=tuple(sorted(raw.get("different_host")
-                                            or ())))
+                           user_id, max_instances, parsed),
+                depends_on=_names(raw, "depends_on"),
+                same_host=_names(raw, "same_host"),
+                different_host=_names(raw, "different_host"))
         _check_references(resources)
         _check_consumers(resources, max_instances)
         _check_groups(resources)
@@ -143,6 +146,15 @@ class Stack:
                    project_id=project_id, user_id=user_id)
 
 
+def _names(raw: dict, field: str) -> tuple:
+    """The resource names in ``raw[field]``, sorted, each once (anything
+    else is kept for _check_references to name)."""
+    values = raw.get(field) or ()
+    if all(isinstance(v, str) for v in values):
+        return tuple(sorted(set(values)))
+    return tuple(values)
+
+
 def consumer_uuid(stack_id: str, name: str, index: int) -> str:
     """The consumer uuid of instance ``index`` of resource ``name``."""
     return str(uuidlib.uuid5(CONSUMER_NAMESPACE,
@@ -151,16 +163,32 @@ def consumer_uuid(stack_id: str, name: str, index: int) -> str:
 
 def _spec(stack_id: str, name: str, spec: dict | None,
           project_id: str | None, user_id: str | None,
-          max_instances: int) -> RequestSpec | None:
+          max_instances: int, parsed_before: dict[str, RequestSpec]
+          ) -> RequestSpec | None:
+    """The resource's RequestSpec. Specs equal to one validated before
+    (``parsed_before``, by their JSON) are not validated again: a stack's
+    servers mostly share a few specs, and validation is most of the cost of
+    reading a stack."""
     if spec is None:
         return None
     prefix = f"stack.resources.{name}"
     # The stack's project and user are every spec's unless it says.
     spec = {"project_id": project_id, "user_id": user_id, **spec}
     try:
-        parsed = RequestSpec.from_primitives(spec, max_instances)
-    except exception.InvalidRequest as e:
-        raise exception.InvalidRequest(f"{prefix}.{e.message}") from None
+        key = json.dumps(spec, sort_keys=True)
+    except (TypeError, ValueError):
+        key = None      # not JSON: let the schema name the field
+    parsed = parsed_before.get(key) if key is not None else None
+    if parsed is None:
+        try:
+            parsed = RequestSpec.from_primitives(spec, max_instances)
+        except exception.InvalidRequest as e:
+            raise exception.InvalidRequest(
+                f"{prefix}.{e.message}") from None
+        if key is not None and spec.get("instance_uuids"):
+            key = None  # explicit consumers are this resource's alone
+        if key is not None:
+            parsed_before[key] = parsed
     if not spec.get("instance_uuids"):
         parsed = dataclasses.replace(parsed, instance_uuids=tuple(
             consumer_uuid(stack_id, name, i)
@@ -173,6 +201,9 @@ def _check_references(resources: dict[str, Resource]) -> None:
         for field in ("depends_on",) + RELATIONS:
             for ref in getattr(r, field):
                 where = f"stack.resources.{name}.{field}"
+                if not isinstance(ref, str):
+                    raise exception.InvalidRequest(
+                        f"{where}: {str(ref)[:60]!r} is not a resource name")
                 if ref not in resources:
                     raise exception.InvalidRequest(
                         f"{where}: no resource named {ref!r}")
@@ -227,9 +258,19 @@ def _check_groups(resources: dict[str, Resource]) -> None:
 
 def _definition(stack_id: str, project_id: str | None, user_id: str | None,
                 resources: dict[str, Resource]) -> str:
+    primitives: dict[str, dict] = {}
+
+    def primitive(spec: RequestSpec) -> dict:
+        # Specs equal but for their consumers share one primitive.
+        key = repr(dataclasses.replace(spec, instance_uuids=()))
+        if key not in primitives:
+            primitives[key] = spec.to_primitive()
+        return {**primitives[key],
+                "instance_uuids": list(spec.instance_uuids)}
+
     doc = {"stack_id": stack_id, "project_id": project_id,
            "user_id": user_id, "resources": {
-               name: {"spec": r.spec.to_primitive() if r.spec else None,
+               name: {"spec": primitive(r.spec) if r.spec else None,
                       "depends_on": list(r.depends_on),
                       "same_host": list(r.same_host),
                       "different_host": list(r.different_host)}

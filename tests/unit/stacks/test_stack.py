@@ -112,3 +112,11 @@ def test_changes_name_the_fields_that_differ():
         "resources.cache added", "resources.db removed",
         "resources.web.spec.flavor.vcpus: 1 -> 2"]
     assert stacks.changes(old.definition, old.definition) == []
+
+
+def test_a_reference_that_is_not_a_name_is_refused():
+    with pytest.raises(exception.InvalidRequest,
+                       match=r"^stack.resources.a.depends_on: \"{'x': 1}\" "
+                             r"is not a resource name"):
+        stacks.Stack.from_primitives(_stack(
+            a={"spec": spec_dict(), "depends_on": [{"x": 1}]}))
