@@ -548,3 +548,74 @@ def test_format_table_empty_cells_and_widths():
     assert text.splitlines() == ["a           b", "----------  -",
                                  "x", "long value"]
 
+
+
+# -- stack ------------------------------------------------------------------
+
+STACK_RESULT = {
+    "stack_id": "5a0b0c0d-0000-4000-8000-0000000000e1",
+    "order": [["net"], ["db"], ["web1", "web2"]],
+    "resources": {"db": [SELECTED[0]], "web1": [SELECTED[1]]},
+}
+
+
+class FakeStackAPI(FakeAPI):
+    def select_stack(self, ctxt, stack):
+        return self._answer("select_stack", ctxt, stack)
+
+    def rank_stack(self, ctxt, stack):
+        return self._answer("rank_stack", ctxt, stack)
+
+    def release_stack(self, ctxt, stack_id):
+        return self._answer("release_stack", ctxt, stack_id)
+
+
+TEMPLATE = """heat_template_version: 2018-08-31
+resources:
+  web:
+    type: OS::Nova::Server
+    properties: {flavor: m1.small}
+"""
+
+
+def test_stack_place_sends_the_template_and_prints_order_then_hosts(
+        tmp_path, capsys):
+    path = tmp_path / "shop.yaml"
+    path.write_text(TEMPLATE)
+    api = FakeStackAPI({"select_stack": STACK_RESULT})
+    code, api = run(["stack", "place", str(path)], api)
+    assert code == 0
+    method, (ctxt, stack), _ = api.calls[0]
+    assert method == "select_stack"
+    from scheduler.stacks.template import stack_id_for
+    assert stack["stack_id"] == stack_id_for("shop")
+    assert stack["resources"]["web"]["spec"]["flavor"]["memory_mb"] == 2048
+    out = capsys.readouterr().out.splitlines()
+    assert out[:5] == [f"stack {STACK_RESULT['stack_id']}", "order:",
+                       "  1. net", "  2. db", "  3. web1, web2"]
+    assert out[6].split() == ["resource", "host", "nodename", "uuid",
+                              "vcpus", "memory_mb", "disk_gb"]
+    assert out[8].split() == ["db", "compute-00001", "compute-00001",
+                              UUID1, "2", "2048", "21"]
+
+
+def test_stack_release_sends_the_stack_id(tmp_path, capsys):
+    path = tmp_path / "shop.yaml"
+    path.write_text(TEMPLATE)
+    api = FakeStackAPI({"release_stack": 3})
+    code, api = run(["stack", "release", str(path), "--name", "other"],
+                    api)
+    assert code == 0
+    from scheduler.stacks.template import stack_id_for
+    assert api.calls[0][0] == "release_stack"
+    assert api.calls[0][1][1] == stack_id_for("other")
+    assert capsys.readouterr().out.strip() == "released 3"
+
+
+def test_stack_with_a_bad_template_is_one_error_line(tmp_path, capsys):
+    code, api = run(["stack", "rank", str(tmp_path / "none.yaml")],
+                    FakeStackAPI())
+    assert code == 1
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("ERROR: template ")
+    assert api.calls == []
