@@ -109,20 +109,22 @@ def _plan_in_order(driver, stack: Stack, table: HostTable,
     members: dict[str, list[str]] = {}       # group uuid -> hosts planned
     selections: dict[str, list[Selection]] = {}
     planned: dict[str, RequestSpec] = {}
+    same, apart = _pairs(stack)
     for name in order:
         spec = specs[name]
         # Resources tied by same_host share one host, so their instances
         # are planned one by one, each narrowed to where the first went.
         parts = ([dataclasses.replace(spec, instance_uuids=(u,))
                   for u in spec.instance_uuids]
-                 if _tied(stack, name) else [spec])
+                 if same[name] else [spec])
         selections[name] = []
         for part in parts:
             part = _with_stack_members(part, members)
             try:
                 chosen = driver.plan_on(
                     view, part, spread,
-                    narrow=_relations(stack, name, hosts), keep_usage=True)
+                    narrow=_relations(name, same[name], apart[name], hosts),
+                    keep_usage=True)
             except exception.NoValidHost as e:
                 raise _Stuck(name, e) from None
             selections[name] += chosen
@@ -145,34 +147,38 @@ def _with_stack_members(spec: RequestSpec,
         group, hosts=group.hosts + tuple(members[group.uuid])))
 
 
-def _tied(stack: Stack, name: str) -> bool:
-    """Whether ``name`` has a same_host relation (named by either side)."""
-    return bool(stack.resources[name].same_host) or any(
-        name in r.same_host for r in stack.resources.values())
+def _pairs(stack: Stack) -> tuple[dict[str, set[str]],
+                                  dict[str, set[str]]]:
+    """same_host and different_host as symmetric maps: resource -> the
+    resources it is related to, whichever side named the relation."""
+    same: dict[str, set[str]] = {name: set() for name in stack.resources}
+    apart: dict[str, set[str]] = {name: set() for name in stack.resources}
+    for name, r in stack.resources.items():
+        for other in r.same_host:
+            same[name].add(other)
+            same[other].add(name)
+        for other in r.different_host:
+            apart[name].add(other)
+            apart[other].add(name)
+    return same, apart
 
 
-def _relations(stack: Stack, name: str, hosts: dict[str, list[str]]):
-    """The narrowing for resource ``name``: the relations it has (either
-    side named them) with the resources already planned, or None. A
-    resource tied by same_host stays on the host its first instance took.
-    """
-    near = [name] if name in hosts and _tied(stack, name) else []
-    away = []
-    for other, r in stack.resources.items():
-        if other not in hosts:
-            continue
-        mine = stack.resources[name]
-        if other in mine.same_host or name in r.same_host:
-            near.append(other)
-        if other in mine.different_host or name in r.different_host:
-            away.append(other)
+def _relations(name: str, same: set[str], apart: set[str],
+               hosts: dict[str, list[str]]):
+    """The narrowing for resource ``name``: its relations (``same``,
+    ``apart``) with the resources already planned, or None. A resource
+    tied by same_host stays on the host its first instance took."""
+    near = [other for other in sorted(same) if other in hosts]
+    if same and name in hosts:
+        near.append(name)
+    away = [other for other in sorted(apart) if other in hosts]
     if not near and not away:
         return None
 
     def narrow(view: HostView, idx: np.ndarray):
         steps: list[FilterStep] = []
         for other in near:
-            # Where ``other``'s instances are (one host: see _tied).
+            # Where ``other``'s instances are (one host: see parts above).
             keep = view.on_hosts(hosts[other])[idx]
             idx = _step(view, idx, keep, "stack same_host",
                         f"holds no instance of {other}", steps)
