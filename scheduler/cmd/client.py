@@ -361,19 +361,22 @@ def render_rank(result: dict[str, Any]) -> str:
 
 
 def render_stack(result: dict[str, Any]) -> str:
-    """The stack id, the creation batches, then one row per server."""
+    """The stack id, the creation batches, then one row per server in
+    creation order."""
     lines = [f"stack {result.get('stack_id')}"
              + (" (dry run: nothing claimed)" if result.get("dry_run")
                 else ""),
              "order:"]
     lines += [f"  {i}. {', '.join(batch)}"
               for i, batch in enumerate(result.get("order") or [], 1)]
+    placed = result.get("resources") or {}
+    # Servers in creation order, as Heat would create them.
+    names = [n for batch in result.get("order") or [] for n in batch]
+    names += sorted(set(placed) - set(names))
     rows = [{**(d.get("allocation") or {}), "resource": name,
              "uuid": d.get("uuid"), "host": d.get("host"),
              "nodename": d.get("nodename")}
-            for name, dests in sorted((result.get("resources")
-                                       or {}).items())
-            for d in dests]
+            for name in names for d in placed.get(name) or []]
     return "\n".join(lines + ["", cmd.format_table(rows, STACK_COLUMNS)])
 
 

@@ -298,14 +298,18 @@ def changes(old: str, new: str, limit: int = 5) -> list[str]:
 
 def _diff(old: Any, new: Any, path: str, found: list[str]) -> None:
     if isinstance(old, dict) and isinstance(new, dict):
+        inner: list[str] = []
         for key in sorted(set(old) | set(new)):
             where = f"{path}.{key}" if path else key
             if key not in new:
-                found.append(f"{where} removed")
+                inner.append(f"{where} removed")
             elif key not in old:
-                found.append(f"{where} added")
+                inner.append(f"{where} added")
             else:
-                _diff(old[key], new[key], where, found)
+                _diff(old[key], new[key], where, inner)
+        # A flavor swapped for another changes all its fields: say so once.
+        many = path.count(".") >= 2 and len(inner) > 2
+        found.extend([f"{path} changed"] if many else inner)
     elif old != new:
         found.append(f"{path}: {_short(old)} -> {_short(new)}")
 

@@ -222,7 +222,8 @@ def test_a_changed_stack_is_refused_naming_the_change(make_deployment):
     assert message.startswith(
         f"ERROR: stack_id: stack {first['stack_id']} is already placed with "
         f"another definition (release it first): ")
-    assert "resources.web1.spec.flavor.memory_mb: 2048 -> 4096" in message
+    assert message.endswith("resources.web1.spec.flavor changed; "
+                            "resources.web2.spec.flavor changed")
     assert len(deployment.allocations()) == 5
 
     # The dry run of the changed stack under another name claims nothing.

@@ -120,3 +120,11 @@ def test_a_reference_that_is_not_a_name_is_refused():
                              r"is not a resource name"):
         stacks.Stack.from_primitives(_stack(
             a={"spec": spec_dict(), "depends_on": [{"x": 1}]}))
+
+
+def test_a_flavor_swapped_for_another_is_named_once():
+    old = stacks.Stack.from_primitives(_stack(web={"spec": spec_dict()}))
+    new = stacks.Stack.from_primitives(_stack(web={"spec": spec_dict(
+        flavor={"name": "m1.medium", "memory_mb": 4096, "vcpus": 2})}))
+    assert stacks.changes(old.definition, new.definition) == [
+        "resources.web.spec.flavor changed"]
