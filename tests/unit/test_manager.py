@@ -163,3 +163,35 @@ def test_released_room_is_used_again(register, engine, manager):
     [dest] = manager.select_destinations({},
                                          spec=_spec(U[1:2], memory_mb=4096))
     assert dest["host"] == "h1"
+
+
+@pytest.mark.parametrize("bad", [None, 7, "not-a-uuid", "9" * 40])
+def test_release_stack_validates_the_stack_id(manager, bad):
+    e = _raised(manager.release_stack, {}, stack_id=bad)
+    assert isinstance(e, exception.InvalidRequest)
+    assert e.message.startswith("stack_id: expected a uuid")
+
+
+def test_select_stack_validates_at_the_edge_and_claims_nothing(
+        register, engine, manager):
+    register(node("h1"))
+    e = _raised(manager.select_stack, {}, stack={"stack_id": U[0]})
+    assert isinstance(e, exception.InvalidRequest)
+    assert e.message == "stack: 'resources' is a required property"
+    assert allocation_rows(engine) == []
+
+
+def test_stacks_are_placed_ranked_and_released_through_the_manager(
+        register, engine, manager):
+    register(node("h1"), node("h2"))
+    stack = {"stack_id": U[0], "resources": {
+        "a": {"spec": _spec([U[1]])},
+        "b": {"spec": _spec([U[2]]), "different_host": ["a"]}}}
+    ranked = manager.rank_stack({}, stack=stack)
+    assert ranked["dry_run"] is True and allocation_rows(engine) == []
+    placed = manager.select_stack({}, stack=stack)
+    assert placed["order"] == [["a"], ["b"]]
+    hosts = {n: d[0]["host"] for n, d in placed["resources"].items()}
+    assert sorted(hosts.values()) == ["h1", "h2"]
+    assert manager.release_stack({}, stack_id=U[0].upper()) == 2
+    assert allocation_rows(engine) == []
