@@ -108,7 +108,11 @@ def run_filters(filters: Sequence[BaseFilter], view: HostView,
             passed = _filter_states(f, view, idx, spec)
         sample: tuple[str, ...] = ()
         if len(passed) < len(idx):
-            removed = idx[~np.isin(idx, passed, assume_unique=True)]
+            # A mask over the table, not np.isin (which sorts): this runs
+            # for every filter that removed anything, per instance.
+            kept = np.zeros(len(view.table), np.bool_)
+            kept[passed] = True
+            removed = idx[~kept[idx]]
             sample = tuple(_label(view.state(i))
                            for i in removed[:SAMPLE_SIZE])
         steps.append(FilterStep(f.name, len(idx), len(passed),
