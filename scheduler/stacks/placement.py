@@ -54,7 +54,7 @@ def select(driver, stack: stacks.Stack,
     conf = driver.conf
     retry = db_retry.retrying(conf.scheduler.db_retries)
     consumers = stack.consumers
-    while True:
+    for _ in range(conf.scheduler.claim_retries + 1):
         stored = retry(store.definition)(driver.engine, stack.stack_id)
         if stored is not None and stored != stack.definition:
             raise exception.InvalidRequest(
@@ -76,6 +76,10 @@ def select(driver, stack: stacks.Stack,
             return result
         # A concurrent send of this stack (or of its consumers) won: look
         # again at what it holds.
+    raise exception.NoValidHost(
+        f"No valid host for stack {stack.stack_id}: its consumers were "
+        f"claimed concurrently {conf.scheduler.claim_retries + 1} times in "
+        f"a row")
 
 
 def _place(driver, stack: stacks.Stack, replace: list[str], known: bool,

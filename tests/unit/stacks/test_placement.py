@@ -6,6 +6,7 @@ import pytest
 from scheduler import claims
 from scheduler import exception
 from scheduler.stacks import placement
+from scheduler.stacks import store
 from scheduler.stacks.stack import consumer_uuid
 from scheduler.stacks.stack import Stack
 from tests.unit.fakes import allocation_rows
@@ -197,3 +198,25 @@ def test_a_driver_without_shared_views_does_not_place_stacks(
     with pytest.raises(exception.InvalidRequest,
                        match="does not place stacks"):
         placement.select(driver, _stack(_three_tier()))
+
+
+def test_a_concurrent_send_of_the_same_stack_gets_what_the_first_claimed(
+        four_hosts, filter_driver, engine, monkeypatch):
+    first = placement.select(filter_driver, _stack(_three_tier()))
+    # The second send read the stacks table before the first committed:
+    # its insert of the stack's row fails, and it looks again.
+    real = store.definition
+    reads = []
+
+    def stale_then_real(engine, stack_id):
+        reads.append(stack_id)
+        return None if len(reads) == 1 else real(engine, stack_id)
+    monkeypatch.setattr(store, "definition", stale_then_real)
+    held = claims.placements
+    monkeypatch.setattr(claims, "placements", lambda engine, uuids: {}
+                        if len(reads) == 1 else held(engine, uuids))
+    again = placement.select(filter_driver, _stack(_three_tier()))
+    assert len(reads) == 2
+    assert _hosts(again) == _hosts(first)
+    assert len(allocation_rows(engine)) == 5
+
