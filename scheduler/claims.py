@@ -31,7 +31,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import datetime
-from typing import Iterable
+from typing import Callable, Iterable
 
 from oslo_db import exception as db_exc
 import sqlalchemy as sa
@@ -96,7 +96,8 @@ class ConsumerExists(Exception):
 
 def claim(engine: sa.Engine, claims: list[Claim], *,
           group: GroupRule | None = None, replace: Iterable[str] = (),
-          ttl: int = 0, default_ratios: Ratios = Ratios()) -> None:
+          move: Iterable[str] = (), ttl: int = 0,
+          default_ratios: Ratios = Ratios()) -> None:
     """Record ``claims`` all together or not at all.
 
     Besides the generation, each node's UPDATE checks that the new usage
@@ -106,8 +107,12 @@ def claim(engine: sa.Engine, claims: list[Claim], *,
     overcommitted node.
 
     ``replace`` names consumers whose existing claims this one supersedes
-    (released in the same transaction). ``ttl`` > 0 makes the claims expire
-    that many seconds from now unless confirmed.
+    (released in the same transaction). ``move`` names consumers being
+    moved: their current claim becomes the new claim's source, kept until
+    :func:`confirm_move` or :func:`revert_move` (a consumer already moving
+    gives back its old destination and keeps its first source). ``ttl`` > 0
+    makes the claims expire that many seconds from now unless confirmed; an
+    expired move is reverted, not released.
     :raises ClaimConflict: a node's generation moved; nothing was written.
     :raises NoRoom: a node would exceed its capacity; nothing was written.
     :raises GroupConflict: the claims would break ``group``; nothing was
@@ -118,14 +123,16 @@ def claim(engine: sa.Engine, claims: list[Claim], *,
     try:
         with engine.begin() as conn:
             claim_in(conn, claims, groups=[group] if group else [],
-                     replace=replace, ttl=ttl, default_ratios=default_ratios)
+                     replace=replace, move=move, ttl=ttl,
+                     default_ratios=default_ratios)
     except db_exc.DBDuplicateEntry as e:
         raise ConsumerExists(str(e)) from e
 
 
 def claim_in(conn: sa.Connection, claims: list[Claim], *,
              groups: Iterable[GroupRule] = (), replace: Iterable[str] = (),
-             ttl: int = 0, default_ratios: Ratios = Ratios()) -> None:
+             move: Iterable[str] = (), ttl: int = 0,
+             default_ratios: Ratios = Ratios()) -> None:
     """:func:`claim`'s writes inside the caller's transaction ``conn``, for
     callers that record more in the same transaction (a stack's row). Every
     group in ``groups`` is kept; a claim counts towards the group named by
@@ -133,15 +140,16 @@ def claim_in(conn: sa.Connection, claims: list[Claim], *,
     already holding a claim raises oslo.db's ``DBDuplicateEntry``; on any
     error the caller must roll back.
     """
-    replace = list(replace)
+    replace, move = list(replace), list(move)
     # Sorted: two transactions lock the same groups in the same order.
     groups = sorted(groups, key=lambda g: g.uuid)
     for group in groups:
         _lock_group(conn, group.uuid)
     _consume(conn, claims, default_ratios)
     if replace:
-        _give_back(conn, _delete(conn, models.allocations.c
-                                 .consumer_uuid.in_(replace)))
+        rows = _delete(conn, models.allocations.c.consumer_uuid.in_(replace))
+        _give_back(conn, _held(rows) + _sources(rows))
+    sources = _start_moves(conn, move) if move else {}
     for group in groups:
         _check_group(conn, group, claims)
     expires_at = None
@@ -152,7 +160,8 @@ def claim_in(conn: sa.Connection, claims: list[Claim], *,
          "compute_node_id": c.node_id, "project_id": c.project_id,
          "user_id": c.user_id, "group_uuid": c.group_uuid,
          "vcpus": c.vcpus, "memory_mb": c.memory_mb,
-         "disk_gb": c.disk_gb, "expires_at": expires_at}
+         "disk_gb": c.disk_gb, "expires_at": expires_at,
+         **sources.get(c.consumer_uuid, _NO_SOURCE)}
         for c in claims])
 
 
@@ -313,19 +322,38 @@ def _delete(conn: sa.Connection, where) -> list[sa.Row]:
     # usage is given back exactly once.
     allocs = models.allocations
     return conn.execute(
-        allocs.delete().where(where)
-        .returning(allocs.c.compute_node_id, allocs.c.vcpus,
-                   allocs.c.memory_mb, allocs.c.disk_gb)).all()
+        allocs.delete().where(where).returning(*allocs.c)).all()
 
 
-def _give_back(conn: sa.Connection, rows: list[sa.Row]) -> None:
+#: (node id, vcpus, memory_mb, disk_gb) of one side of a claim.
+Usage = tuple[int, int, int, int]
+
+_SOURCE_COLUMNS = ("source_node_id", "source_vcpus", "source_memory_mb",
+                   "source_disk_gb")
+_NO_SOURCE = dict.fromkeys(_SOURCE_COLUMNS)
+
+
+def _held(rows: Iterable[sa.Row]) -> list[Usage]:
+    """What deleted allocation rows held on their node (the destination
+    of a move in flight)."""
+    return [(r.compute_node_id, r.vcpus, r.memory_mb, r.disk_gb)
+            for r in rows]
+
+
+def _sources(rows: Iterable[sa.Row]) -> list[Usage]:
+    """What deleted allocation rows held on the source of their move."""
+    return [(r.source_node_id, r.source_vcpus, r.source_memory_mb,
+             r.source_disk_gb) for r in rows if r.source_node_id is not None]
+
+
+def _give_back(conn: sa.Connection, usages: list[Usage]) -> None:
     totals: dict[int, list[int]] = collections.defaultdict(
         lambda: [0, 0, 0, 0])
-    for row in rows:
-        t = totals[row.compute_node_id]
-        t[0] += row.vcpus
-        t[1] += row.memory_mb
-        t[2] += row.disk_gb
+    for node_id, vcpus, memory_mb, disk_gb in usages:
+        t = totals[node_id]
+        t[0] += vcpus
+        t[1] += memory_mb
+        t[2] += disk_gb
         t[3] += 1
     nodes = models.compute_nodes
     for node_id in sorted(totals):
@@ -341,8 +369,41 @@ def _give_back(conn: sa.Connection, rows: list[sa.Row]) -> None:
                     generation=nodes.c.generation + 1))
 
 
+def _reinsert(conn: sa.Connection, rows: list[sa.Row],
+              change: Callable[[sa.Row], dict]) -> None:
+    """Insert rows deleted by :func:`_delete` again, with ``change(row)``
+    applied (the consumer keeps its uuid, project, group and age)."""
+    if rows:
+        columns = [c.name for c in models.allocations.c if c.name != "id"]
+        conn.execute(models.allocations.insert(), [
+            {**{c: getattr(r, c) for c in columns}, **change(r)}
+            for r in rows])
+
+
+def _start_moves(conn: sa.Connection, consumer_uuids: list[str]
+                 ) -> dict[str, dict[str, int]]:
+    """Take the moving consumers' claims out of the way of their new ones.
+
+    :returns: consumer uuid -> its ``source_*`` column values: its claim
+        now, or, if it was already moving, the source of that move (whose
+        abandoned destination is given back here).
+    """
+    rows = _delete(conn, models.allocations.c.consumer_uuid.in_(
+        consumer_uuids))
+    _give_back(conn, _held(r for r in rows if r.source_node_id is not None))
+    out = {}
+    for r in rows:
+        if r.source_node_id is not None:
+            out[r.consumer_uuid] = {c: getattr(r, c) for c in _SOURCE_COLUMNS}
+        else:
+            out[r.consumer_uuid] = dict(zip(_SOURCE_COLUMNS, (
+                r.compute_node_id, r.vcpus, r.memory_mb, r.disk_gb)))
+    return out
+
+
 def release(engine: sa.Engine, consumer_uuids: list[str]) -> int:
-    """Delete the consumers' allocations and give their usage back, once.
+    """Delete the consumers' allocations and give their usage back, once
+    (both sides of a move in flight).
 
     Releasing an unknown or already released consumer is not an error.
     :returns: the number of allocations released.
@@ -354,10 +415,11 @@ def release(engine: sa.Engine, consumer_uuids: list[str]) -> int:
 
 
 def release_in(conn: sa.Connection, consumer_uuids: list[str]) -> int:
-    """:func:`release` inside the caller's transaction ``conn``."""
+    """:func:`release` inside the caller's transaction ``conn`` (both
+    sides of a move in flight)."""
     rows = _delete(conn, models.allocations.c.consumer_uuid.in_(
         consumer_uuids))
-    _give_back(conn, rows)
+    _give_back(conn, _held(rows) + _sources(rows))
     return len(rows)
 
 
@@ -374,17 +436,88 @@ def confirm(engine: sa.Engine, consumer_uuids: list[str]) -> int:
             .values(expires_at=None)).rowcount
 
 
+def _moving(consumer_uuids: list[str]):
+    allocs = models.allocations
+    return sa.and_(allocs.c.consumer_uuid.in_(consumer_uuids),
+                   allocs.c.source_node_id.is_not(None))
+
+
+def _revert(conn: sa.Connection, where) -> int:
+    """Revert the moves matching ``where``: give the destinations back and
+    make the sources the claims again (confirmed)."""
+    rows = _delete(conn, where)
+    _give_back(conn, _held(rows))
+    _reinsert(conn, rows, lambda r: {
+        "compute_node_id": r.source_node_id, "vcpus": r.source_vcpus,
+        "memory_mb": r.source_memory_mb, "disk_gb": r.source_disk_gb,
+        "expires_at": None, **_NO_SOURCE})
+    return len(rows)
+
+
+def confirm_move(engine: sa.Engine, consumer_uuids: list[str]) -> int:
+    """The consumers' moves are done: give their sources back; the
+    destinations become their (confirmed) claims. Consumers not moving are
+    left alone, so this is idempotent.
+    :returns: how many moves were confirmed now.
+    """
+    if not consumer_uuids:
+        return 0
+    with engine.begin() as conn:
+        rows = _delete(conn, _moving(consumer_uuids))
+        _give_back(conn, _sources(rows))
+        _reinsert(conn, rows, lambda r: {"expires_at": None, **_NO_SOURCE})
+    return len(rows)
+
+
+def revert_move(engine: sa.Engine, consumer_uuids: list[str]) -> int:
+    """The consumers' moves are undone: give their destinations back; the
+    sources are their claims again. Idempotent like :func:`confirm_move`.
+    :returns: how many moves were reverted now.
+    """
+    if not consumer_uuids:
+        return 0
+    with engine.begin() as conn:
+        return _revert(conn, _moving(consumer_uuids))
+
+
 def expire(engine: sa.Engine) -> int:
     """Release every provisional claim whose time has passed (by the
-    database's clock). Safe to run in many workers at once.
-    :returns: the number of claims released.
+    database's clock); an expired move is reverted instead, so its source
+    is kept. Safe to run in many workers at once.
+    :returns: the number of claims released or reverted.
     """
     allocs = models.allocations
+    expired = sa.and_(allocs.c.expires_at.is_not(None),
+                      allocs.c.expires_at < db.utcnow())
     with engine.begin() as conn:
-        rows = _delete(conn, sa.and_(allocs.c.expires_at.is_not(None),
-                                     allocs.c.expires_at < db.utcnow()))
-        _give_back(conn, rows)
-    return len(rows)
+        reverted = _revert(conn, sa.and_(
+            expired, allocs.c.source_node_id.is_not(None)))
+        rows = _delete(conn, expired)
+        _give_back(conn, _held(rows))
+    return reverted + len(rows)
+
+
+def usage_sides() -> sa.Subquery:
+    """Every side of every claim as rows of ``consumer_uuid``,
+    ``compute_node_id``, ``project_id``, ``vcpus``, ``memory_mb``,
+    ``disk_gb``, ``moving`` ("source" / "destination" for the two sides of
+    a move in flight, else None): what each node's usage must add up to.
+    The one place that knows a move holds two nodes."""
+    a = models.allocations
+    return sa.union_all(
+        sa.select(a.c.consumer_uuid, a.c.compute_node_id, a.c.project_id,
+                  a.c.vcpus, a.c.memory_mb, a.c.disk_gb,
+                  sa.case((a.c.source_node_id.is_not(None),
+                           sa.literal("destination")),
+                          else_=sa.null()).label("moving")),
+        sa.select(a.c.consumer_uuid,
+                  a.c.source_node_id.label("compute_node_id"),
+                  a.c.project_id, a.c.source_vcpus.label("vcpus"),
+                  a.c.source_memory_mb.label("memory_mb"),
+                  a.c.source_disk_gb.label("disk_gb"),
+                  sa.literal("source").label("moving"))
+        .where(a.c.source_node_id.is_not(None)),
+    ).subquery("usage_sides")
 
 
 def _placements_statement() -> sa.Select:

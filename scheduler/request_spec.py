@@ -114,6 +114,7 @@ SCHEMA: dict[str, Any] = {
             },
         },
         "return_alternates": {"type": "boolean"},
+        "move": {"type": "boolean"},
     },
     "required": ["flavor"],
 }
@@ -167,6 +168,10 @@ class RequestSpec:
     instance_group: InstanceGroup | None = None
     retry: dict[str, Any] | None = None
     return_alternates: bool = False
+    #: True: the consumers that hold claims are being moved (DESIGN.md
+    #: "Moves"); False: a re-send of what they hold is a retry. None: not
+    #: said by the caller (nova's 4.x API), so ``moves.is_move`` infers it.
+    move: bool | None = False
     #: Not part of the request: filled in by the driver before planning
     #: (``Driver._with_hint_hosts``), one SQL query per request. Instance
     #: uuid from the ``same_host`` / ``different_host`` hints -> the hosts
@@ -179,6 +184,13 @@ class RequestSpec:
     @property
     def num_instances(self) -> int:
         return len(self.instance_uuids)
+
+    @property
+    def is_rebuild(self) -> bool:
+        """Nova's rebuild check (``_nova_check_type: ["rebuild"]``): run the
+        filters on the instance's current host, claim nothing."""
+        kind = (self.scheduler_hints or {}).get("_nova_check_type")
+        return kind == "rebuild" or kind == ["rebuild"]
 
     def hinted_uuids(self, name: str) -> tuple[str, ...]:
         """The instance uuids of hint ``name`` (one of HOST_HINTS),
@@ -275,6 +287,7 @@ class RequestSpec:
             if group else None,
             retry=spec.get("retry"),
             return_alternates=bool(spec.get("return_alternates", False)),
+            move=bool(spec.get("move", False)),
         )
 
     def to_primitive(self) -> dict[str, Any]:

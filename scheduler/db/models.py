@@ -138,6 +138,7 @@ class Allocation(Base):
     __tablename__ = "allocations"
     __table_args__ = (
         sa.Index("allocations_expires_at_idx", "expires_at"),
+        sa.Index("allocations_source_node_id_idx", "source_node_id"),
     )
     id = sa.Column(sa.Integer, primary_key=True)
     consumer_uuid = sa.Column(sa.String(36), nullable=False, unique=True)
@@ -153,6 +154,14 @@ class Allocation(Base):
     # Set while the claim is provisional: it is released at this time (by
     # the database's clock) unless the caller confirms it first.
     expires_at = sa.Column(sa.DateTime, nullable=True)
+    # Set while the consumer is being moved (migration 0005): the claim on
+    # the node it is leaving, kept until confirm_move gives it back or
+    # revert_move makes it the claim again. The columns above then hold the
+    # destination.
+    source_node_id = sa.Column(sa.Integer, nullable=True)
+    source_vcpus = sa.Column(sa.Integer, nullable=True)
+    source_memory_mb = sa.Column(sa.Integer, nullable=True)
+    source_disk_gb = sa.Column(sa.Integer, nullable=True)
 
 
 class ClaimGroup(Base):

@@ -5,7 +5,8 @@ list of host states and explains itself with NoValidHost when it cannot.
 The base class turns plans into claims and handles what can happen between
 reading and claiming: another scheduler won a node (re-read, re-plan, a
 bounded number of times), or the same consumers were already placed (a
-client retry: hand back what they hold).
+client retry: hand back what they hold, unless ``moves.is_move`` says the
+request moves them: then the destination is claimed and the source kept).
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import sqlalchemy as sa
 
 from scheduler import claims
 from scheduler import exception
+from scheduler import moves
 from scheduler.db import retry as db_retry
 from scheduler.host_manager import HostManager
 from scheduler.host_state import HostState
@@ -78,15 +80,21 @@ class Driver:
         retry = db_retry.retrying(self.conf.scheduler.db_retries)
         uuids = list(spec.instance_uuids)
         held = retry(claims.placements)(self.engine, uuids)
-        if len(held) == spec.num_instances:
+        if spec.is_rebuild:
+            return self._rebuild_check(spec, held)
+        moving = [u for u in uuids if u in held and moves.is_move(
+            spec, held[u])]
+        if len(held) == spec.num_instances and not moving:
             # The same consumers again (a retry after a lost reply, or the
             # message delivered twice): what they hold is the answer.
             return [_held_destination(held[u]) for u in uuids]
-        # Some but not all held: the new claim replaces those, atomically.
-        replace = list(held)
+        # Held but not moving, while others are new: the new claim replaces
+        # those, atomically.
+        replace = [u for u in held if u not in moving]
         # Where the hinted instances are: once per request, not per attempt
-        # (they are not this request's to move).
-        spec = retry(self._with_hint_hosts)(spec, replace)
+        # (they are not this request's to move). A moving consumer is
+        # leaving its host, so it counts there no more than a replaced one.
+        spec = retry(self._with_hint_hosts)(spec, replace + moving)
         group = spec.instance_group
         rule = None
         if group is not None and group.uuid and group.is_hard:
@@ -98,7 +106,7 @@ class Driver:
             # After a lost race, re-read SQL whatever the driver's habit.
             table = self.host_table() if attempt == 0 else \
                 self.host_manager.table()
-            plan_spec = self._with_group_members(spec, replace)
+            plan_spec = self._with_group_members(spec, replace + moving)
             selections = self.plan(plan_spec, table, spread=2 ** attempt)
             to_claim = [claims.Claim(
                 consumer_uuid=s.consumer_uuid, node_id=s.host.node_id,
@@ -111,7 +119,7 @@ class Driver:
             try:
                 retry(claims.claim)(
                     self.engine, to_claim, group=rule, replace=replace,
-                    ttl=self.conf.scheduler.unconfirmed_claim_ttl,
+                    move=moving, ttl=self.conf.scheduler.unconfirmed_claim_ttl,
                     default_ratios=self._default_ratios)
             except claims.NoRoom as e:
                 if spec.force_hosts or spec.force_nodes:
@@ -130,13 +138,43 @@ class Driver:
                 held = retry(claims.placements)(self.engine, uuids)
                 if len(held) == spec.num_instances:
                     return [_held_destination(held[u]) for u in uuids]
-                replace = list(held)
+                replace = [u for u in held if u not in moving]
                 continue
             self._claimed((s.host, spec.flavor) for s in selections)
             return [_destination(spec, s) for s in selections]
         raise exception.NoValidHost(
             f"No valid host: lost the claim race {retries + 1} times in a "
             f"row to concurrent requests (last: {conflict})")
+
+    def _rebuild_check(self, spec: RequestSpec,
+                       held: dict[str, sa.Row]) -> list[dict[str, Any]]:
+        """Nova's rebuild check: run the filters on the instance's current
+        host (nova names it as the requested destination; else the host
+        its claim is on) and claim nothing.
+
+        The instance already holds its resources there and a rebuild keeps
+        its flavor, so the host is asked for no more room than it has
+        given: the size is zero for the resource filters.
+        :raises InvalidRequest: neither a destination nor a claim names the
+            current host.
+        :raises NoValidHost: the host no longer passes the filters.
+        """
+        current = dict(spec.requested_destination or {})
+        if not current.get("host"):
+            if len(held) != 1:
+                raise exception.InvalidRequest(
+                    "spec.requested_destination: a rebuild check needs the "
+                    "instance's current host")
+            row = next(iter(held.values()))
+            current = {"host": row.host, "node": row.hypervisor_hostname}
+        check = dataclasses.replace(
+            spec, flavor=dataclasses.replace(
+                spec.flavor, memory_mb=0, vcpus=0, root_gb=0,
+                ephemeral_gb=0, swap=0),
+            requested_destination=current, force_hosts=(), force_nodes=(),
+            ignore_hosts=(), return_alternates=False)
+        selections = self.plan(self._resolved(check), self.host_table())
+        return [_destination(check, s) for s in selections]
 
     def _resolved(self, spec: RequestSpec) -> RequestSpec:
         """``spec`` with everything the planner reads from the claims: the

@@ -57,9 +57,9 @@ def test_db_sync_and_version(config, capsys, tmp_path):
     assert _run(capsys, args + ["db", "version"]) == (
         0, "none (run 'db sync')\n", "")
     assert _run(capsys, args + ["db", "sync"]) == (
-        0, "database at revision 0006\n", "")
+        0, "database at revision 0005\n", "")
     assert (tmp_path / "scheduler.sqlite").exists()
-    assert _run(capsys, args + ["db", "version"]) == (0, "0006\n", "")
+    assert _run(capsys, args + ["db", "version"]) == (0, "0005\n", "")
     # re-running sync is safe
     assert _run(capsys, args + ["db", "sync"])[0] == 0
 

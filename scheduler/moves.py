@@ -1,0 +1,53 @@
+"""What a move is: the one rule that tells a move from a client retry.
+
+A select for consumers that already hold claims is either a re-send of a
+request already answered (a retry: hand back what they hold) or a move of
+those consumers elsewhere (cold/live migration, resize, evacuation: claim a
+destination, keep the source until confirm_move / revert_move). DESIGN.md
+"Moves" fixes the rule; every caller (the driver, for both RPC APIs) asks
+:func:`is_move`.
+"""
+from __future__ import annotations
+
+from typing import Protocol
+
+from scheduler.request_spec import RequestSpec
+
+
+class HeldClaim(Protocol):
+    """What a consumer holds now (a ``claims.placements`` row)."""
+    host: str
+    hypervisor_hostname: str
+    vcpus: int
+    memory_mb: int
+    disk_gb: int
+
+
+def is_move(spec: RequestSpec, held: HeldClaim) -> bool:
+    """Whether ``spec`` moves a consumer that holds ``held``.
+
+    The caller's word decides when it gives one (``spec.move``, the 1.x
+    API). Otherwise (nova's 4.x API, which never says) it is a move exactly
+    when it cannot be a re-send of the request that made ``held``: the
+    request ignores the host the consumer is on, asks for a different size
+    (a resize), or names a destination elsewhere (a forced or requested
+    host or node that is not the held one).
+    """
+    if spec.move is not None:
+        return spec.move
+    if held.host in spec.ignore_hosts:
+        return True
+    flavor = spec.flavor
+    if (flavor.vcpus, flavor.memory_mb, flavor.disk_gb) != (
+            held.vcpus, held.memory_mb, held.disk_gb):
+        return True
+    if spec.force_hosts and held.host not in spec.force_hosts:
+        return True
+    if spec.force_nodes and held.hypervisor_hostname not in spec.force_nodes:
+        return True
+    wanted = spec.requested_destination or {}
+    if wanted.get("host") and wanted["host"] != held.host:
+        return True
+    if wanted.get("node") and wanted["node"] != held.hypervisor_hostname:
+        return True
+    return False
