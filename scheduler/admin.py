@@ -19,6 +19,7 @@ import uuid as uuidlib
 from oslo_db import exception as db_exc
 import sqlalchemy as sa
 
+from scheduler import claims
 from scheduler import exception
 from scheduler.db import api as db
 from scheduler.db import models
@@ -82,7 +83,8 @@ def audit_allocations(engine: sa.Engine, cpu_ratio: float, ram_ratio: float,
     given defaults). An empty list means the books balance.
     """
     n = models.compute_nodes
-    a = models.allocations
+    # Both sides of a move in flight hold usage on their nodes.
+    a = claims.usage_sides()
     sums = (sa.select(a.c.compute_node_id,
                       sa.func.sum(a.c.vcpus).label("vcpus"),
                       sa.func.sum(a.c.memory_mb).label("memory_mb"),
@@ -126,7 +128,7 @@ def fix_usage(engine: sa.Engine) -> int:
     :returns: how many nodes changed.
     """
     n = models.compute_nodes
-    a = models.allocations
+    a = claims.usage_sides()
 
     def total(column):
         return (sa.select(sa.func.coalesce(sa.func.sum(column), 0))
@@ -254,11 +256,12 @@ def describe_host(engine: sa.Engine, host: str, *,
         of ``resource``, ``total``, ``ratio``, ``capacity`` (total × ratio)
         and ``used`` (the node's usage now); and ``projects``: the node's
         rows in ``allocations`` summed per ``project_id`` (``instances``,
-        ``vcpus``, ``memory_mb``, ``disk_gb``), sorted by project, claims
-        without a project last (``project_id`` None).
+        ``moving`` (how many of them are one side of a move in flight:
+        both sides count), ``vcpus``, ``memory_mb``, ``disk_gb``), sorted
+        by project, claims without a project last (``project_id`` None).
     :raises NotFound: ``no compute host 'X'`` (no live compute service).
     """
-    n, a = models.compute_nodes, models.allocations
+    n, a = models.compute_nodes, claims.usage_sides()
     with engine.connect() as conn:
         now = db.db_time(conn)
         service = _compute_service(conn, host)
@@ -271,6 +274,7 @@ def describe_host(engine: sa.Engine, host: str, *,
             for row in conn.execute(
                     sa.select(a.c.compute_node_id, a.c.project_id,
                               sa.func.count().label("instances"),
+                              sa.func.count(a.c.moving).label("moving"),
                               sa.func.sum(a.c.vcpus).label("vcpus"),
                               sa.func.sum(a.c.memory_mb).label("memory_mb"),
                               sa.func.sum(a.c.disk_gb).label("disk_gb"))
@@ -278,7 +282,8 @@ def describe_host(engine: sa.Engine, host: str, *,
                     .group_by(a.c.compute_node_id, a.c.project_id)):
                 usage.setdefault(row.compute_node_id, []).append(
                     {"project_id": row.project_id,
-                     "instances": row.instances, "vcpus": int(row.vcpus),
+                     "instances": row.instances, "moving": row.moving,
+                     "vcpus": int(row.vcpus),
                      "memory_mb": int(row.memory_mb),
                      "disk_gb": int(row.disk_gb)})
         aggregates = [

@@ -160,6 +160,31 @@ class SchedulerManager:
         return result
 
     @messaging.expose
+    @messaging.expected_exceptions(exception.InvalidRequest)
+    def confirm_move(self, ctxt: Any, consumer_uuids: Any = None) -> int:
+        """The consumers' moves are done: give back their sources, keep
+        their destinations (confirmed). Consumers not moving are left alone.
+        :returns: how many moves were confirmed now."""
+        self._check_uuids(consumer_uuids)
+        done = self._retry(claims.confirm_move)(self.engine, consumer_uuids)
+        LOG.info("Confirmed %d move(s) of %d consumer(s)", done,
+                 len(consumer_uuids))
+        return done
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.InvalidRequest)
+    def revert_move(self, ctxt: Any, consumer_uuids: Any = None) -> int:
+        """The consumers' moves are undone: give back their destinations;
+        their sources are their claims again. Consumers not moving are left
+        alone.
+        :returns: how many moves were reverted now."""
+        self._check_uuids(consumer_uuids)
+        done = self._retry(claims.revert_move)(self.engine, consumer_uuids)
+        LOG.info("Reverted %d move(s) of %d consumer(s)", done,
+                 len(consumer_uuids))
+        return done
+
+    @messaging.expose
     def ping(self, ctxt: Any) -> dict[str, str]:
         """Who answered: this server's host, API version and driver."""
         return {"host": self.conf.host, "version": rpc.API_VERSION,

@@ -6,9 +6,9 @@ from oslo_config import cfg
 import oslo_messaging as messaging
 
 #: RPC API version the server implements; 1.0 had select_destinations,
-#: release and ping, 1.1 added rank_destinations, 1.2 confirm, 1.4
-#: select_stack, rank_stack and release_stack (1.3, confirm_move and
-#: revert_move, comes with the moves branch).
+#: release and ping, 1.1 added rank_destinations, 1.2 confirm, 1.3
+#: confirm_move and revert_move (and ``spec.move``), 1.4 select_stack,
+#: rank_stack and release_stack.
 API_VERSION = "1.4"
 
 #: Only our own exception module may be re-raised remotely: oslo.messaging

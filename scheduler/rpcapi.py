@@ -26,8 +26,8 @@ LOG = logging.getLogger(__name__)
 
 class SchedulerAPI:
     """Version history: 1.0 select_destinations, release, ping;
-    1.1 rank_destinations; 1.2 confirm; 1.4 select_stack, rank_stack,
-    release_stack."""
+    1.1 rank_destinations; 1.2 confirm; 1.3 confirm_move, revert_move and
+    ``spec.move``; 1.4 select_stack, rank_stack, release_stack."""
 
     def __init__(self, conf: cfg.ConfigOpts,
                  transport: messaging.Transport | None = None,
@@ -48,7 +48,12 @@ class SchedulerAPI:
         :raises MessagingTimeout: after ``max_attempts`` timed-out calls.
         """
         spec = _with_consumers(spec)
-        cctxt = self.client.prepare(version="1.0")
+        if isinstance(spec, dict) and "move" in spec:
+            # An older server would refuse the unknown field by name; say
+            # why instead.
+            cctxt = self._prepare("1.3", "spec.move")
+        else:
+            cctxt = self.client.prepare(version="1.0")
         attempts = self.conf.scheduler.max_attempts
         for attempt in range(1, attempts + 1):
             try:
@@ -85,6 +90,18 @@ class SchedulerAPI:
                 f"caps this client at {self.conf.upgrade_levels.scheduler}")
         return self.client.prepare(version="1.2").call(
             ctxt, "confirm", consumer_uuids=list(consumer_uuids))
+
+    def confirm_move(self, ctxt: dict, consumer_uuids: list[str]) -> int:
+        """Finish the consumers' moves (their sources are released); needs
+        servers at 1.3 or newer."""
+        return self._prepare("1.3", "confirm_move").call(
+            ctxt, "confirm_move", consumer_uuids=list(consumer_uuids))
+
+    def revert_move(self, ctxt: dict, consumer_uuids: list[str]) -> int:
+        """Undo the consumers' moves (their destinations are released);
+        needs servers at 1.3 or newer."""
+        return self._prepare("1.3", "revert_move").call(
+            ctxt, "revert_move", consumer_uuids=list(consumer_uuids))
 
     def select_stack(self, ctxt: dict, stack: dict[str, Any]
                      ) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """scheduler-client: a conductor-like CLI for the scheduler RPC API.
 
 In the spirit of the novaclient shell: global options, then a command
-(``select``, ``rank``, ``release``, ``confirm``, ``ping``, ``stack
-place|rank|release TEMPLATE``) with its own flags. Results
+(``select``, ``rank``, ``release``, ``confirm``, ``confirm-move``,
+``revert-move``, ``ping``, ``stack place|rank|release TEMPLATE``) with its
+own flags. Results
 are printed as plain tables (or, with ``--json``, as the raw RPC result);
 expected failures are one ``ERROR: ...`` line on stderr and exit status 1.
 """
@@ -130,6 +131,10 @@ def build_parser() -> argparse.ArgumentParser:
                             help="place instances and claim resources")
     p.add_argument("--return-alternates", action="store_true",
                    help="also return alternate hosts per instance")
+    p.add_argument("--move", action="store_true",
+                   help="move the instances (--instance-uuid) that hold "
+                        "claims: claim new hosts and keep the old ones "
+                        "until confirm-move or revert-move")
     p.set_defaults(method="select_destinations", call=call_select,
                    render=render_select)
 
@@ -152,6 +157,18 @@ def build_parser() -> argparse.ArgumentParser:
                    render=render_confirm)
 
     _stack_commands(commands)
+    p = commands.add_parser(
+        "confirm-move", help="finish instances' moves: release the sources")
+    p.add_argument("uuids", nargs="+", metavar="UUID")
+    p.set_defaults(method="confirm_move", call=call_confirm_move,
+                   render=render_confirm_move)
+
+    p = commands.add_parser(
+        "revert-move",
+        help="undo instances' moves: release the destinations")
+    p.add_argument("uuids", nargs="+", metavar="UUID")
+    p.set_defaults(method="revert_move", call=call_revert_move,
+                   render=render_revert_move)
 
     p = commands.add_parser("ping", help="ask a scheduler who it is")
     p.add_argument("--server", metavar="HOST",
@@ -257,6 +274,8 @@ def build_spec(args: argparse.Namespace) -> dict[str, Any]:
         "instance_group": None,
         "return_alternates": bool(getattr(args, "return_alternates", False)),
     }
+    if getattr(args, "move", False):
+        spec["move"] = True
     if args.instance_uuid:
         spec["instance_uuids"] = list(args.instance_uuid)
     else:
@@ -378,6 +397,20 @@ def render_stack(result: dict[str, Any]) -> str:
              "nodename": d.get("nodename")}
             for name in names for d in placed.get(name) or []]
     return "\n".join(lines + ["", cmd.format_table(rows, STACK_COLUMNS)])
+def call_confirm_move(api: Any, args: argparse.Namespace) -> int:
+    return api.confirm_move({}, list(args.uuids))
+
+
+def call_revert_move(api: Any, args: argparse.Namespace) -> int:
+    return api.revert_move({}, list(args.uuids))
+
+
+def render_confirm_move(result: int) -> str:
+    return f"confirmed {result} move(s)"
+
+
+def render_revert_move(result: int) -> str:
+    return f"reverted {result} move(s)"
 
 
 def render_release(result: int) -> str:

@@ -113,7 +113,7 @@ def render_host(host: dict) -> str:
             lines.append(cmd.format_table(
                 [dict(p, project_id=p["project_id"] or "(none)")
                  for p in node["projects"]],
-                ["project_id", "instances", "vcpus", "memory_mb",
+                ["project_id", "instances", "moving", "vcpus", "memory_mb",
                  "disk_gb"]))
         else:
             lines.append("(no allocations)")

@@ -123,10 +123,10 @@ def test_host_describe_shows_usage_per_project(make_deployment):
     assert sorted(a["name"] for a in host["aggregates"]) == ["az2", "one"]
     [node] = host["nodes"]
     assert node["projects"] == [
-        {"project_id": "proj-a", "instances": 2, "vcpus": 2,
+        {"project_id": "proj-a", "instances": 2, "moving": 0, "vcpus": 2,
          "memory_mb": 1024, "disk_gb": 2},
-        {"project_id": "proj-b", "instances": 1, "vcpus": 1,
-         "memory_mb": 512, "disk_gb": 1}]
+        {"project_id": "proj-b", "instances": 1, "moving": 0,
+         "vcpus": 1, "memory_mb": 512, "disk_gb": 1}]
     used = {r["resource"]: r["used"] for r in node["resources"]}
     assert used == {"vcpus": 3, "memory_mb": 1536, "disk_gb": 3}
     row = deployment.nodes()["compute-00004"]
@@ -141,4 +141,5 @@ def test_host_describe_shows_usage_per_project(make_deployment):
                          "state:  up", "zones:  az-one, az2"]
     usage = lines[lines.index("usage by project on compute-00004:") + 3:]
     assert [line.split() for line in usage] == [
-        ["proj-a", "2", "2", "1024", "2"], ["proj-b", "1", "1", "512", "1"]]
+        ["proj-a", "2", "0", "2", "1024", "2"],
+        ["proj-b", "1", "0", "1", "512", "1"]]

@@ -381,9 +381,9 @@ def test_describe_host(register, engine):
                 {"resource": "disk_gb", "total": 100, "ratio": 1.0,
                  "capacity": 100.0, "used": 25}],
             "projects": [
-                {"project_id": P1, "instances": 1, "vcpus": 1,
+                {"project_id": P1, "instances": 1, "moving": 0, "vcpus": 1,
                  "memory_mb": 512, "disk_gb": 5},
-                {"project_id": P2, "instances": 2, "vcpus": 4,
+                {"project_id": P2, "instances": 2, "moving": 0, "vcpus": 4,
                  "memory_mb": 2048, "disk_gb": 20}]}]}
 
 

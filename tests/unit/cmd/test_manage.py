@@ -252,10 +252,10 @@ def test_host_describe(config, capsys, register, engine):
         "disk_gb    100    1.0    100.0     15",
         "",
         "usage by project on h1:",
-        "project_id  instances  vcpus  memory_mb  disk_gb",
-        "----------  ---------  -----  ---------  -------",
-        "project-1   1          2      1024       10",
-        "(none)      1          1      512        5"]
+        "project_id  instances  moving  vcpus  memory_mb  disk_gb",
+        "----------  ---------  ------  -----  ---------  -------",
+        "project-1   1          0       2      1024       10",
+        "(none)      1          0       1      512        5"]
 
 
 def test_host_describe_without_allocations_or_aggregates(config, capsys,
@@ -285,8 +285,8 @@ def test_host_describe_json(config, capsys, register, engine):
     [n] = host["nodes"]
     assert n["resources"][0] == {"resource": "vcpus", "total": 8,
                                  "ratio": 2.0, "capacity": 16.0, "used": 2}
-    assert n["projects"] == [{"project_id": P1, "instances": 1, "vcpus": 2,
-                              "memory_mb": 1024, "disk_gb": 10}]
+    assert n["projects"] == [{"project_id": P1, "instances": 1, "moving": 0,
+                              "vcpus": 2, "memory_mb": 1024, "disk_gb": 10}]
 
 
 def test_host_describe_unknown_host(config, capsys, register, engine):
