@@ -520,6 +520,34 @@ def usage_sides() -> sa.Subquery:
     ).subquery("usage_sides")
 
 
+@dataclasses.dataclass(frozen=True)
+class Holding:
+    """Where one consumer's claim is: its host, and while it is moving,
+    the host it is moving from."""
+    host: str
+    source_host: str | None
+    provisional: bool       # not confirmed yet (expires unless confirmed)
+
+
+def holdings(engine: sa.Engine, consumer_uuids: list[str]
+             ) -> dict[str, Holding]:
+    """consumer uuid -> :class:`Holding`, for those that hold a claim."""
+    uuids = list(dict.fromkeys(consumer_uuids))
+    if not uuids:
+        return {}
+    a, n = models.allocations, models.compute_nodes
+    source = n.alias("source")
+    query = (sa.select(a.c.consumer_uuid, n.c.host,
+                       source.c.host.label("source_host"), a.c.expires_at)
+             .join(n, n.c.id == a.c.compute_node_id)
+             .outerjoin(source, source.c.id == a.c.source_node_id)
+             .where(a.c.consumer_uuid.in_(uuids)))
+    with engine.connect() as conn:
+        return {row.consumer_uuid: Holding(row.host, row.source_host,
+                                           row.expires_at is not None)
+                for row in conn.execute(query)}
+
+
 def _placements_statement() -> sa.Select:
     allocs = models.allocations
     nodes = models.compute_nodes

@@ -9,13 +9,15 @@ from oslo_db import options as db_options
 from scheduler.conf import default
 from scheduler.conf import filter_scheduler
 from scheduler.conf import metrics
+from scheduler.conf import nova
 from scheduler.conf import scheduler
 from scheduler.conf import upgrade_levels
 
 #: The embedded default: a SQLite file in the state directory.
 DEFAULT_CONNECTION = "sqlite:///$state_path/scheduler.sqlite"
 
-_MODULES = (default, scheduler, filter_scheduler, metrics, upgrade_levels)
+_MODULES = (default, scheduler, filter_scheduler, metrics, nova,
+            upgrade_levels)
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:

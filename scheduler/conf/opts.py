@@ -3,6 +3,7 @@
 from scheduler.conf import default
 from scheduler.conf import filter_scheduler
 from scheduler.conf import metrics
+from scheduler.conf import nova
 from scheduler.conf import scheduler
 from scheduler.conf import upgrade_levels
 
@@ -11,7 +12,7 @@ def list_opts() -> list[tuple[str, list]]:
     """Our groups; oslo.db's and oslo.messaging's come from their own entry
     points in the generator config."""
     groups: dict[str, list] = {}
-    for module in (default, scheduler, filter_scheduler, metrics,
+    for module in (default, scheduler, filter_scheduler, metrics, nova,
                    upgrade_levels):
         for group, opts in module.list_opts().items():
             groups.setdefault(group, []).extend(opts)

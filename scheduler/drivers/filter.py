@@ -141,7 +141,9 @@ class FilterScheduler(Driver):
         count = self.conf.scheduler.max_attempts - 1
         ranked = weighing.idx[weighing.best(count + 1)]
         others = [int(i) for i in ranked if i != chosen][:count]
+        # The node's uuid too: nova's Selection objects need it.
         return [{"host": s.host, "nodename": s.nodename,
+                 "compute_node_uuid": s.uuid,
                  "limits": self._limits(s, forced)}
                 for s in (view.table.states[i] for i in others)]
 

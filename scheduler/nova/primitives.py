@@ -1,0 +1,299 @@
+"""Nova's versioned-object primitives, read into our request spec.
+
+Nova sends its objects as oslo.versionedobjects primitives:
+``{"nova_object.name": "Flavor", "nova_object.namespace": "nova",
+"nova_object.version": "1.2", "nova_object.data": {...}}``, nested the same
+way. This module reads the ones ``select_destinations`` carries (RequestSpec
+and everything in it, and the 4.0 legacy pair) without importing nova, and
+builds the ``spec`` dict of DESIGN.md "The request spec", which
+``RequestSpec.from_primitives`` then validates like any other request.
+
+Two kinds of refusal, both naming the field:
+
+- :class:`Unsupported`: a field asks for something this service cannot
+  honour (NUMA, PCI, extra resource groups, traits). Never ignored: placing
+  such an instance without it would break what the user asked for.
+- ``InvalidRequest``: the primitive is not the shape nova sends.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler import exception
+
+_NAME = "nova_object.name"
+_DATA = "nova_object.data"
+
+#: Flavor extra-spec prefixes that ask placement for resources or traits
+#: (``resources:VGPU``, ``resources1:...``, ``trait:HW_CPU_X86_AVX2``,
+#: ``trait2:...``) or for NUMA / PCI layouts; none of it is modelled here.
+_UNSUPPORTED_EXTRA_SPECS = ("resources", "trait", "hw:numa_",
+                            "pci_passthrough:")
+#: Image properties asking for the same things.
+_UNSUPPORTED_IMAGE_PROPS = ("traits_required", "hw_numa_nodes",
+                            "hw_numa_cpus", "hw_numa_mem")
+
+
+class Unsupported(Exception):
+    """The request asks for something this service cannot honour; the
+    message names the field."""
+
+
+def unwrap(primitive: Any, name: str | tuple[str, ...], field: str
+           ) -> dict[str, Any]:
+    """The data of a versioned-object primitive of class ``name``.
+
+    :raises InvalidRequest: ``primitive`` is not such a primitive.
+    """
+    names = (name,) if isinstance(name, str) else name
+    if (not isinstance(primitive, dict) or primitive.get(_NAME) not in names
+            or not isinstance(primitive.get(_DATA), dict)):
+        got = (primitive.get(_NAME) if isinstance(primitive, dict)
+               else type(primitive).__name__)
+        raise exception.InvalidRequest(
+            f"{field}: expected a {'/'.join(names)} object primitive, got "
+            f"{str(got)[:60]!r}")
+    return primitive[_DATA]
+
+
+def _optional(data: dict, key: str, name: str | tuple[str, ...],
+              field: str) -> dict[str, Any] | None:
+    value = data.get(key)
+    return None if value is None else unwrap(value, name, f"{field}.{key}")
+
+
+def spec_from_request_spec(primitive: Any, instance_uuids: Any = None,
+                           return_alternates: bool = False
+                           ) -> dict[str, Any]:
+    """Our ``spec`` dict for a ``RequestSpec`` primitive (RPC 4.3-4.5).
+
+    ``instance_uuids`` (4.4+) are the consumers; without them the spec's
+    ``instance_uuid`` is, for a single instance.
+    :raises Unsupported: naming a field that cannot be honoured.
+    :raises InvalidRequest: naming a field that is not what nova sends.
+    """
+    data = unwrap(primitive, "RequestSpec", "spec_obj")
+    _refuse_unsupported(data)
+    field = "spec_obj"
+    spec: dict[str, Any] = {
+        "flavor": flavor_from(data.get("flavor"), f"{field}.flavor",
+                              boot_from_volume=bool(data.get("is_bfv"))),
+        "project_id": data.get("project_id"),
+        "user_id": data.get("user_id"),
+        "availability_zone": data.get("availability_zone"),
+        "return_alternates": bool(return_alternates),
+    }
+    image = _optional(data, "image", "ImageMeta", field)
+    if image is not None:
+        spec["image"] = image_from(image, f"{field}.image")
+    num = data.get("num_instances", 1)
+    if instance_uuids:
+        spec["instance_uuids"] = instance_uuids
+        spec["num_instances"] = num     # a mismatch is the schema's to name
+    elif data.get("instance_uuid") and num == 1:
+        spec["instance_uuids"] = [data["instance_uuid"]]
+    else:
+        spec["num_instances"] = num
+    for key in ("ignore_hosts", "force_hosts", "force_nodes"):
+        if data.get(key) is not None:
+            spec[key] = data[key]
+    hints = data.get("scheduler_hints")
+    if hints is not None:
+        spec["scheduler_hints"] = hints_from(hints, f"{field}.scheduler_hints")
+    group = _optional(data, "instance_group", "InstanceGroup", field)
+    if group is not None:
+        spec["instance_group"] = group_from(group)
+    destination = _optional(data, "requested_destination", "Destination",
+                            field)
+    if destination is not None:
+        spec["requested_destination"] = destination_from(
+            destination, f"{field}.requested_destination")
+    retry = _optional(data, "retry", "SchedulerRetries", field)
+    if retry is not None:
+        spec["retry"] = retry_from(retry, f"{field}.retry")
+    return spec
+
+
+def spec_from_legacy(request_spec: Any, filter_properties: Any
+                     ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Nova 34's 4.0 pair, made plain: ``instance_type`` and ``image`` as
+    nova sends them are object primitives, ``requested_destination`` too;
+    the result is the legacy pair ``RequestSpec.from_legacy`` reads.
+
+    :raises Unsupported, InvalidRequest: as :func:`spec_from_request_spec`.
+    """
+    if not isinstance(request_spec, dict):
+        raise exception.InvalidRequest("request_spec: expected an object")
+    filter_properties = filter_properties or {}
+    if not isinstance(filter_properties, dict):
+        raise exception.InvalidRequest(
+            "filter_properties: expected an object")
+    request_spec = dict(request_spec)
+    props = request_spec.get("instance_properties") or {}
+    if isinstance(props, dict):
+        for key in ("numa_topology", "pci_requests"):
+            if _asks_for_something(props.get(key)):
+                raise Unsupported(
+                    f"request_spec.instance_properties.{key}: not supported "
+                    f"by this scheduler")
+    flavor = request_spec.get("instance_type")
+    if isinstance(flavor, dict) and _NAME in flavor:
+        request_spec["instance_type"] = flavor_from(
+            flavor, "request_spec.instance_type")
+    image = request_spec.get("image")
+    if isinstance(image, dict) and _NAME in image:
+        request_spec["image"] = image_from(
+            unwrap(image, "ImageMeta", "request_spec.image"),
+            "request_spec.image")
+    elif not image:
+        request_spec.pop("image", None)
+    filter_properties = dict(filter_properties)
+    destination = filter_properties.pop("requested_destination", None)
+    if destination is not None:
+        raise Unsupported(
+            "filter_properties.requested_destination: only understood with "
+            "RPC 4.3 or newer (spec_obj)")
+    hints = filter_properties.get("scheduler_hints")
+    if isinstance(hints, dict):
+        filter_properties["scheduler_hints"] = {
+            k: (v[0] if isinstance(v, list) and len(v) == 1
+                and k not in ("same_host", "different_host") else v)
+            for k, v in hints.items()}
+    return request_spec, filter_properties
+
+
+def flavor_from(primitive: Any, field: str, boot_from_volume: bool = False
+                ) -> dict[str, Any]:
+    """Our flavor dict for a ``Flavor`` primitive. Booting from a volume
+    (``is_bfv``) needs no root disk on the host."""
+    data = unwrap(primitive, "Flavor", field)
+    extra_specs = data.get("extra_specs") or {}
+    if not isinstance(extra_specs, dict):
+        raise exception.InvalidRequest(
+            f"{field}.extra_specs: expected an object")
+    for key in extra_specs:
+        if isinstance(key, str) and key.startswith(_UNSUPPORTED_EXTRA_SPECS):
+            raise Unsupported(f"{field}.extra_specs.{key}: not supported by "
+                              f"this scheduler")
+    flavor = {key: data[key] for key in (
+        "name", "flavorid", "memory_mb", "vcpus", "root_gb", "ephemeral_gb",
+        "swap") if key in data}
+    flavor["extra_specs"] = extra_specs
+    if boot_from_volume:
+        flavor["root_gb"] = 0
+    return flavor
+
+
+def image_from(data: dict[str, Any], field: str) -> dict[str, Any]:
+    """Our image dict for ``ImageMeta`` data: id, name and the properties
+    (``ImageMetaProps``). List-valued properties become comma-separated
+    strings, as the image service stores them."""
+    props = _optional(data, "properties", "ImageMetaProps", field) or {}
+    out: dict[str, Any] = {}
+    for key, value in props.items():
+        if key in _UNSUPPORTED_IMAGE_PROPS and value:
+            raise Unsupported(f"{field}.properties.{key}: not supported by "
+                              f"this scheduler")
+        if isinstance(value, (list, tuple)):
+            value = ",".join(str(v) for v in value)
+        elif isinstance(value, dict):
+            raise exception.InvalidRequest(
+                f"{field}.properties.{key}: expected a scalar")
+        out[key] = value
+    return {"id": data.get("id"), "name": data.get("name"),
+            "properties": out}
+
+
+def hints_from(hints: Any, field: str) -> dict[str, Any]:
+    """Nova's hints are lists of strings; a one-item list means the item
+    (nova's ``get_scheduler_hint``), except the hints that name instances,
+    which stay lists."""
+    if not isinstance(hints, dict):
+        raise exception.InvalidRequest(f"{field}: expected an object")
+    out = {}
+    for key, value in hints.items():
+        if (isinstance(value, list) and len(value) == 1
+                and key not in ("same_host", "different_host",
+                                "_nova_check_type")):
+            value = value[0]
+        out[key] = value
+    return out
+
+
+def group_from(data: dict[str, Any]) -> dict[str, Any]:
+    """Our instance_group for ``InstanceGroup`` data: ``policy`` (or the
+    old ``policies`` list) and ``max_server_per_host`` from its rules."""
+    policy = data.get("policy")
+    if policy is None:
+        policy = (data.get("policies") or [None])[0]
+    group: dict[str, Any] = {
+        "policies": [policy],
+        "hosts": list(data.get("hosts") or ()),
+        "members": list(data.get("members") or ()),
+    }
+    if data.get("uuid"):
+        group["uuid"] = data["uuid"]
+    rules = data.get("_rules") or data.get("rules") or {}
+    if isinstance(rules, dict) and rules.get("max_server_per_host"):
+        try:
+            group["rules"] = {"max_server_per_host": int(
+                rules["max_server_per_host"])}
+        except (TypeError, ValueError):
+            raise exception.InvalidRequest(
+                "spec_obj.instance_group.rules.max_server_per_host: "
+                "expected an integer") from None
+    return group
+
+
+def destination_from(data: dict[str, Any], field: str) -> dict[str, Any]:
+    """Our requested_destination for ``Destination`` data."""
+    if data.get("forbidden_aggregates"):
+        raise Unsupported(f"{field}.forbidden_aggregates: not supported by "
+                          f"this scheduler")
+    return {"host": data.get("host"), "node": data.get("node"),
+            "aggregates": data.get("aggregates")}
+
+
+def retry_from(data: dict[str, Any], field: str) -> dict[str, Any]:
+    """Our retry for ``SchedulerRetries`` data: the hosts already tried, as
+    ``[host, node]`` pairs, from its ``ComputeNodeList``."""
+    hosts = []
+    node_list = data.get("hosts")
+    if node_list is not None:
+        nodes = unwrap(node_list, "ComputeNodeList", f"{field}.hosts")
+        for i, node in enumerate(nodes.get("objects") or ()):
+            node = unwrap(node, "ComputeNode", f"{field}.hosts.{i}")
+            hosts.append([node.get("host"), node.get("hypervisor_hostname")])
+    return {"num_attempts": data.get("num_attempts", 0), "hosts": hosts}
+
+
+def _asks_for_something(value: Any) -> bool:
+    """Whether a NUMA / PCI field asks for anything: a primitive with data,
+    or a PCI request list with requests in it."""
+    if not value:
+        return False
+    if isinstance(value, dict) and _NAME in value:
+        data = value.get(_DATA) or {}
+        if value.get(_NAME) == "InstancePCIRequests":
+            return bool(data.get("requests"))
+        return True
+    return True
+
+
+def _refuse_unsupported(data: dict[str, Any]) -> None:
+    for key in ("numa_topology", "pci_requests"):
+        if _asks_for_something(data.get(key)):
+            raise Unsupported(f"spec_obj.{key}: not supported by this "
+                              f"scheduler")
+    if data.get("requested_resources"):
+        raise Unsupported("spec_obj.requested_resources: not supported by "
+                          "this scheduler")
+    params = data.get("request_level_params")
+    if params is not None:
+        params = unwrap(params, "RequestLevelParams",
+                        "spec_obj.request_level_params")
+        for key in ("root_required", "root_forbidden", "same_subtree"):
+            if params.get(key):
+                raise Unsupported(
+                    f"spec_obj.request_level_params.{key}: not supported by "
+                    f"this scheduler")

@@ -1,0 +1,73 @@
+"""Replies to nova's select_destinations, in the shapes nova reads.
+
+With ``return_objects`` (what nova's conductor always asks for): one list
+per instance, ``[selected, alternate, ...]``, each a ``Selection`` 1.1
+primitive. Without it (RPC 4.0-4.4): one ``{"host", "nodename", "limits"}``
+dict per instance.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+#: Versions of the objects we write; nova 34 reads them as they are.
+SELECTION_VERSION = "1.1"
+LIMITS_VERSION = "1.0"
+_LIMIT_KEYS = ("vcpu", "memory_mb", "disk_gb")
+
+
+def _primitive(name: str, version: str, data: dict[str, Any]
+               ) -> dict[str, Any]:
+    return {"nova_object.name": name, "nova_object.namespace": "nova",
+            "nova_object.version": version, "nova_object.data": data,
+            "nova_object.changes": sorted(data)}
+
+
+def limits_primitive(limits: dict[str, float] | None
+                     ) -> dict[str, Any] | None:
+    """A ``SchedulerLimits`` primitive for our limits dict, or None when
+    there are none (a forced host). Nova's fields are integers."""
+    if not limits:
+        return None
+    data: dict[str, Any] = {"numa_topology": None}
+    for key in _LIMIT_KEYS:
+        value = limits.get(key)
+        data[key] = None if value is None else int(value)
+    return _primitive("SchedulerLimits", LIMITS_VERSION, data)
+
+
+def selection_primitive(choice: dict[str, Any], cell_uuid: str
+                        ) -> dict[str, Any]:
+    """A ``Selection`` 1.1 primitive for one chosen or alternate host (our
+    destination dict, or an alternate of one).
+
+    ``availability_zone`` is left unset: nova then looks the host's zone
+    up in its own aggregates, which is where a nova deployment keeps it.
+    """
+    node_uuid = choice.get("compute_node_uuid") or (
+        choice.get("allocation") or {}).get("compute_node_uuid")
+    return _primitive("Selection", SELECTION_VERSION, {
+        "compute_node_uuid": node_uuid,
+        "service_host": choice["host"],
+        "nodename": choice["nodename"],
+        "cell_uuid": cell_uuid,
+        "limits": limits_primitive(choice.get("limits")),
+        "allocation_request": None,
+        "allocation_request_version": None,
+    })
+
+
+def reply(destinations: list[dict[str, Any]], return_objects: bool,
+          cell_uuid: str | None) -> list:
+    """The reply for our destinations (one per instance, in order).
+
+    :raises ValueError: ``return_objects`` without a ``cell_uuid``.
+    """
+    if not return_objects:
+        return [{"host": d["host"], "nodename": d["nodename"],
+                 "limits": d.get("limits") or {}} for d in destinations]
+    if not cell_uuid:
+        raise ValueError("[nova] cell_uuid is not set")
+    return [[selection_primitive(d, cell_uuid)]
+            + [selection_primitive(a, cell_uuid)
+               for a in d.get("alternates") or ()]
+            for d in destinations]
