@@ -27,6 +27,7 @@ from scheduler import rpc  # noqa: E402
 from scheduler.db import api as db  # noqa: E402
 from scheduler.db import migration  # noqa: E402
 from scheduler.manager import SchedulerManager  # noqa: E402
+from scheduler.nova.endpoint import NovaSchedulerEndpoint  # noqa: E402
 
 LOG = logging.getLogger(__name__)
 
@@ -45,7 +46,10 @@ class SchedulerService(service.ServiceBase):
         self._engine = db.create_engine(self.conf)
         manager = SchedulerManager(self.conf, self._engine)
         self._transport = rpc.get_transport(self.conf)
-        self._server = rpc.get_server(self.conf, self._transport, [manager])
+        # Nova's 4.x API beside our 1.x one: the dispatcher picks by the
+        # message's major version.
+        self._server = rpc.get_server(self.conf, self._transport,
+                                      [manager, NovaSchedulerEndpoint(manager)])
         self._server.start()
         threading.Thread(target=self._periodic, args=(manager,),
                          name="periodic-tasks", daemon=True).start()

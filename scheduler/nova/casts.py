@@ -1,0 +1,110 @@
+"""Nova's fanout casts about instances, turned into claim life-cycle steps.
+
+Nova's computes never call ``confirm`` or ``release``; what they do is tell
+every scheduler where instances are (``update_instance_info``,
+``sync_instance_info``) and when one left a host
+(``delete_instance_info``). DESIGN.md "Nova's own conductor as a client"
+maps that onto our claims:
+
+- an instance **seen** on the host its claim is on confirms the claim (it
+  no longer expires); seen on the destination of its move, it confirms
+  the destination and keeps the source (a resize waits for the user's
+  confirm or revert);
+- an instance **gone** from the host of its claim releases it; gone from
+  the source of its move confirms the move (nova's resize confirm sends
+  exactly this from the source); gone from the destination reverts the
+  move (a revert, or the instance deleted there).
+
+Being seen on the source of a move says nothing: nova reports a migrating
+instance there both before it leaves and after a live migration has
+finished, so no step is taken on it. Unlisted claims are left alone too:
+an instance being built is not listed yet.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+
+from scheduler import claims
+from scheduler import exception
+from scheduler.nova import primitives
+
+#: At most this many instances per cast; a compute with more is not real.
+MAX_INSTANCES = 10000
+
+
+def instances_reported(instance_info: Any, host_name: str) -> dict[str, str]:
+    """instance uuid -> host, for an ``update_instance_info`` cast's
+    ``Instance`` or ``InstanceList`` primitive. An instance's own ``host``
+    field, when it has one, wins over the reporting host.
+
+    :raises InvalidRequest: not such a primitive.
+    """
+    if isinstance(instance_info, dict) and instance_info.get(
+            "nova_object.name") == "InstanceList":
+        objects = primitives.unwrap(instance_info, "InstanceList",
+                                    "instance_info").get("objects") or []
+    else:
+        objects = [instance_info]
+    if not isinstance(objects, list) or len(objects) > MAX_INSTANCES:
+        raise exception.InvalidRequest(
+            f"instance_info.objects: expected a list of at most "
+            f"{MAX_INSTANCES} instances")
+    out = {}
+    for i, obj in enumerate(objects):
+        data = primitives.unwrap(obj, "Instance", f"instance_info.{i}")
+        uuid = data.get("uuid")
+        if not isinstance(uuid, str):
+            raise exception.InvalidRequest(
+                f"instance_info.{i}.uuid: expected a uuid")
+        host = data.get("host")
+        out[uuid] = host if isinstance(host, str) and host else host_name
+    return out
+
+
+def uuids_listed(instance_uuids: Any, host_name: str) -> dict[str, str]:
+    """instance uuid -> ``host_name``, for the uuid list of a
+    ``sync_instance_info`` or ``delete_instance_info`` cast.
+
+    :raises InvalidRequest: not a list of strings.
+    """
+    if (not isinstance(instance_uuids, list)
+            or len(instance_uuids) > MAX_INSTANCES
+            or not all(isinstance(u, str) for u in instance_uuids)):
+        raise exception.InvalidRequest(
+            f"instance_uuids: expected a list of at most {MAX_INSTANCES} "
+            f"uuids")
+    return dict.fromkeys(instance_uuids, host_name)
+
+
+def seen(engine: sa.Engine, where: dict[str, str]) -> int:
+    """The instances are on these hosts: confirm the claims held there
+    (a move's destination included).
+    :returns: how many claims were confirmed.
+    """
+    held = claims.holdings(engine, list(where))
+    here = [u for u, h in held.items() if h.host == where[u]
+            and h.provisional]
+    return claims.confirm(engine, here) if here else 0
+
+
+def gone(engine: sa.Engine, where: dict[str, str]) -> int:
+    """The instances left these hosts: release claims held there, confirm
+    moves away from them, revert moves onto them.
+    :returns: how many claims changed.
+    """
+    held = claims.holdings(engine, list(where))
+    release, confirm_moves, revert_moves = [], [], []
+    for uuid, h in held.items():
+        if h.source_host is not None and h.source_host == where[uuid]:
+            # A resize on the same host is confirmed the same way.
+            confirm_moves.append(uuid)
+        elif h.host == where[uuid]:
+            (revert_moves if h.source_host is not None
+             else release).append(uuid)
+    # Each step acts only on claims still in the state it expects
+    # (confirm_move / revert_move skip consumers no longer moving).
+    return (claims.release(engine, release)
+            + claims.confirm_move(engine, confirm_moves)
+            + claims.revert_move(engine, revert_moves))

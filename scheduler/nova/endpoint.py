@@ -1,0 +1,145 @@
+"""The RPC endpoint nova's conductor and computes talk to (nova's scheduler
+API 4.5), served beside our 1.x endpoint on the same topic and server.
+
+oslo.messaging's dispatcher picks the endpoint by the message's major
+version: nova sends 4.x, our own client 1.x, so the two never meet. Both
+share one driver, one host table and one database engine (the 1.x
+:class:`~scheduler.manager.SchedulerManager`'s), so a claim made for nova
+is seen by our own API at once and the other way round.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from oslo_log import log as logging
+import oslo_messaging as messaging
+
+from scheduler import exception
+from scheduler.db import retry as db_retry
+from scheduler.manager import SchedulerManager
+from scheduler.nova import casts
+from scheduler.nova import primitives
+from scheduler.nova import selections
+from scheduler.nova.exception import NoValidHost
+from scheduler.request_spec import RequestSpec
+
+LOG = logging.getLogger(__name__)
+
+#: Nova 34 sends select_destinations at 4.5 and refuses to send the
+#: Selection-object call to anything older.
+API_VERSION = "4.5"
+
+
+class NovaSchedulerEndpoint:
+    """Nova's ``SchedulerManager`` RPC API, on top of ours."""
+
+    target = messaging.Target(version=API_VERSION)
+
+    def __init__(self, manager: SchedulerManager):
+        self.manager = manager
+        self.conf = manager.conf
+        self._retry = db_retry.retrying(manager.conf.scheduler.db_retries)
+
+    @messaging.expose
+    @messaging.expected_exceptions(NoValidHost)
+    def select_destinations(self, ctxt: Any, request_spec: Any = None,
+                            filter_properties: Any = None,
+                            spec_obj: Any = None, instance_uuids: Any = None,
+                            return_objects: Any = False,
+                            return_alternates: Any = False) -> list:
+        """Place and claim, as nova's ``select_destinations`` (4.0-4.5).
+
+        Every refusal (no host, a field we cannot honour, a malformed
+        request) is a :class:`~scheduler.nova.exception.NoValidHost`, the
+        only failure nova's conductor handles as a scheduling failure.
+        :returns: with ``return_objects``, one list of Selection 1.1
+            primitives per instance (chosen host first, then alternates);
+            else one ``{"host", "nodename", "limits"}`` dict per instance.
+        """
+        try:
+            if return_objects and not self.conf.nova.cell_uuid:
+                raise exception.ConfigError(
+                    "[nova] cell_uuid is not set; nova's Selection objects "
+                    "need the cell of the hosts this service places on")
+            spec = self._parse(request_spec, filter_properties, spec_obj,
+                               instance_uuids, bool(return_alternates))
+            result = self.manager.driver.select_destinations(spec)
+        except primitives.Unsupported as e:
+            LOG.info("Nova request refused: %s", e)
+            raise NoValidHost(f"No valid host: {e}") from None
+        except exception.SchedulerException as e:
+            LOG.info("Nova request refused: %s", e)
+            raise NoValidHost(str(e)) from None
+        LOG.info("Placed for nova: %s", ", ".join(
+            f"{d['uuid']} on {d['host']}" for d in result))
+        return selections.reply(result, bool(return_objects),
+                                self.conf.nova.cell_uuid)
+
+    def _parse(self, request_spec: Any, filter_properties: Any,
+               spec_obj: Any, instance_uuids: Any,
+               return_alternates: bool) -> RequestSpec:
+        limit = self.conf.scheduler.max_instances_per_request
+        if spec_obj is not None:
+            spec = RequestSpec.from_primitives(
+                primitives.spec_from_request_spec(
+                    spec_obj, instance_uuids, return_alternates), limit)
+        elif request_spec is not None:
+            spec = RequestSpec.from_legacy(*primitives.spec_from_legacy(
+                request_spec, filter_properties), limit)
+        else:
+            raise exception.InvalidRequest(
+                "spec_obj: missing (or the 4.0 request_spec)")
+        # Nova never says whether a request moves an instance; the move
+        # rule infers it from what the instance holds.
+        return dataclasses.replace(spec, move=None)
+
+    @messaging.expose
+    def update_aggregates(self, ctxt: Any, aggregates: Any = None) -> None:
+        """Accepted and dropped: aggregates are read from our SQL."""
+        LOG.debug("update_aggregates cast ignored: aggregates come from SQL")
+
+    @messaging.expose
+    def delete_aggregate(self, ctxt: Any, aggregate: Any = None) -> None:
+        """Accepted and dropped: aggregates are read from our SQL."""
+        LOG.debug("delete_aggregate cast ignored: aggregates come from SQL")
+
+    @messaging.expose
+    def update_instance_info(self, ctxt: Any, host_name: Any = None,
+                             instance_info: Any = None) -> None:
+        """A compute reports instances on a host: see
+        :func:`scheduler.nova.casts.seen`."""
+        self._cast("update_instance_info", casts.seen, host_name,
+                   casts.instances_reported, instance_info)
+
+    @messaging.expose
+    def sync_instance_info(self, ctxt: Any, host_name: Any = None,
+                           instance_uuids: Any = None) -> None:
+        """A compute lists every instance on its host (every ~120 s): each
+        is seen there, as :meth:`update_instance_info`. Claims not listed
+        are left alone: an instance being built is not listed yet."""
+        self._cast("sync_instance_info", casts.seen, host_name,
+                   casts.uuids_listed, instance_uuids)
+
+    @messaging.expose
+    def delete_instance_info(self, ctxt: Any, host_name: Any = None,
+                             instance_uuid: Any = None) -> None:
+        """An instance left a host: see :func:`scheduler.nova.casts.gone`."""
+        self._cast("delete_instance_info", casts.gone, host_name,
+                   casts.uuids_listed, [instance_uuid])
+
+    def _cast(self, name: str, action, host_name: Any, read, value: Any
+              ) -> None:
+        # A cast has no caller to answer: bad input and a database away are
+        # logged in one line each and the next cast carries on.
+        try:
+            if not isinstance(host_name, str) or not host_name:
+                raise exception.InvalidRequest(
+                    "host_name: expected a host name")
+            where = read(value, host_name)
+            self._retry(action)(self.manager.engine, where)
+        except exception.InvalidRequest as e:
+            LOG.warning("%s cast from %r dropped: %s", name, host_name, e)
+        except Exception as e:  # noqa: BLE001 - see above
+            LOG.warning("%s cast from %r not applied: %s: %s", name,
+                        host_name, type(e).__name__, str(e)[:200])

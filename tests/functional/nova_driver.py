@@ -1,0 +1,176 @@
+"""Drive a scheduler with nova's own client: run with the python of the
+nova==34.0.0 virtualenv (tools/nova-venv), never the project's.
+
+    nova_driver.py NOVA_CONFIG_FILE
+
+Reads one JSON request per line on stdin, writes one JSON answer per line
+on stdout. Requests are ``{"op": ..., ...}``:
+
+- ``select``: build a RequestSpec the way nova's compute API and conductor
+  do (``RequestSpec.from_components``, then the move fields a conductor
+  task sets) and call ``SchedulerQueryClient.select_destinations``;
+  ``version_cap`` caps the RPC version as ``[upgrade_levels] scheduler``
+  does. Answers ``{"selections": [[selection, ...], ...]}`` (Selection
+  objects as nova deserialized them) or ``{"destinations": [...]}``
+  (without return_objects), or ``{"error": "module.Class", "message"}``.
+- ``update_instance_info``, ``delete_instance_info``,
+  ``sync_instance_info``, ``update_aggregates``, ``delete_aggregate``: the
+  fanout casts, sent by nova's client as a compute or the API sends them.
+- ``time_select``: ``n`` select/answer round trips of a 1-instance boot,
+  without claims piling up (each boot is its own instance, released by
+  the caller afterwards); answers the seconds of each round trip.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from nova import config
+from nova import context as nova_context
+from nova import objects
+from nova.scheduler.client import query
+
+
+def _flavor(f: dict) -> objects.Flavor:
+    return objects.Flavor(
+        id=f.get("id", 1), flavorid=str(f.get("flavorid", "1")),
+        name=f.get("name", "m1.test"), memory_mb=f["memory_mb"],
+        vcpus=f["vcpus"], root_gb=f["root_gb"],
+        ephemeral_gb=f.get("ephemeral_gb", 0), swap=f.get("swap", 0),
+        extra_specs=f.get("extra_specs", {}), rxtx_factor=1.0,
+        vcpu_weight=0, disabled=False, is_public=True, description=None)
+
+
+def _group(g: dict | None) -> objects.InstanceGroup | None:
+    if not g:
+        return None
+    return objects.InstanceGroup(
+        uuid=g["uuid"], policy=g["policy"], rules=g.get("rules", {}),
+        hosts=g.get("hosts", []), members=g.get("members", []),
+        name="group", project_id="p", user_id="u")
+
+
+def _spec(ctxt, req: dict) -> objects.RequestSpec:
+    uuids = req["instance_uuids"]
+    image = {"id": "155d900f-4e14-4e4c-a73d-069cbf4541e6", "name": "cirros",
+             "properties": req.get("image_properties", {}),
+             "min_ram": 0, "min_disk": 0, "size": 0,
+             "disk_format": "qcow2", "container_format": "bare",
+             "status": "active"}
+    numa = None
+    if req.get("numa"):
+        numa = objects.InstanceNUMATopology(cells=[
+            objects.InstanceNUMACell(id=0, cpuset=set(), pcpuset={0},
+                                     memory=512)])
+    spec = objects.RequestSpec.from_components(
+        ctxt, uuids[0], image, _flavor(req["flavor"]), numa,
+        objects.InstancePCIRequests(requests=[]),
+        {"scheduler_hints": req.get("hints", {})}, _group(req.get("group")),
+        None, project_id="p", user_id="u")
+    spec.num_instances = len(uuids)
+    spec.is_bfv = bool(req.get("is_bfv"))
+    if req.get("ignore_hosts") is not None:
+        spec.ignore_hosts = req["ignore_hosts"]
+    if req.get("required_traits"):
+        spec.request_level_params = objects.RequestLevelParams(
+            root_required=set(req["required_traits"]))
+    if req.get("requested_destination"):
+        spec.requested_destination = objects.Destination(
+            **req["requested_destination"])
+    return spec
+
+
+def _selection(s) -> dict:
+    return {"service_host": s.service_host, "nodename": s.nodename,
+            "compute_node_uuid": s.compute_node_uuid,
+            "cell_uuid": s.cell_uuid,
+            "limits": (None if s.limits is None else
+                       {"vcpu": s.limits.vcpu,
+                        "memory_mb": s.limits.memory_mb,
+                        "disk_gb": s.limits.disk_gb}),
+            "class": type(s).__module__ + "." + type(s).__name__}
+
+
+def _client(req: dict):
+    cap = req.get("version_cap")
+    config.CONF.set_override("scheduler", cap, group="upgrade_levels")
+    client = query.SchedulerQueryClient()
+    config.CONF.clear_override("scheduler", group="upgrade_levels")
+    return client
+
+
+def _instances(ctxt, host: str, uuids: list[str]) -> objects.InstanceList:
+    return objects.InstanceList(ctxt, objects=[
+        objects.Instance(ctxt, uuid=u, host=host) for u in uuids])
+
+
+def handle(ctxt, req: dict) -> dict:
+    op = req["op"]
+    if op == "select":
+        spec = _spec(ctxt, req)
+        result = _client(req).select_destinations(
+            ctxt, spec, req["instance_uuids"],
+            return_objects=req.get("return_objects", True),
+            return_alternates=req.get("return_alternates", True))
+        if req.get("return_objects", True):
+            return {"selections": [[_selection(s) for s in per_instance]
+                                   for per_instance in result]}
+        return {"destinations": result}
+    if op == "time_select":
+        client = _client(req)
+        times = []
+        for uuid in req["instance_uuids"]:
+            spec = _spec(ctxt, {**req, "instance_uuids": [uuid]})
+            start = time.perf_counter()
+            client.select_destinations(ctxt, spec, [uuid],
+                                       return_objects=True,
+                                       return_alternates=True)
+            times.append(time.perf_counter() - start)
+        return {"seconds": times}
+    client = query.SchedulerQueryClient()
+    if op == "update_instance_info":
+        client.update_instance_info(ctxt, req["host"], _instances(
+            ctxt, req.get("instance_host", req["host"]), req["uuids"]))
+    elif op == "sync_instance_info":
+        client.sync_instance_info(ctxt, req["host"], req["uuids"])
+    elif op == "delete_instance_info":
+        client.delete_instance_info(ctxt, req["host"], req["uuid"])
+    elif op == "update_aggregates":
+        client.update_aggregates(ctxt, [objects.Aggregate(
+            ctxt, id=1, uuid="9e1b7a0c-3c5e-4f6e-8a3b-1a2b3c4d5e6f",
+            name="agg1", hosts=req.get("hosts", []),
+            metadata={"availability_zone": "az1"})])
+    elif op == "delete_aggregate":
+        client.delete_aggregate(ctxt, objects.Aggregate(
+            ctxt, id=1, uuid="9e1b7a0c-3c5e-4f6e-8a3b-1a2b3c4d5e6f",
+            name="agg1", hosts=[], metadata={}))
+    else:
+        raise ValueError(f"unknown op {op!r}")
+    return {"sent": op}
+
+
+def main() -> None:
+    objects.register_all()
+    config.parse_args(["nova_driver", "--config-file", sys.argv[1]],
+                      configure_db=False)
+    ctxt = nova_context.RequestContext(user_id="u", project_id="p",
+                                       is_admin=True)
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        req = json.loads(line)
+        try:
+            answer = handle(ctxt, req)
+        except Exception as e:  # noqa: BLE001 - the test reads the class
+            # oslo.messaging re-raises a remote exception as a subclass of
+            # nova's own (``NoValidHost_Remote``), which the conductor's
+            # ``except exception.NoValidHost`` catches: report that class.
+            cls = next(c for c in type(e).__mro__
+                       if not c.__module__.endswith("_Remote"))
+            answer = {"error": f"{cls.__module__}.{cls.__name__}",
+                      "message": str(e)}
+        print(json.dumps(answer), flush=True)
+
+
+if __name__ == "__main__":
+    main()
