@@ -61,8 +61,8 @@ class NovaClient:
         line = self.proc.stdout.readline() if ready else ""
         if not line:
             self.proc.kill()
-            raise AssertionError(
-                f"nova driver gave no answer:\n{Path(self._log.name).read_text()[-3000:]}")
+            log = Path(self._log.name).read_text()[-3000:]
+            raise AssertionError(f"nova driver gave no answer:\n{log}")
         return json.loads(line)
 
     def __call__(self, op: str, **request) -> dict:
