@@ -16,7 +16,11 @@ opts = [
                     "conductor compares it with the instance's cell: a "
                     "different one makes a move cross-cell. Required for "
                     "nova's select_destinations; calls fail with "
-                    "NoValidHost naming this option while it is unset."),
+                    "NoValidHost naming this option while it is unset. "
+                    "Nova's conductor and computes reach this service only "
+                    "when [DEFAULT] control_exchange is the exchange nova "
+                    "uses (nova: 'nova') and [scheduler] topic is "
+                    "'scheduler' (nova's, fixed)."),
 ]
 
 
