@@ -85,7 +85,7 @@ class NovaSchedulerEndpoint:
                 primitives.spec_from_request_spec(
                     spec_obj, instance_uuids, return_alternates), limit)
         elif request_spec is not None:
-            spec = RequestSpec.from_legacy(*primitives.spec_from_legacy(
+            spec = RequestSpec.from_primitives(primitives.spec_from_legacy(
                 request_spec, filter_properties), limit)
         else:
             raise exception.InvalidRequest(

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler import exception
+from scheduler import request_spec as request_spec_module
 
 _NAME = "nova_object.name"
 _DATA = "nova_object.data"
@@ -115,10 +116,12 @@ def spec_from_request_spec(primitive: Any, instance_uuids: Any = None,
 
 
 def spec_from_legacy(request_spec: Any, filter_properties: Any
-                     ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Nova 34's 4.0 pair, made plain: ``instance_type`` and ``image`` as
-    nova sends them are object primitives, ``requested_destination`` too;
-    the result is the legacy pair ``RequestSpec.from_legacy`` reads.
+                     ) -> dict[str, Any]:
+    """Our ``spec`` dict for nova 34's 4.0 pair (what
+    ``RequestSpec.to_legacy_request_spec_dict`` and
+    ``to_legacy_filter_properties_dict`` make): ``instance_type`` and
+    ``requested_destination`` arrive as object primitives, the server
+    group as ``group_*`` keys.
 
     :raises Unsupported, InvalidRequest: as :func:`spec_from_request_spec`.
     """
@@ -145,21 +148,25 @@ def spec_from_legacy(request_spec: Any, filter_properties: Any
         request_spec["image"] = image_from(
             unwrap(image, "ImageMeta", "request_spec.image"),
             "request_spec.image")
+    elif isinstance(image, dict):
+        # The legacy dict holds the image's properties as a plain dict.
+        request_spec["image"] = {
+            "id": image.get("id"), "name": image.get("name"),
+            "properties": _plain_properties(image.get("properties") or {},
+                                            "request_spec.image")}
     elif not image:
         request_spec.pop("image", None)
-    filter_properties = dict(filter_properties)
-    destination = filter_properties.pop("requested_destination", None)
+    spec = request_spec_module.legacy_to_spec(request_spec,
+                                              filter_properties)
+    group_uuid = filter_properties.get("group_uuid")
+    if spec.get("instance_group") is not None and group_uuid:
+        spec["instance_group"]["uuid"] = group_uuid
+    destination = filter_properties.get("requested_destination")
     if destination is not None:
-        raise Unsupported(
-            "filter_properties.requested_destination: only understood with "
-            "RPC 4.3 or newer (spec_obj)")
-    hints = filter_properties.get("scheduler_hints")
-    if isinstance(hints, dict):
-        filter_properties["scheduler_hints"] = {
-            k: (v[0] if isinstance(v, list) and len(v) == 1
-                and k not in ("same_host", "different_host") else v)
-            for k, v in hints.items()}
-    return request_spec, filter_properties
+        field = "filter_properties.requested_destination"
+        spec["requested_destination"] = destination_from(
+            unwrap(destination, "Destination", field), field)
+    return spec
 
 
 def flavor_from(primitive: Any, field: str, boot_from_volume: bool = False
@@ -189,6 +196,21 @@ def image_from(data: dict[str, Any], field: str) -> dict[str, Any]:
     (``ImageMetaProps``). List-valued properties become comma-separated
     strings, as the image service stores them."""
     props = _optional(data, "properties", "ImageMetaProps", field) or {}
+    out = _plain_properties(props, field)
+    return {"id": data.get("id"), "name": data.get("name"),
+            "properties": out}
+
+
+def _plain_properties(props: Any, field: str) -> dict[str, Any]:
+    """Image properties as the image service stores them: list values as
+    comma-separated strings.
+
+    :raises Unsupported: a property asks for NUMA or traits.
+    :raises InvalidRequest: not a dict of scalars and lists.
+    """
+    if not isinstance(props, dict):
+        raise exception.InvalidRequest(f"{field}.properties: expected an "
+                                       f"object")
     out: dict[str, Any] = {}
     for key, value in props.items():
         if key in _UNSUPPORTED_IMAGE_PROPS and value:
@@ -200,8 +222,7 @@ def image_from(data: dict[str, Any], field: str) -> dict[str, Any]:
             raise exception.InvalidRequest(
                 f"{field}.properties.{key}: expected a scalar")
         out[key] = value
-    return {"id": data.get("id"), "name": data.get("name"),
-            "properties": out}
+    return out
 
 
 def hints_from(hints: Any, field: str) -> dict[str, Any]:

@@ -1,0 +1,96 @@
+"""Nova's instance casts drive claims, against a real SQLite database."""
+from __future__ import annotations
+
+import pytest
+
+from scheduler import claims
+from scheduler import exception
+from scheduler.nova import casts
+from tests.unit.fakes import allocation_rows
+from tests.unit.fakes import node
+from tests.unit.fakes import node_row
+
+VM = "aaaaaaaa-0000-4000-8000-000000000001"
+
+
+@pytest.fixture
+def nodes(register, engine):
+    register(node("h1"), node("h2"))
+
+
+def claim(engine, host, move=(), memory_mb=1024):
+    row = node_row(engine, host)
+    claims.claim(engine, [claims.Claim(
+        consumer_uuid=VM, node_id=row.id, host=host,
+        generation=row.generation, vcpus=1, memory_mb=memory_mb,
+        disk_gb=10)], move=move, ttl=3600)
+
+
+def used(engine):
+    return {h: node_row(engine, h).memory_mb_used for h in ("h1", "h2")}
+
+
+def test_seen_on_its_host_confirms_the_claim(nodes, engine):
+    claim(engine, "h1")
+    assert casts.seen(engine, {VM: "h2"}) == 0
+    assert allocation_rows(engine)[0].expires_at is not None
+    assert casts.seen(engine, {VM: "h1"}) == 1
+    assert allocation_rows(engine)[0].expires_at is None
+
+
+def test_seen_on_a_moves_source_changes_nothing(nodes, engine):
+    claim(engine, "h1")
+    claim(engine, "h2", move=[VM], memory_mb=2048)
+    casts.seen(engine, {VM: "h1"})
+    assert used(engine) == {"h1": 1024, "h2": 2048}
+    assert allocation_rows(engine)[0].expires_at is not None
+
+
+def test_gone_from_its_host_releases_the_claim(nodes, engine):
+    claim(engine, "h1")
+    assert casts.gone(engine, {VM: "h2"}) == 0
+    assert casts.gone(engine, {VM: "h1"}) == 1
+    assert allocation_rows(engine) == []
+    assert used(engine) == {"h1": 0, "h2": 0}
+
+
+def test_gone_from_a_moves_source_confirms_the_move(nodes, engine):
+    claim(engine, "h1")
+    claim(engine, "h2", move=[VM], memory_mb=2048)
+    casts.gone(engine, {VM: "h1"})
+    assert used(engine) == {"h1": 0, "h2": 2048}
+    [row] = allocation_rows(engine)
+    assert row.source_node_id is None
+
+
+def test_gone_from_a_moves_destination_reverts_it(nodes, engine):
+    claim(engine, "h1")
+    claim(engine, "h2", move=[VM], memory_mb=2048)
+    casts.gone(engine, {VM: "h2"})
+    assert used(engine) == {"h1": 1024, "h2": 0}
+    [row] = allocation_rows(engine)
+    assert (row.memory_mb, row.source_node_id) == (1024, None)
+
+
+def test_an_instance_list_names_where_each_instance_is():
+    instance = {"nova_object.name": "Instance",
+                "nova_object.data": {"uuid": VM, "host": "h2"}}
+    listed = {"nova_object.name": "InstanceList",
+              "nova_object.data": {"objects": [instance]}}
+    assert casts.instances_reported(listed, "h1") == {VM: "h2"}
+    del instance["nova_object.data"]["host"]
+    assert casts.instances_reported(instance, "h1") == {VM: "h1"}
+
+
+@pytest.mark.parametrize("value", [None, "x", [{"nova_object.name": "X"}],
+                                   {"nova_object.name": "Instance",
+                                    "nova_object.data": {"uuid": 1}}])
+def test_malformed_casts_are_invalid_requests(value):
+    with pytest.raises(exception.InvalidRequest):
+        casts.instances_reported(value, "h1")
+
+
+def test_uuid_lists_must_be_lists_of_strings():
+    assert casts.uuids_listed([VM], "h1") == {VM: "h1"}
+    with pytest.raises(exception.InvalidRequest):
+        casts.uuids_listed([1], "h1")
