@@ -137,9 +137,14 @@ class NovaSchedulerEndpoint:
                 raise exception.InvalidRequest(
                     "host_name: expected a host name")
             where = read(value, host_name)
-            self._retry(action)(self.manager.engine, where)
+            changed = self._retry(action)(self.manager.engine, where)
         except exception.InvalidRequest as e:
             LOG.warning("%s cast from %r dropped: %s", name, host_name, e)
         except Exception as e:  # noqa: BLE001 - see above
             LOG.warning("%s cast from %r not applied: %s: %s", name,
                         host_name, type(e).__name__, str(e)[:200])
+        else:
+            # Computes send these every ~120 s: only a change is news.
+            LOG.log(logging.INFO if changed else logging.DEBUG,
+                    "%s from %s: %d claim(s) changed", name, host_name,
+                    changed)
