@@ -347,25 +347,31 @@ def _sources(rows: Iterable[sa.Row]) -> list[Usage]:
 
 
 def _give_back(conn: sa.Connection, usages: list[Usage]) -> None:
+    _change_usage(conn, usages, -1)
+
+
+def _change_usage(conn: sa.Connection, usages: list[Usage],
+                  sign: int) -> None:
+    """Add (``sign`` 1) or take away (-1) ``usages`` on their nodes."""
     totals: dict[int, list[int]] = collections.defaultdict(
         lambda: [0, 0, 0, 0])
     for node_id, vcpus, memory_mb, disk_gb in usages:
         t = totals[node_id]
-        t[0] += vcpus
-        t[1] += memory_mb
-        t[2] += disk_gb
-        t[3] += 1
+        t[0] += sign * vcpus
+        t[1] += sign * memory_mb
+        t[2] += sign * disk_gb
+        t[3] += sign
     nodes = models.compute_nodes
     for node_id in sorted(totals):
         vcpus, memory, disk, count = totals[node_id]
         conn.execute(
             nodes.update().where(nodes.c.id == node_id)
-            .values(vcpus_used=nodes.c.vcpus_used - vcpus,
-                    memory_mb_used=nodes.c.memory_mb_used - memory,
-                    local_gb_used=nodes.c.local_gb_used - disk,
-                    free_ram_mb=nodes.c.free_ram_mb + memory,
-                    free_disk_gb=nodes.c.free_disk_gb + disk,
-                    running_vms=nodes.c.running_vms - count,
+            .values(vcpus_used=nodes.c.vcpus_used + vcpus,
+                    memory_mb_used=nodes.c.memory_mb_used + memory,
+                    local_gb_used=nodes.c.local_gb_used + disk,
+                    free_ram_mb=nodes.c.free_ram_mb - memory,
+                    free_disk_gb=nodes.c.free_disk_gb - disk,
+                    running_vms=nodes.c.running_vms + count,
                     generation=nodes.c.generation + 1))
 
 
@@ -478,6 +484,40 @@ def revert_move(engine: sa.Engine, consumer_uuids: list[str]) -> int:
         return 0
     with engine.begin() as conn:
         return _revert(conn, _moving(consumer_uuids))
+
+
+def relocate(engine: sa.Engine, consumer_uuids: list[str],
+             host: str) -> int:
+    """The consumers run on ``host``, not where their claims are: move the
+    claims there, confirmed. What nova's conductor does when a build fails
+    and it tries an alternate host on its own, without asking a scheduler.
+
+    The usage is already real on ``host``, so no capacity or generation
+    check can refuse it; a node over capacity afterwards shows in
+    ``allocations audit``. Only claims not moving are relocated, and only
+    to a host with exactly one compute node (with several, which one is
+    unknown).
+    :returns: how many claims were relocated.
+    """
+    if not consumer_uuids:
+        return 0
+    allocs, nodes = models.allocations, models.compute_nodes
+    with engine.begin() as conn:
+        node_ids = conn.execute(sa.select(nodes.c.id).where(
+            nodes.c.host == host, nodes.c.deleted == 0)).scalars().all()
+        if len(node_ids) != 1:
+            return 0
+        [node_id] = node_ids
+        rows = _delete(conn, sa.and_(
+            allocs.c.consumer_uuid.in_(consumer_uuids),
+            allocs.c.source_node_id.is_(None),
+            allocs.c.compute_node_id != node_id))
+        _give_back(conn, _held(rows))
+        _change_usage(conn, [(node_id, r.vcpus, r.memory_mb, r.disk_gb)
+                             for r in rows], +1)
+        _reinsert(conn, rows, lambda r: {"compute_node_id": node_id,
+                                         "expires_at": None})
+    return len(rows)
 
 
 def expire(engine: sa.Engine) -> int:

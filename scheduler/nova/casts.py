@@ -9,7 +9,9 @@ maps that onto our claims:
 - an instance **seen** on the host its claim is on confirms the claim (it
   no longer expires); seen on the destination of its move, it confirms
   the destination and keeps the source (a resize waits for the user's
-  confirm or revert);
+  confirm or revert); seen on another host while not moving, its claim
+  moves there (nova's conductor re-tried a failed build on an alternate
+  host without asking a scheduler, or evacuated to a forced host);
 - an instance **gone** from the host of its claim releases it; gone from
   the source of its move confirms the move (nova's resize confirm sends
   exactly this from the source); gone from the destination reverts the
@@ -80,13 +82,21 @@ def uuids_listed(instance_uuids: Any, host_name: str) -> dict[str, str]:
 
 def seen(engine: sa.Engine, where: dict[str, str]) -> int:
     """The instances are on these hosts: confirm the claims held there
-    (a move's destination included).
-    :returns: how many claims were confirmed.
+    (a move's destination included), and move claims that are not moving
+    to the host the instance turned up on.
+    :returns: how many claims were confirmed or relocated.
     """
     held = claims.holdings(engine, list(where))
     here = [u for u, h in held.items() if h.host == where[u]
             and h.provisional]
-    return claims.confirm(engine, here) if here else 0
+    elsewhere: dict[str, list[str]] = {}
+    for uuid, h in held.items():
+        if h.source_host is None and h.host != where[uuid]:
+            elsewhere.setdefault(where[uuid], []).append(uuid)
+    changed = claims.confirm(engine, here) if here else 0
+    for host, uuids in elsewhere.items():
+        changed += claims.relocate(engine, uuids, host)
+    return changed
 
 
 def gone(engine: sa.Engine, where: dict[str, str]) -> int:

@@ -248,6 +248,21 @@ def test_casts_confirm_and_release_claims_without_errors(nova, cloud):
     assert used(cloud, host) == 0
 
 
+def test_a_build_re_tried_on_an_alternate_moves_the_claim_there(
+        nova, cloud):
+    # Nova's conductor re-tries a failed build on the next alternate by
+    # itself; the compute there reports the instance once it is built.
+    [instance], [[chosen, alternate, *_]] = boot(nova)
+    first, second = chosen["service_host"], alternate["service_host"]
+
+    nova("update_instance_info", host=second, uuids=[instance])
+    wait_for(lambda: used(cloud, second) == 1024, "claim moved")
+    assert used(cloud, first) == 0
+    [claim] = cloud.allocations()
+    assert claim.expires_at is None
+    assert cloud.manage("allocations", "audit", check=False).returncode == 0
+
+
 def test_sync_instance_info_confirms_what_it_lists(nova, cloud):
     [instance], [[booted, *_]] = boot(nova)
     nova("sync_instance_info", host=booted["service_host"],

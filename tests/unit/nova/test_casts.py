@@ -32,7 +32,6 @@ def used(engine):
 
 def test_seen_on_its_host_confirms_the_claim(nodes, engine):
     claim(engine, "h1")
-    assert casts.seen(engine, {VM: "h2"}) == 0
     assert allocation_rows(engine)[0].expires_at is not None
     assert casts.seen(engine, {VM: "h1"}) == 1
     assert allocation_rows(engine)[0].expires_at is None
@@ -94,3 +93,25 @@ def test_uuid_lists_must_be_lists_of_strings():
     assert casts.uuids_listed([VM], "h1") == {VM: "h1"}
     with pytest.raises(exception.InvalidRequest):
         casts.uuids_listed([1], "h1")
+
+
+def test_seen_on_another_host_while_not_moving_moves_the_claim(nodes,
+                                                                engine):
+    claim(engine, "h1")
+    before = {h: node_row(engine, h) for h in ("h1", "h2")}
+    assert casts.seen(engine, {VM: "h2"}) == 1
+
+    assert used(engine) == {"h1": 0, "h2": 1024}
+    [row] = allocation_rows(engine)
+    assert (row.compute_node_id, row.expires_at) == (before["h2"].id, None)
+    for host, sign in (("h1", -1), ("h2", 1)):
+        after = node_row(engine, host)
+        assert after.running_vms == before[host].running_vms + sign
+        assert after.vcpus_used == before[host].vcpus_used + sign
+        assert after.generation > before[host].generation
+
+
+def test_seen_on_an_unknown_host_changes_nothing(nodes, engine):
+    claim(engine, "h1")
+    assert casts.seen(engine, {VM: "nowhere"}) == 0
+    assert used(engine) == {"h1": 1024, "h2": 0}
