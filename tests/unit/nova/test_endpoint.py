@@ -1,0 +1,117 @@
+"""Nova's 4.5 endpoint on a real SQLite database: every refusal is nova's
+NoValidHost, replies are Selection primitives, casts never raise."""
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from pathlib import Path
+
+import oslo_messaging as messaging
+import pytest
+
+from scheduler.manager import SchedulerManager
+from scheduler.nova.endpoint import NovaSchedulerEndpoint
+from scheduler.nova.exception import NoValidHost
+from tests.unit.fakes import allocation_rows
+from tests.unit.fakes import node
+
+CELL = "8f1b1c52-6c2d-4f0e-9d51-3c1e8f0a7b21"
+VM = "11111111-2222-4333-8444-555555555555"
+SAMPLE = json.loads(Path(__file__).with_name(
+    "nova34_request_spec.json").read_text())
+
+
+def spec_obj(**data):
+    """nova 34's boot primitive, reduced to a plain boot."""
+    primitive = copy.deepcopy(SAMPLE["spec_obj"])
+    fields = primitive["nova_object.data"]
+    for key in ("instance_group", "requested_destination", "retry"):
+        fields[key] = None
+    fields["ignore_hosts"] = None
+    fields["scheduler_hints"] = {}
+    # The fake nodes report no architecture for ImagePropertiesFilter.
+    fields["image"]["nova_object.data"]["properties"][
+        "nova_object.data"] = {}
+    fields.update(data)
+    return primitive
+
+
+@pytest.fixture
+def endpoint(conf, engine, register):
+    register(node("h1"), node("h2"))
+    conf.set_override("cell_uuid", CELL, group="nova")
+    return NovaSchedulerEndpoint(SchedulerManager(conf, engine))
+
+
+def refusal(call, *args, **kwargs) -> Exception:
+    with pytest.raises(messaging.ExpectedException) as info:
+        call(*args, **kwargs)
+    error = info.value.exc_info[1]
+    assert isinstance(error, NoValidHost)
+    return error
+
+
+def test_the_exception_is_named_as_novas_own():
+    assert (NoValidHost.__module__, NoValidHost.__name__) == (
+        "nova.exception", "NoValidHost")
+
+
+def test_a_boot_gets_selection_primitives_and_claims(endpoint, engine):
+    [[chosen, alternate]] = endpoint.select_destinations(
+        {}, spec_obj=spec_obj(), instance_uuids=[VM], return_objects=True,
+        return_alternates=True)
+
+    assert chosen["nova_object.name"] == "Selection"
+    assert chosen["nova_object.data"]["cell_uuid"] == CELL
+    assert {chosen["nova_object.data"]["service_host"],
+            alternate["nova_object.data"]["service_host"]} == {"h1", "h2"}
+    assert [r.consumer_uuid for r in allocation_rows(engine)] == [VM]
+
+
+def test_without_a_cell_uuid_nova_is_refused_naming_the_option(
+        endpoint, conf, engine):
+    conf.clear_override("cell_uuid", group="nova")
+    error = refusal(endpoint.select_destinations, {}, spec_obj=spec_obj(),
+                    instance_uuids=[VM], return_objects=True)
+    assert "[nova] cell_uuid" in str(error)
+    assert allocation_rows(engine) == []
+
+
+def test_malformed_and_unsupported_requests_are_no_valid_host(endpoint):
+    error = refusal(endpoint.select_destinations, {}, spec_obj={"x": 1})
+    assert "spec_obj" in str(error)
+    error = refusal(endpoint.select_destinations, {},
+                    spec_obj=spec_obj(requested_resources=[{"x": 1}]))
+    assert "spec_obj.requested_resources" in str(error)
+    error = refusal(endpoint.select_destinations, {})
+    assert "spec_obj: missing" in str(error)
+
+
+def test_the_legacy_pair_gets_the_old_dicts(endpoint):
+    legacy = copy.deepcopy(SAMPLE["legacy"])
+    for key in ("group_hosts", "group_members", "group_policies",
+                "group_uuid", "requested_destination", "retry",
+                "ignore_hosts", "scheduler_hints"):
+        legacy["filter_properties"].pop(key)
+    legacy["request_spec"]["image"]["properties"] = {}
+    [destination] = endpoint.select_destinations(
+        {}, request_spec=legacy["request_spec"],
+        filter_properties=legacy["filter_properties"])
+    assert destination["host"] in {"h1", "h2"}
+    assert set(destination) == {"host", "nodename", "limits"}
+
+
+def test_a_bad_cast_is_one_warning_and_nothing_else(endpoint, caplog):
+    with caplog.at_level(logging.WARNING):
+        endpoint.update_instance_info({}, host_name=None,
+                                      instance_info={"x": 1})
+        endpoint.sync_instance_info({}, host_name="h1",
+                                    instance_uuids="not a list")
+    assert [r.levelname for r in caplog.records] == ["WARNING", "WARNING"]
+    assert "host_name" in caplog.records[0].getMessage()
+
+
+def test_the_aggregate_casts_are_accepted(endpoint):
+    assert endpoint.update_aggregates({}, aggregates=[{}]) is None
+    assert endpoint.delete_aggregate({}, aggregate={}) is None
