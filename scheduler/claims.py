@@ -448,15 +448,19 @@ def _moving(consumer_uuids: list[str]):
                    allocs.c.source_node_id.is_not(None))
 
 
-def _revert(conn: sa.Connection, where) -> int:
+def _revert(conn: sa.Connection, where, ttl: int = 0) -> int:
     """Revert the moves matching ``where``: give the destinations back and
-    make the sources the claims again (confirmed)."""
+    make the sources the claims again (confirmed, or provisional for
+    ``ttl`` seconds)."""
     rows = _delete(conn, where)
     _give_back(conn, _held(rows))
+    expires_at = None
+    if rows and ttl > 0:
+        expires_at = db.db_time(conn) + datetime.timedelta(seconds=ttl)
     _reinsert(conn, rows, lambda r: {
         "compute_node_id": r.source_node_id, "vcpus": r.source_vcpus,
         "memory_mb": r.source_memory_mb, "disk_gb": r.source_disk_gb,
-        "expires_at": None, **_NO_SOURCE})
+        "expires_at": expires_at, **_NO_SOURCE})
     return len(rows)
 
 
@@ -475,15 +479,18 @@ def confirm_move(engine: sa.Engine, consumer_uuids: list[str]) -> int:
     return len(rows)
 
 
-def revert_move(engine: sa.Engine, consumer_uuids: list[str]) -> int:
+def revert_move(engine: sa.Engine, consumer_uuids: list[str],
+                ttl: int = 0) -> int:
     """The consumers' moves are undone: give their destinations back; the
-    sources are their claims again. Idempotent like :func:`confirm_move`.
+    sources are their claims again — confirmed, or with ``ttl`` > 0
+    provisional, for a caller unsure the instance is still there. Idempotent
+    like :func:`confirm_move`.
     :returns: how many moves were reverted now.
     """
     if not consumer_uuids:
         return 0
     with engine.begin() as conn:
-        return _revert(conn, _moving(consumer_uuids))
+        return _revert(conn, _moving(consumer_uuids), ttl)
 
 
 def relocate(engine: sa.Engine, consumer_uuids: list[str],

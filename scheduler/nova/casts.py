@@ -15,11 +15,14 @@ maps that onto our claims:
 - an instance **gone** from the host of its claim releases it; gone from
   the source of its move confirms the move (nova's resize confirm sends
   exactly this from the source); gone from the destination reverts the
-  move (a revert, or the instance deleted there).
+  move (a revert, or the instance deleted there: the source claim is then
+  provisional again until the source reports the instance).
 
-Being seen on the source of a move says nothing: nova reports a migrating
-instance there both before it leaves and after a live migration has
-finished, so no step is taken on it. Unlisted claims are left alone too:
+Being reported on the source of a move says nothing by itself: nova
+reports a migrating instance there both before it leaves and after a live
+migration has finished. Only a host's own periodic list
+(``sync_instance_info``) naming it on its source *after* its destination
+was confirmed means the move was reverted. Unlisted claims are left alone:
 an instance being built is not listed yet.
 """
 from __future__ import annotations
@@ -86,7 +89,26 @@ def seen(engine: sa.Engine, where: dict[str, str]) -> int:
     to the host the instance turned up on.
     :returns: how many claims were confirmed or relocated.
     """
+    return _seen(engine, where, claims.holdings(engine, list(where)))
+
+
+def listed(engine: sa.Engine, where: dict[str, str]) -> int:
+    """A host's own list of its instances (``sync_instance_info``: nova
+    reads it by the instance's host in its database, so it is never stale):
+    as :func:`seen`, and a move whose destination was already confirmed
+    but whose instance is listed on its source again was reverted (nova's
+    same-cell resize revert sends no cast of its own).
+    :returns: how many claims changed.
+    """
     held = claims.holdings(engine, list(where))
+    reverted = [u for u, h in held.items()
+                if h.source_host == where[u] and h.host != where[u]
+                and not h.provisional]
+    return _seen(engine, where, held) + claims.revert_move(engine, reverted)
+
+
+def _seen(engine: sa.Engine, where: dict[str, str],
+          held: dict[str, claims.Holding]) -> int:
     here = [u for u, h in held.items() if h.host == where[u]
             and h.provisional]
     elsewhere: dict[str, list[str]] = {}
@@ -99,9 +121,14 @@ def seen(engine: sa.Engine, where: dict[str, str]) -> int:
     return changed
 
 
-def gone(engine: sa.Engine, where: dict[str, str]) -> int:
+def gone(engine: sa.Engine, where: dict[str, str], ttl: int = 0) -> int:
     """The instances left these hosts: release claims held there, confirm
     moves away from them, revert moves onto them.
+
+    Leaving a move's destination is a revert (nova's cross-cell revert) or
+    the instance deleted (the same cast): the source becomes the claim
+    again, provisional for ``ttl`` seconds, so the source reporting the
+    instance confirms it and a deleted instance's claim expires.
     :returns: how many claims changed.
     """
     held = claims.holdings(engine, list(where))
@@ -117,4 +144,4 @@ def gone(engine: sa.Engine, where: dict[str, str]) -> int:
     # (confirm_move / revert_move skip consumers no longer moving).
     return (claims.release(engine, release)
             + claims.confirm_move(engine, confirm_moves)
-            + claims.revert_move(engine, revert_moves))
+            + claims.revert_move(engine, revert_moves, ttl=ttl))

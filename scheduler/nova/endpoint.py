@@ -10,6 +10,7 @@ is seen by our own API at once and the other way round.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 from oslo_log import log as logging
@@ -115,17 +116,18 @@ class NovaSchedulerEndpoint:
     @messaging.expose
     def sync_instance_info(self, ctxt: Any, host_name: Any = None,
                            instance_uuids: Any = None) -> None:
-        """A compute lists every instance on its host (every ~120 s): each
-        is seen there, as :meth:`update_instance_info`. Claims not listed
-        are left alone: an instance being built is not listed yet."""
-        self._cast("sync_instance_info", casts.seen, host_name,
+        """A compute lists every instance on its host (every ~120 s): see
+        :func:`scheduler.nova.casts.listed`."""
+        self._cast("sync_instance_info", casts.listed, host_name,
                    casts.uuids_listed, instance_uuids)
 
     @messaging.expose
     def delete_instance_info(self, ctxt: Any, host_name: Any = None,
                              instance_uuid: Any = None) -> None:
         """An instance left a host: see :func:`scheduler.nova.casts.gone`."""
-        self._cast("delete_instance_info", casts.gone, host_name,
+        gone = functools.partial(
+            casts.gone, ttl=self.conf.scheduler.unconfirmed_claim_ttl)
+        self._cast("delete_instance_info", gone, host_name,
                    casts.uuids_listed, [instance_uuid])
 
     def _cast(self, name: str, action, host_name: Any, read, value: Any

@@ -223,9 +223,33 @@ def test_resize_revert_gives_the_destination_back(nova, cloud):
     target = resized["service_host"]
     assert used(cloud, target) == 3072 and used(cloud, source) == 1024
 
-    # Revert: the destination compute says the instance left it.
+    # Revert: the destination compute says the instance left it ...
     nova("delete_instance_info", host=target, uuid=instance)
     wait_for(lambda: used(cloud, target) == 0, "destination freed")
+    [claim] = cloud.allocations()
+    assert (claim.memory_mb, used(cloud, source)) == (1024, 1024)
+    # ... and the source reports it back (a deleted instance would not,
+    # and its claim would expire).
+    assert claim.expires_at is not None
+    nova("update_instance_info", host=source, uuids=[instance])
+    wait_for(lambda: cloud.allocations()[0].expires_at is None,
+             "source confirmed")
+
+
+def test_a_same_cell_resize_revert_is_seen_in_the_sources_list(nova, cloud):
+    [instance], [[booted, *_]] = boot(nova)
+    source = booted["service_host"]
+    target = nova("select", flavor=BIG, instance_uuids=[instance],
+                  ignore_hosts=[source])["selections"][0][0]["service_host"]
+
+    # finish_resize on the destination reports the instance there ...
+    nova("update_instance_info", host=target, uuids=[instance])
+    wait_for(lambda: cloud.allocations()[0].expires_at is None,
+             "destination confirmed")
+    assert used(cloud, source) == 1024
+    # ... and after a revert the source's periodic list names it again.
+    nova("sync_instance_info", host=source, uuids=[instance])
+    wait_for(lambda: used(cloud, target) == 0, "move reverted")
     [claim] = cloud.allocations()
     assert (claim.memory_mb, used(cloud, source)) == (1024, 1024)
 

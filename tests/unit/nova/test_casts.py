@@ -68,7 +68,20 @@ def test_gone_from_a_moves_destination_reverts_it(nodes, engine):
     casts.gone(engine, {VM: "h2"})
     assert used(engine) == {"h1": 1024, "h2": 0}
     [row] = allocation_rows(engine)
-    assert (row.memory_mb, row.source_node_id) == (1024, None)
+    assert (row.memory_mb, row.source_node_id, row.expires_at) == (
+        1024, None, None)
+
+
+def test_with_a_ttl_the_reverted_source_waits_to_be_seen(nodes, engine):
+    # The same cast means "reverted" or "deleted": only the source
+    # reporting the instance keeps the claim for good.
+    claim(engine, "h1")
+    claim(engine, "h2", move=[VM], memory_mb=2048)
+    casts.gone(engine, {VM: "h2"}, ttl=60)
+    [row] = allocation_rows(engine)
+    assert row.expires_at is not None
+    casts.seen(engine, {VM: "h1"})
+    assert allocation_rows(engine)[0].expires_at is None
 
 
 def test_an_instance_list_names_where_each_instance_is():
@@ -115,3 +128,25 @@ def test_seen_on_an_unknown_host_changes_nothing(nodes, engine):
     claim(engine, "h1")
     assert casts.seen(engine, {VM: "nowhere"}) == 0
     assert used(engine) == {"h1": 1024, "h2": 0}
+
+
+def test_listed_on_the_source_after_arriving_reverts_the_move(nodes,
+                                                               engine):
+    claim(engine, "h1")
+    claim(engine, "h2", move=[VM], memory_mb=2048)
+    # Still on its way: the source lists it, nothing happens.
+    assert casts.listed(engine, {VM: "h1"}) == 0
+    assert used(engine) == {"h1": 1024, "h2": 2048}
+    # It arrived (the destination reported it), then shows up on the
+    # source again: a revert.
+    casts.seen(engine, {VM: "h2"})
+    assert casts.listed(engine, {VM: "h1"}) == 1
+    assert used(engine) == {"h1": 1024, "h2": 0}
+    [row] = allocation_rows(engine)
+    assert (row.memory_mb, row.source_node_id) == (1024, None)
+
+
+def test_listed_on_its_host_confirms_like_seen(nodes, engine):
+    claim(engine, "h1")
+    assert casts.listed(engine, {VM: "h1"}) == 1
+    assert allocation_rows(engine)[0].expires_at is None
