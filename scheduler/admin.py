@@ -19,8 +19,10 @@ import uuid as uuidlib
 from oslo_db import exception as db_exc
 import sqlalchemy as sa
 
+from scheduler import capacity
 from scheduler import claims
 from scheduler import exception
+from scheduler import liveness
 from scheduler.db import api as db
 from scheduler.db import models
 
@@ -40,7 +42,8 @@ def list_services(engine: sa.Engine) -> list[dict]:
              "disabled": bool(row.disabled),
              "disabled_reason": row.disabled_reason,
              "forced_down": bool(row.forced_down),
-             "heartbeat_age": _heartbeat_age(row, now)} for row in rows]
+             "heartbeat_age": liveness.heartbeat_age(row, now)}
+            for row in rows]
 
 
 def set_service_disabled(engine: sa.Engine, host: str, disabled: bool,
@@ -100,11 +103,13 @@ def audit_allocations(engine: sa.Engine, cpu_ratio: float, ram_ratio: float,
         for row in conn.execute(query):
             checks = (
                 ("vcpus", row.vcpus_used, row.a_vcpus or 0,
-                 row.vcpus * (row.cpu_allocation_ratio or cpu_ratio)),
+                 _capacity(row.vcpus, row.cpu_allocation_ratio, cpu_ratio)),
                 ("memory_mb", row.memory_mb_used, row.a_memory_mb or 0,
-                 row.memory_mb * (row.ram_allocation_ratio or ram_ratio)),
+                 _capacity(row.memory_mb, row.ram_allocation_ratio,
+                           ram_ratio)),
                 ("disk_gb", row.local_gb_used, row.a_disk_gb or 0,
-                 row.local_gb * (row.disk_allocation_ratio or disk_ratio)),
+                 _capacity(row.local_gb, row.disk_allocation_ratio,
+                           disk_ratio)),
             )
             for resource, used, allocated, capacity in checks:
                 if used != allocated:
@@ -120,6 +125,11 @@ def audit_allocations(engine: sa.Engine, cpu_ratio: float, ram_ratio: float,
                         "used": used, "allocated": allocated,
                         "capacity": capacity})
     return problems
+
+
+def _capacity(total: float, own_ratio: float | None,
+              default_ratio: float) -> float:
+    return capacity.limit(total, capacity.ratio(own_ratio, default_ratio))
 
 
 def fix_usage(engine: sa.Engine) -> int:
@@ -161,12 +171,9 @@ MAX_LENGTH = 255
 
 def service_state(forced_down: bool, heartbeat_age: float | None,
                   service_down_time: float) -> str:
-    """``"down"`` if forced down, never seen, or the last heartbeat is older
-    than ``service_down_time`` seconds; else ``"up"``."""
-    if forced_down or heartbeat_age is None or \
-            heartbeat_age > service_down_time:
-        return "down"
-    return "up"
+    """``"up"`` or ``"down"``, by :func:`scheduler.liveness.is_up`."""
+    return "up" if liveness.is_up(forced_down, heartbeat_age,
+                                  service_down_time) else "down"
 
 
 def _zones_by_host(conn: sa.Connection, host: str | None = None
@@ -202,11 +209,6 @@ def _compute_service(conn: sa.Connection, host: str) -> sa.Row:
     return row
 
 
-def _heartbeat_age(row: sa.Row, now) -> float | None:
-    heartbeat = row.last_seen_up or row.updated_at or row.created_at
-    return None if heartbeat is None else (now - heartbeat).total_seconds()
-
-
 def list_compute_hosts(engine: sa.Engine, service_down_time: float,
                        default_zone: str) -> list[dict]:
     """Every host with a live compute service (binary ``nova-compute``),
@@ -234,7 +236,7 @@ def list_compute_hosts(engine: sa.Engine, service_down_time: float,
              "status": "disabled" if row.disabled else "enabled",
              "disabled_reason": row.disabled_reason,
              "state": service_state(row.forced_down,
-                                    _heartbeat_age(row, now),
+                                    liveness.heartbeat_age(row, now),
                                     service_down_time),
              "nodes": row.nodes,
              "zones": zones.get(row.host, [default_zone])}
@@ -300,9 +302,10 @@ def describe_host(engine: sa.Engine, host: str, *,
                  row.memory_mb_used),
                 ("disk_gb", row.local_gb, row.disk_allocation_ratio, disk,
                  row.local_gb_used)):
-            ratio = ratio or default
+            ratio = capacity.ratio(ratio, default)
             resources.append({"resource": resource, "total": total,
-                              "ratio": ratio, "capacity": total * ratio,
+                              "ratio": ratio,
+                              "capacity": capacity.limit(total, ratio),
                               "used": used})
         projects = sorted(usage.get(row.id, []),
                           key=lambda p: (p["project_id"] is None,
@@ -313,7 +316,7 @@ def describe_host(engine: sa.Engine, host: str, *,
             "status": "disabled" if service.disabled else "enabled",
             "disabled_reason": service.disabled_reason,
             "state": service_state(service.forced_down,
-                                   _heartbeat_age(service, now),
+                                   liveness.heartbeat_age(service, now),
                                    service_down_time),
             "zones": zones, "nodes": out_nodes, "aggregates": aggregates}
 

@@ -39,6 +39,8 @@ from sqlalchemy.dialects import mysql
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects import sqlite
 
+from scheduler import capacity
+from scheduler.capacity import Ratios
 from scheduler.db import api as db
 from scheduler.db import models
 
@@ -55,6 +57,11 @@ class Claim:
     project_id: str | None = None
     user_id: str | None = None
     group_uuid: str | None = None
+    #: The limits the planner enforced on this node (``vcpu``,
+    #: ``memory_mb``, ``disk_gb``: total × the ratio it applied); the claim
+    #: checks the same. A resource without one (a forced host, a planner
+    #: without that filter) is checked against the node's own ratio.
+    limits: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,14 +70,6 @@ class GroupRule:
     uuid: str
     policy: str                 # "affinity" or "anti-affinity"
     max_per_host: int = 1
-
-
-@dataclasses.dataclass(frozen=True)
-class Ratios:
-    """Allocation ratios for nodes that do not set their own."""
-    cpu: float = 16.0
-    ram: float = 1.5
-    disk: float = 1.0
 
 
 class ClaimConflict(Exception):
@@ -83,7 +82,14 @@ class ClaimConflict(Exception):
 
 class NoRoom(ClaimConflict):
     """The node is as the plan saw it, but the claim does not fit its
-    capacity × allocation ratio (e.g. a forced host that is full)."""
+    capacity × allocation ratio (e.g. a forced host that is full).
+    ``refused`` says, per resource that did not fit, what the database
+    held: ``{resource: (used, amount, limit)}``."""
+
+    def __init__(self, message: str, node_id: int | None = None,
+                 refused: dict | None = None):
+        super().__init__(message, node_id)
+        self.refused = refused or {}
 
 
 class GroupConflict(ClaimConflict):
@@ -101,10 +107,11 @@ def claim(engine: sa.Engine, claims: list[Claim], *,
     """Record ``claims`` all together or not at all.
 
     Besides the generation, each node's UPDATE checks that the new usage
-    stays within capacity × allocation ratio (the node's, else
-    ``default_ratios``; a node reporting 0 vCPUs is not judged on vCPUs, as
-    CoreFilter): whatever a planner believed, the database never holds an
-    overcommitted node.
+    stays within the limit the planner enforced (``Claim.limits``), or
+    where it enforced none, capacity × the node's ratio (else
+    ``default_ratios``) — :func:`scheduler.capacity.within_sql`, the rule
+    the filters apply: whatever a planner believed, the database never
+    holds a node over the limit it was planned against.
 
     ``replace`` names consumers whose existing claims this one supersedes
     (released in the same transaction). ``move`` names consumers being
@@ -165,13 +172,6 @@ def claim_in(conn: sa.Connection, claims: list[Claim], *,
         for c in claims])
 
 
-def _within(used, amount: str, total, ratio, default: str):
-    """SQL: ``used + :amount`` fits ``total`` × (the node's ratio, or
-    ``:default`` if it has none)."""
-    ratio = sa.func.coalesce(sa.func.nullif(ratio, 0.0), sa.bindparam(default))
-    return used + sa.bindparam(amount) <= total * ratio
-
-
 def _consume_statement() -> sa.Update:
     # Built once: constructing this expression per claim cost more than
     # running it.
@@ -181,13 +181,7 @@ def _consume_statement() -> sa.Update:
         .where(n.c.id == sa.bindparam("b_node_id"),
                n.c.generation == sa.bindparam("b_seen"),
                n.c.deleted == 0,
-               sa.or_(n.c.vcpus == 0,
-                      _within(n.c.vcpus_used, "b_vcpus", n.c.vcpus,
-                              n.c.cpu_allocation_ratio, "b_cpu_ratio")),
-               _within(n.c.memory_mb_used, "b_memory", n.c.memory_mb,
-                       n.c.ram_allocation_ratio, "b_ram_ratio"),
-               _within(n.c.local_gb_used, "b_disk", n.c.local_gb,
-                       n.c.disk_allocation_ratio, "b_disk_ratio"))
+               *(_within(resource, n) for resource in capacity.RESOURCES))
         .values(vcpus_used=n.c.vcpus_used + sa.bindparam("b_vcpus"),
                 memory_mb_used=n.c.memory_mb_used + sa.bindparam("b_memory"),
                 local_gb_used=n.c.local_gb_used + sa.bindparam("b_disk"),
@@ -195,6 +189,23 @@ def _consume_statement() -> sa.Update:
                 free_disk_gb=n.c.free_disk_gb - sa.bindparam("b_disk"),
                 running_vms=n.c.running_vms + sa.bindparam("b_count"),
                 generation=n.c.generation + 1))
+
+
+#: resource -> (usage column, total column, ratio column, bind name).
+_COLUMNS = {capacity.VCPU: ("vcpus_used", "vcpus", "cpu_allocation_ratio",
+                            "vcpus"),
+            capacity.MEMORY: ("memory_mb_used", "memory_mb",
+                              "ram_allocation_ratio", "memory"),
+            capacity.DISK: ("local_gb_used", "local_gb",
+                            "disk_allocation_ratio", "disk")}
+
+
+def _within(resource: capacity.Resource, n: sa.Table):
+    used, total, ratio, bind = _COLUMNS[resource]
+    return capacity.within_sql(
+        resource, n.c[used], sa.bindparam(f"b_{bind}"), n.c[total],
+        n.c[ratio], sa.bindparam(f"b_{bind}_ratio", type_=sa.Float),
+        sa.bindparam(f"b_{bind}_limit", type_=sa.Float))
 
 
 _CONSUME = _consume_statement()
@@ -210,22 +221,51 @@ def _consume(conn: sa.Connection, claims: list[Claim],
     # between them on PostgreSQL or MySQL).
     for node_id in sorted(by_node):
         group = by_node[node_id]
-        result = conn.execute(_CONSUME, {
-            "b_node_id": node_id, "b_seen": group[0].generation,
-            "b_vcpus": sum(c.vcpus for c in group),
-            "b_memory": sum(c.memory_mb for c in group),
-            "b_disk": sum(c.disk_gb for c in group), "b_count": len(group),
-            "b_cpu_ratio": ratios.cpu, "b_ram_ratio": ratios.ram,
-            "b_disk_ratio": ratios.disk})
+        amounts = {capacity.VCPU: sum(c.vcpus for c in group),
+                   capacity.MEMORY: sum(c.memory_mb for c in group),
+                   capacity.DISK: sum(c.disk_gb for c in group)}
+        params = {"b_node_id": node_id, "b_seen": group[0].generation,
+                  "b_count": len(group)}
+        for resource, amount in amounts.items():
+            bind = _COLUMNS[resource][3]
+            params[f"b_{bind}"] = amount
+            params[f"b_{bind}_ratio"] = ratios.of(resource)
+            # Several instances on one node: the tightest limit planned.
+            planned = [c.limits[resource.name] for c in group
+                       if resource.name in c.limits]
+            params[f"b_{bind}_limit"] = min(planned) if planned else None
+        result = conn.execute(_CONSUME, params)
         if result.rowcount != 1:
-            current = conn.execute(sa.select(nodes.c.generation).where(
-                nodes.c.id == node_id, nodes.c.deleted == 0)).scalar()
-            if current == group[0].generation:
-                raise NoRoom(f"compute node {node_id} ({group[0].host}) has "
-                             f"no room for {len(group)} more instance(s)",
-                             node_id)
+            row = conn.execute(sa.select(nodes).where(
+                nodes.c.id == node_id, nodes.c.deleted == 0)).first()
+            if row is not None and row.generation == group[0].generation:
+                refused = _refused(row, amounts, params, ratios)
+                raise NoRoom(
+                    f"compute node {node_id} ({group[0].host}) has no room "
+                    f"for {len(group)} more instance(s): " + "; ".join(
+                        f"{name} {used:g} used + {amount:g} > limit "
+                        f"{lim:g}" for name, (used, amount, lim)
+                        in refused.items()), node_id, refused)
             raise ClaimConflict(
                 f"compute node {node_id} changed concurrently", node_id)
+
+
+def _refused(row: sa.Row, amounts: dict, params: dict,
+             ratios: Ratios) -> dict[str, tuple[float, float, float]]:
+    """The resources of ``row`` the claim did not fit, by the same rule as
+    the SQL: name -> (used, amount, limit)."""
+    out = {}
+    for resource, amount in amounts.items():
+        used, total, ratio, bind = _COLUMNS[resource]
+        total = getattr(row, total)
+        planned = params[f"b_{bind}_limit"]
+        lim = planned if planned is not None else capacity.limit(
+            total, capacity.ratio(getattr(row, ratio), ratios.of(resource)))
+        used = getattr(row, used)
+        if not (resource.zero_unjudged and total == 0) and \
+                used + amount > lim:
+            out[resource.name] = (used, amount, lim)
+    return out
 
 
 def _lock_group(conn: sa.Connection, group_uuid: str) -> None:

@@ -8,6 +8,14 @@ heartbeat, by the database's clock, is younger than ``[scheduler]
 service_down_time``. Disabled services stay in the table (ComputeFilter
 rejects them, forcing may still pick them).
 
+A decision runs inside :meth:`HostManager.planning`, one scheduling cycle
+per process at a time (kube-scheduler's): refresh, plan and *assume* (put the
+planned usage in the table) are one serial step, and only the SQL claim runs
+outside it. So no planner sees a table half-way through a refresh, and the
+next request of this process plans on the usage the previous one just
+planned instead of racing it for the same host. A failed claim *forgets*
+its assumption by re-reading those nodes.
+
 A refresh first reads the change counters (one row). Rows stamped since the
 last refresh are re-read, and only those hosts' states rebuilt; a deleted
 node (or any hard DELETE) makes it a full read. Liveness is not tracked by
@@ -17,15 +25,18 @@ writes — heartbeats would rewrite every row every few seconds — but read as
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import threading
 import time
+from typing import Iterator
 
 from oslo_config import cfg
 from oslo_log import log as logging
 import sqlalchemy as sa
 
 from scheduler import claims
+from scheduler import liveness
 from scheduler.db import api as db
 from scheduler.db import rows
 from scheduler.host_state import Aggregate
@@ -42,7 +53,9 @@ class HostManager:
     def __init__(self, conf: cfg.ConfigOpts, engine: sa.Engine):
         self.conf = conf
         self.engine = engine
-        self._lock = threading.Lock()
+        # The scheduling cycle: whoever holds it may read and change the
+        # table (re-entrant: refresh() runs inside planning()).
+        self._cycle = threading.RLock()
         self._table = HostTable([])
         self._counters: sa.Row | None = None
         self._skipped_hosts: set[str] = set()
@@ -58,20 +71,33 @@ class HostManager:
 
     # -- what drivers use ---------------------------------------------
 
+    @contextlib.contextmanager
+    def planning(self, refresh: bool = True) -> Iterator[HostTable]:
+        """One scheduling cycle: the table, refreshed from SQL first (or,
+        with ``refresh`` False, as cached — read once if empty), for the
+        caller alone until the block ends. Plan and :meth:`assume` inside
+        it; claim in SQL after it."""
+        with self._cycle:
+            if refresh or self._counters is None:
+                self.refresh()
+            yield self._table
+
     def table(self) -> HostTable:
-        """Refresh, then the current table."""
-        self.refresh()
-        return self._table
+        """Refresh, then the current table: for looking at (tests, tools).
+        It may change once this returns; decisions use :meth:`planning`."""
+        with self.planning() as table:
+            return table
 
     def cached_table(self) -> HostTable:
-        """The current table without touching SQL (read once if empty)."""
-        if self._counters is None:
-            self.refresh()
-        return self._table
+        """The current table without touching SQL (read once if empty), for
+        looking at; decisions use :meth:`planning`."""
+        with self.planning(refresh=False) as table:
+            return table
 
     def host_states(self) -> list[HostState]:
         """Refresh, then every host state (a list copy)."""
-        return list(self.table().states)
+        with self.planning() as table:
+            return list(table.states)
 
     def group_hosts(self, group_uuid: str, exclude: list[str] = ()
                     ) -> collections.Counter:
@@ -88,15 +114,27 @@ class HostManager:
         with self.engine.connect() as conn:
             return claims.consumer_hosts(conn, consumer_uuids, exclude)
 
-    def claimed(self, states: list[HostState]) -> None:
-        """This process claimed on these hosts: put their new states in the
-        table now (usage planned, generation bumped once by the claim),
-        without waiting for the next read."""
-        with self._lock:
+    def assume(self, states: list[HostState]) -> None:
+        """This process is about to claim on these hosts: put their states
+        after the claim in the table now (usage planned, generation bumped
+        once by the claim), so the next decision plans on them. Call inside
+        :meth:`planning`; :meth:`forget` them if the claim fails."""
+        with self._cycle:
             table = self._table
             for state in states:
                 i = table.positions.get(state.node_id)
                 if i is not None:
+                    table.set(i, state)
+
+    def forget(self, node_ids: list[int]) -> None:
+        """A claim on these nodes failed: put them back as SQL has them
+        (dropping what was assumed)."""
+        with self._cycle, self.engine.connect() as conn:
+            table = self._table
+            for row in db.compute_nodes(conn, ids=node_ids):
+                i = table.positions.get(row.id)
+                state = self._state(row)
+                if i is not None and state is not None:
                     table.set(i, state)
 
     # -- reading SQL ----------------------------------------------------
@@ -108,7 +146,7 @@ class HostManager:
             happens by itself when nodes were hard-deleted).
         :returns: how many node states were rebuilt.
         """
-        with self._lock, self.engine.connect() as conn:
+        with self._cycle, self.engine.connect() as conn:
             counters = db.change_counters(conn)
             seen = self._counters
             if full or seen is None or counters.node_deletes != \
@@ -119,6 +157,18 @@ class HostManager:
             added: list[HostState] = []
             removed: set[int] = set()            # node ids
             zones_changed = False
+
+            # Liveness first: the service and node rows below are turned
+            # into states with the down set as it is now — a node added in
+            # this refresh must not get the old one.
+            if time.monotonic() - self._liveness_at >= \
+                    self.liveness_interval:
+                down = self._read_liveness(conn)
+                for host in down ^ self._down:
+                    for i in self._positions_of(host):
+                        changed[i] = dataclasses.replace(
+                            table.states[i], service_up=host not in down)
+                self._down = down
 
             if counters.services != seen.services:
                 for row in db.compute_services(conn, self._service_seq):
@@ -162,15 +212,6 @@ class HostManager:
                         added.append(state)
                     else:
                         changed[i] = state
-            if time.monotonic() - self._liveness_at >= \
-                    self.liveness_interval:
-                down = self._read_liveness(conn)
-                for host in down ^ self._down:
-                    for i in self._positions_of(host):
-                        changed[i] = dataclasses.replace(
-                            changed.get(i, table.states[i]),
-                            service_up=host not in down)
-                self._down = down
             self._counters = counters
 
             if added or removed:
@@ -204,7 +245,8 @@ class HostManager:
 
     def _read_liveness(self, conn: sa.Connection) -> set[str]:
         self._liveness_at = time.monotonic()
-        return db.down_hosts(conn, self.conf.scheduler.service_down_time)
+        return liveness.down_hosts(conn,
+                                   self.conf.scheduler.service_down_time)
 
     def _positions_of(self, host: str) -> list[int]:
         """Positions of the host's nodes in the current table."""

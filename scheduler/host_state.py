@@ -12,6 +12,8 @@ import dataclasses
 import math
 from typing import Any
 
+from scheduler import capacity
+
 Key = tuple[str, str]
 
 
@@ -68,15 +70,16 @@ class HostState:
 
     @property
     def vcpus_limit(self) -> float:
-        return self.vcpus_total * self.cpu_allocation_ratio
+        return capacity.limit(self.vcpus_total, self.cpu_allocation_ratio)
 
     @property
     def memory_mb_limit(self) -> float:
-        return self.memory_mb_total * self.ram_allocation_ratio
+        return capacity.limit(self.memory_mb_total,
+                              self.ram_allocation_ratio)
 
     @property
     def disk_gb_limit(self) -> float:
-        return self.disk_gb_total * self.disk_allocation_ratio
+        return capacity.limit(self.disk_gb_total, self.disk_allocation_ratio)
 
     @property
     def free_vcpus(self) -> float:

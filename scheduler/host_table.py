@@ -7,11 +7,11 @@ objects. A request plans on a :class:`HostView` of the table, which copies
 the few usage columns it changes (multi-instance requests) instead of
 touching the shared table.
 
-Updating a host in place (``set``) keeps positions; adding or removing hosts
-builds a new table, so a request holding the old one still sees a
-consistent set of positions. Numbers read mid-update may be a refresh
-newer than the HostState next to them; the claim's SQL (generation and
-capacity checks) is what makes a placement right, not this cache.
+A table is changed only inside the host manager's scheduling cycle
+(:meth:`scheduler.host_manager.HostManager.planning`): refresh, plan and
+"assume" run as one serial step per process, so no planner ever sees a table
+half-way through an update. Updating a host (``set``) keeps positions;
+adding or removing hosts builds a new table.
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from typing import Iterable
 
 import numpy as np
 
+from scheduler import capacity
 from scheduler.host_state import HostState
 
 #: HostState fields mirrored as float64 columns.
@@ -29,11 +30,9 @@ NUMERIC = ("vcpus_total", "vcpus_used", "memory_mb_total", "memory_mb_used",
 #: The columns a planned instance changes.
 USAGE = ("vcpus_used", "memory_mb_used", "disk_gb_used", "num_instances",
          "num_io_ops")
-#: Derived columns: capacity × allocation ratio, kept beside the rest so a
-#: filter does one subtraction, not a multiplication too, per request.
-LIMITS = {"vcpus_limit": ("vcpus_total", "cpu_allocation_ratio"),
-          "memory_mb_limit": ("memory_mb_total", "ram_allocation_ratio"),
-          "disk_gb_limit": ("disk_gb_total", "disk_allocation_ratio")}
+#: Derived columns: capacity × allocation ratio (:mod:`scheduler.capacity`),
+#: kept beside the rest so a filter does not multiply per request.
+LIMITS = {r.limit: (r.total, r.ratio) for r in capacity.RESOURCES}
 
 
 class HostTable:
@@ -45,7 +44,8 @@ class HostTable:
             setattr(self, name, np.fromiter(
                 (getattr(s, name) for s in self.states), np.float64, n))
         for name, (total, ratio) in LIMITS.items():
-            setattr(self, name, getattr(self, total) * getattr(self, ratio))
+            setattr(self, name, capacity.limit(getattr(self, total),
+                                               getattr(self, ratio)))
         self.everywhere = np.arange(n)
         self.service_up = np.fromiter(
             (s.service_up for s in self.states), np.bool_, n)
@@ -63,17 +63,19 @@ class HostTable:
         return len(self.states)
 
     def rebuild_zones(self) -> None:
-        """zone -> mask of the hosts in it, and the hosts in no zone."""
-        self.zones: dict[str, np.ndarray] = {}
+        """zone -> mask of the hosts in it, and the hosts in no zone: built
+        aside, then put in place."""
+        zones: dict[str, np.ndarray] = {}
         n = len(self.states)
-        self.no_zone = np.ones(n, np.bool_)
+        no_zone = np.ones(n, np.bool_)
         for i, state in enumerate(self.states):
             for zone in state.availability_zones():
-                mask = self.zones.get(zone)
+                mask = zones.get(zone)
                 if mask is None:
-                    mask = self.zones[zone] = np.zeros(n, np.bool_)
+                    mask = zones[zone] = np.zeros(n, np.bool_)
                 mask[i] = True
-                self.no_zone[i] = False
+                no_zone[i] = False
+        self.zones, self.no_zone = zones, no_zone
 
     def set(self, i: int, state: HostState) -> None:
         """Replace host ``i`` (same node) with a newer state. If its
@@ -82,10 +84,15 @@ class HostTable:
         for name in NUMERIC:
             getattr(self, name)[i] = getattr(state, name)
         for name, (total, ratio) in LIMITS.items():
-            getattr(self, name)[i] = getattr(state, total) * getattr(
-                state, ratio)
+            getattr(self, name)[i] = capacity.limit(getattr(state, total),
+                                                    getattr(state, ratio))
         self.service_up[i] = state.service_up
         self.service_disabled[i] = state.service_disabled
+
+    def without(self, node_ids: set[int]) -> HostTable:
+        """A new table of every host but the nodes ``node_ids`` (a request
+        that must not retry a node)."""
+        return HostTable(s for s in self.states if s.node_id not in node_ids)
 
     def all_positions(self) -> np.ndarray:
         """Every position. Always the same array object, so :meth:`take`

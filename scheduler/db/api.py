@@ -132,17 +132,20 @@ _SERVICE_COLUMNS = [
         "change_seq", "deleted")]
 
 
-def compute_nodes(conn: sa.Connection, since: int | None = None
-                  ) -> list[sa.Row]:
-    """Compute node rows with the columns host states need: the live ones,
-    or (``since``) every row stamped after that change number, deleted ones
-    included so the caller can drop them."""
+def compute_nodes(conn: sa.Connection, since: int | None = None,
+                  ids: list[int] | None = None) -> list[sa.Row]:
+    """Compute node rows with the columns host states need: the live ones
+    (those of ``ids`` only, if given), or (``since``) every row stamped
+    after that change number, deleted ones included so the caller can drop
+    them."""
     nodes = models.compute_nodes
     query = sa.select(*_NODE_COLUMNS)
     if since is None:
         query = query.where(nodes.c.deleted == 0)
     else:
         query = query.where(nodes.c.change_seq > since)
+    if ids is not None:
+        query = query.where(nodes.c.id.in_(ids))
     return list(conn.execute(query))
 
 
@@ -159,30 +162,6 @@ def compute_services(conn: sa.Connection, since: int | None = None
     else:
         query = query.where(services.c.change_seq > since)
     return list(conn.execute(query))
-
-
-def down_hosts(conn: sa.Connection, down_time: int) -> set[str]:
-    """Hosts whose compute service is down now: forced down, or no
-    heartbeat (``last_seen_up``, else ``updated_at``, else ``created_at``)
-    within ``down_time`` seconds by the database's clock."""
-    services = models.services
-    cutoff = db_time(conn) - datetime.timedelta(seconds=down_time)
-    # Each OR term has an index (migration 0004), so this reads only the
-    # few candidate rows; the fallbacks for a NULL last_seen_up are applied
-    # to those here.
-    query = sa.select(services.c.host, services.c.forced_down,
-                      services.c.last_seen_up, services.c.updated_at,
-                      services.c.created_at).where(
-        services.c.binary == COMPUTE_BINARY, services.c.deleted == 0,
-        sa.or_(services.c.forced_down == sa.true(),
-               services.c.last_seen_up.is_(None),
-               services.c.last_seen_up < cutoff))
-    down = set()
-    for row in conn.execute(query):
-        heartbeat = row.last_seen_up or row.updated_at or row.created_at
-        if row.forced_down or heartbeat is None or heartbeat < cutoff:
-            down.add(row.host)
-    return down
 
 
 def aggregates_by_host(conn: sa.Connection

@@ -14,6 +14,7 @@ import types
 from oslo_config import cfg
 import sqlalchemy as sa
 
+from scheduler import capacity
 from scheduler.host_state import Aggregate
 from scheduler.host_state import HostState
 
@@ -33,13 +34,12 @@ def host_state(conf: cfg.ConfigOpts, row: sa.Row, service: sa.Row,
         vcpus_total=row.vcpus, vcpus_used=row.vcpus_used,
         memory_mb_total=row.memory_mb, memory_mb_used=row.memory_mb_used,
         disk_gb_total=row.local_gb, disk_gb_used=row.local_gb_used,
-        # 0 or NULL on the node means "not set": use ours (nova's rule).
-        cpu_allocation_ratio=row.cpu_allocation_ratio
-        or fs.cpu_allocation_ratio,
-        ram_allocation_ratio=row.ram_allocation_ratio
-        or fs.ram_allocation_ratio,
-        disk_allocation_ratio=row.disk_allocation_ratio
-        or fs.disk_allocation_ratio,
+        cpu_allocation_ratio=capacity.ratio(row.cpu_allocation_ratio,
+                                            fs.cpu_allocation_ratio),
+        ram_allocation_ratio=capacity.ratio(row.ram_allocation_ratio,
+                                            fs.ram_allocation_ratio),
+        disk_allocation_ratio=capacity.ratio(row.disk_allocation_ratio,
+                                             fs.disk_allocation_ratio),
         service_up=up and not service.forced_down,
         service_disabled=bool(service.disabled),
         disabled_reason=service.disabled_reason,

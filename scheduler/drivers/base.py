@@ -2,11 +2,15 @@
 
 A driver plans (:meth:`Driver.plan`): it picks one host per instance from a
 list of host states and explains itself with NoValidHost when it cannot.
-The base class turns plans into claims and handles what can happen between
-reading and claiming: another scheduler won a node (re-read, re-plan, a
-bounded number of times), or the same consumers were already placed (a
-client retry: hand back what they hold, unless ``moves.is_move`` says the
-request moves them: then the destination is claimed and the source kept).
+The base class runs the plan inside the host manager's scheduling cycle
+(refresh, plan, assume the planned usage — one serial step per process),
+claims in SQL outside it, and handles what can happen between reading and
+claiming: another scheduler won a node (re-read, re-plan, a bounded number
+of times), the same consumers were already placed (a client retry: hand
+back what they hold, unless ``moves.is_move`` says the request moves them:
+then the destination is claimed and the source kept), or — a bug, never a
+race — the claim refused a node the planner judged to have room (leave that
+node out, re-plan, and say what disagreed if it happens again).
 """
 from __future__ import annotations
 
@@ -50,8 +54,15 @@ class Driver:
         self.engine = engine
 
     def host_table(self) -> HostTable:
-        """Hosts to plan on; refreshed from SQL unless a driver caches."""
+        """The hosts, refreshed from SQL unless a driver caches: for looking
+        at. Decisions plan inside :meth:`cycle`."""
         return self.host_manager.table()
+
+    def cycle(self, fresh: bool = False):
+        """The host manager's scheduling cycle (a context manager yielding
+        the table): refreshed from SQL unless a driver caches, always when
+        ``fresh``."""
+        return self.host_manager.planning(refresh=True)
 
     def plan(self, spec: RequestSpec, table: HostTable,
              spread: int = 1) -> list[Selection]:
@@ -66,7 +77,9 @@ class Driver:
     def decide(self, spec: RequestSpec) -> list[Selection]:
         """Refresh and plan, without claiming: the scheduling decision
         alone (what benchmarks time)."""
-        return self.plan(self._resolved(spec), self.host_table())
+        spec = self._resolved(spec)
+        with self.cycle() as table:
+            return self.plan(spec, table)
 
     def run_periodic_tasks(self) -> None:
         """Called every ``[scheduler] periodic_task_interval`` seconds."""
@@ -102,19 +115,25 @@ class Driver:
                                     group.max_server_per_host)
         retries = self.conf.scheduler.claim_retries
         conflict = None
+        races = 0
+        excluded: set[int] = set()          # nodes the claim refused
+        disagreed: list[str] = []
         for attempt in range(retries + 1):
-            # After a lost race, re-read SQL whatever the driver's habit.
-            table = self.host_table() if attempt == 0 else \
-                self.host_manager.table()
             plan_spec = self._with_group_members(spec, replace + moving)
-            selections = self.plan(plan_spec, table, spread=2 ** attempt)
+            # After a lost race, re-read SQL whatever the driver's habit.
+            with self.cycle(fresh=attempt > 0) as table:
+                if excluded:
+                    table = table.without(excluded)
+                selections = self.plan(plan_spec, table, spread=2 ** races)
+                assumed = self._assume(
+                    (s.host, spec.flavor) for s in selections)
             to_claim = [claims.Claim(
                 consumer_uuid=s.consumer_uuid, node_id=s.host.node_id,
                 host=s.host.host, generation=s.host.generation,
                 vcpus=spec.flavor.vcpus, memory_mb=spec.flavor.memory_mb,
                 disk_gb=spec.flavor.disk_gb, project_id=spec.project_id,
                 user_id=spec.user_id,
-                group_uuid=group.uuid if group else None)
+                group_uuid=group.uuid if group else None, limits=s.limits)
                 for s in selections]
             try:
                 retry(claims.claim)(
@@ -122,29 +141,50 @@ class Driver:
                     move=moving, ttl=self.conf.scheduler.unconfirmed_claim_ttl,
                     default_ratios=self._default_ratios)
             except claims.NoRoom as e:
+                self.host_manager.forget(assumed)
                 if spec.force_hosts or spec.force_nodes:
                     # Forcing skips the filters, never the capacity check,
                     # and re-planning cannot pick another host.
                     raise exception.NoValidHost(
                         f"No valid host: the forced host has no room: {e}")
-                conflict = e
+                # The node is as the planner read it (same generation), yet
+                # the claim refused it: planner and claim disagree, a bug.
+                why = _disagreement(e, selections)
+                LOG.error("Planner and claim disagree (not a race): %s; "
+                          "re-planning without that node", why)
+                disagreed.append(why)
+                if len(disagreed) > 1:
+                    raise exception.NoValidHost(
+                        "No valid host: the planner and the claim disagreed "
+                        "on capacity (a bug, not a race): "
+                        + " | ".join(disagreed))
+                excluded.add(e.node_id)
                 continue
             except claims.ClaimConflict as e:
+                self.host_manager.forget(assumed)
                 conflict = e
+                races += 1
                 LOG.debug("Claim attempt %d lost a race: %s", attempt + 1, e)
                 continue
             except claims.ConsumerExists:
+                self.host_manager.forget(assumed)
                 # A concurrent duplicate of this request claimed first.
                 held = retry(claims.placements)(self.engine, uuids)
                 if len(held) == spec.num_instances:
                     return [_held_destination(held[u]) for u in uuids]
                 replace = [u for u in held if u not in moving]
                 continue
-            self._claimed((s.host, spec.flavor) for s in selections)
+            except Exception:
+                self.host_manager.forget(assumed)
+                raise
             return [_destination(spec, s) for s in selections]
+        if conflict is None:
+            raise exception.NoValidHost(
+                f"No valid host: no claim succeeded in {retries + 1} "
+                f"attempts (last refusal: {' | '.join(disagreed)})")
         raise exception.NoValidHost(
-            f"No valid host: lost the claim race {retries + 1} times in a "
-            f"row to concurrent requests (last: {conflict})")
+            f"No valid host: lost the claim race {races} times to "
+            f"concurrent requests (last: {conflict})")
 
     def _rebuild_check(self, spec: RequestSpec,
                        held: dict[str, sa.Row]) -> list[dict[str, Any]]:
@@ -173,7 +213,11 @@ class Driver:
                 ephemeral_gb=0, swap=0),
             requested_destination=current, force_hosts=(), force_nodes=(),
             ignore_hosts=(), return_alternates=False)
-        selections = self.plan(self._resolved(check), self.host_table())
+        check = self._resolved(check)
+        # Inside the cycle so it never plans on a half-refreshed table;
+        # nothing is assumed because nothing is claimed.
+        with self.cycle() as table:
+            selections = self.plan(check, table)
         return [_destination(check, s) for s in selections]
 
     def _resolved(self, spec: RequestSpec) -> RequestSpec:
@@ -216,18 +260,41 @@ class Driver:
         return claims.Ratios(fs.cpu_allocation_ratio, fs.ram_allocation_ratio,
                              fs.disk_allocation_ratio)
 
-    def _claimed(self, placed: Iterable[tuple[HostState, Flavor]]) -> None:
-        """Show this process's claim in its table at once: the hosts (as
-        read) with the usage just claimed on them (one flavor per instance),
-        generation bumped once by the claim."""
+    def _assume(self, placed: Iterable[tuple[HostState, Flavor]]
+                ) -> list[int]:
+        """Put the planned usage in the table before claiming (inside the
+        cycle): the hosts (as read) as the claim will leave them (one
+        flavor per instance), generation bumped once. :returns: their node
+        ids, to :meth:`HostManager.forget` if the claim fails."""
         after: dict[int, HostState] = {}
         for host, flavor in placed:
             state = after.get(host.node_id, host)
             after[host.node_id] = state.consumed(
                 flavor.vcpus, flavor.memory_mb, flavor.disk_gb)
-        self.host_manager.claimed(
+        self.host_manager.assume(
             [dataclasses.replace(state, generation=state.generation + 1)
              for state in after.values()])
+        return list(after)
+
+
+def _disagreement(e: claims.NoRoom, selections: list[Selection]) -> str:
+    """What the claim refused on the node next to what the planner saw."""
+    planned = [s for s in selections if s.host.node_id == e.node_id]
+    if not planned:
+        return str(e)
+    host = planned[0].host
+    seen = {"vcpu": host.vcpus_used, "memory_mb": host.memory_mb_used,
+            "disk_gb": host.disk_gb_used}
+    parts = []
+    for name, (used, amount, limit) in e.refused.items():
+        planner_limit = planned[0].limits.get(name)
+        parts.append(
+            f"{name}: claim saw {used:g} used + {amount:g} > limit "
+            f"{limit:g}, planner saw {seen[name]:g} used and "
+            + (f"limit {planner_limit:g}" if planner_limit is not None
+               else "enforced no limit (no filter for it)"))
+    return (f"compute node {e.node_id} ({host.host}, generation "
+            f"{host.generation}): " + ("; ".join(parts) or str(e)))
 
 
 def _destination(spec: RequestSpec, s: Selection) -> dict[str, Any]:

@@ -14,5 +14,8 @@ class CachingScheduler(FilterScheduler):
     def host_table(self):
         return self.host_manager.cached_table()
 
+    def cycle(self, fresh: bool = False):
+        return self.host_manager.planning(refresh=fresh)
+
     def run_periodic_tasks(self) -> None:
         self.host_manager.refresh()

@@ -105,32 +105,35 @@ class FilterScheduler(Driver):
         """Dry run of the first instance: every host that passes, best
         first with its weights, and what each filter removed."""
         spec = self._resolved(spec)
-        table = self.host_manager.table()
-        view = HostView(table)
-        candidates, forced, steps = targeting.apply(
-            spec, view, table.all_positions())
-        if not forced:
-            candidates, filter_steps = run_filters(self.filters, view,
-                                                   candidates, spec)
-            steps += filter_steps
-        weighing = weigh(self.weighers, view, candidates, spec)
-        hosts = []
-        for j in weighing.best(limit):
-            state = table.states[int(candidates[j])]
-            hosts.append({"host": state.host, "nodename": state.nodename,
-                          "weight": float(weighing.total[j]),
-                          "weights": {name: float(v[j]) for name, v
-                                      in weighing.parts.items()}})
-        return {"hosts": hosts,
-                "filters": [s.to_primitive() for s in steps],
-                "total": len(table)}
+        with self.cycle(fresh=True) as table:
+            view = HostView(table)
+            candidates, forced, steps = targeting.apply(
+                spec, view, table.all_positions())
+            if not forced:
+                candidates, filter_steps = run_filters(self.filters, view,
+                                                       candidates, spec)
+                steps += filter_steps
+            weighing = weigh(self.weighers, view, candidates, spec)
+            hosts = []
+            for j in weighing.best(limit):
+                state = table.states[int(candidates[j])]
+                hosts.append({"host": state.host, "nodename": state.nodename,
+                              "weight": float(weighing.total[j]),
+                              "weights": {name: float(v[j]) for name, v
+                                          in weighing.parts.items()}})
+            return {"hosts": hosts,
+                    "filters": [s.to_primitive() for s in steps],
+                    "total": len(table)}
 
     def _limits(self, host: HostState, forced: bool) -> dict[str, float]:
         if forced:
             return {}   # nova: no limits on a forced host
+        # Two filters limiting one resource (CoreFilter and
+        # AggregateCoreFilter): the host passed both, so the tighter holds.
         limits: dict[str, float] = {}
         for f in self.filters:
-            limits.update(f.limits(host))
+            for name, value in f.limits(host).items():
+                limits[name] = min(value, limits.get(name, value))
         return limits
 
     def _alternates(self, spec: RequestSpec, view: HostView,

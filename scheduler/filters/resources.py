@@ -1,30 +1,32 @@
 """RamFilter, CoreFilter, DiskFilter: room for the flavor under the node's
 allocation ratio.
 
-As in nova, a flavor larger than the node's physical size never fits, however
-high the ratio (an instance cannot overcommit against itself), and each
-filter reports the limit it enforced.
+The rule is :mod:`scheduler.capacity`'s (a flavor larger than the node's
+physical size never fits, however high the ratio; a node reporting 0 vCPUs
+is not judged on vCPUs); each filter reports the limit it enforced, which the
+claim then checks in SQL.
 """
+from scheduler import capacity
 from scheduler.filters.base import BaseFilter
 
 
-def _fits(view, idx, need, total: str, limit: str, used: str):
-    """Column-wise: physical size, and room under capacity × ratio (the
-    same rule as the per-host checks below)."""
-    return (need <= view.take(total, idx)) & (
-        need <= view.take(limit, idx) - view.take(used, idx))
+def _fits_columns(resource, view, idx, need):
+    return capacity.fits_columns(resource, need,
+                                 view.take(resource.total, idx),
+                                 view.take(resource.used, idx),
+                                 view.take(resource.limit, idx))
 
 
 class RamFilter(BaseFilter):
     reason = "insufficient RAM"
 
     def host_passes(self, host, spec) -> bool:
-        need = spec.flavor.memory_mb
-        return need <= host.memory_mb_total and need <= host.free_ram_mb
+        return capacity.host_fits(capacity.MEMORY, host,
+                                  spec.flavor.memory_mb)
 
     def filter_columns(self, view, idx, spec):
-        return idx[_fits(view, idx, spec.flavor.memory_mb, "memory_mb_total",
-                         "memory_mb_limit", "memory_mb_used")]
+        return idx[_fits_columns(capacity.MEMORY, view, idx,
+                                 spec.flavor.memory_mb)]
 
     def explain(self, spec) -> str:
         return f"{self.reason}: need {spec.flavor.memory_mb} MB"
@@ -37,15 +39,11 @@ class CoreFilter(BaseFilter):
     reason = "insufficient vCPUs"
 
     def host_passes(self, host, spec) -> bool:
-        if host.vcpus_total == 0:
-            return True   # nova: a node reporting no vCPUs is not judged
-        need = spec.flavor.vcpus
-        return need <= host.vcpus_total and need <= host.free_vcpus
+        return capacity.host_fits(capacity.VCPU, host, spec.flavor.vcpus)
 
     def filter_columns(self, view, idx, spec):
-        return idx[(view.take("vcpus_total", idx) == 0) | _fits(
-            view, idx, spec.flavor.vcpus, "vcpus_total", "vcpus_limit",
-            "vcpus_used")]
+        return idx[_fits_columns(capacity.VCPU, view, idx,
+                                 spec.flavor.vcpus)]
 
     def explain(self, spec) -> str:
         return f"{self.reason}: need {spec.flavor.vcpus}"
@@ -58,12 +56,11 @@ class DiskFilter(BaseFilter):
     reason = "insufficient disk"
 
     def host_passes(self, host, spec) -> bool:
-        need = spec.flavor.disk_gb
-        return need <= host.disk_gb_total and need <= host.free_disk_gb
+        return capacity.host_fits(capacity.DISK, host, spec.flavor.disk_gb)
 
     def filter_columns(self, view, idx, spec):
-        return idx[_fits(view, idx, spec.flavor.disk_gb, "disk_gb_total",
-                         "disk_gb_limit", "disk_gb_used")]
+        return idx[_fits_columns(capacity.DISK, view, idx,
+                                 spec.flavor.disk_gb)]
 
     def explain(self, spec) -> str:
         return f"{self.reason}: need {spec.flavor.disk_gb} GB"

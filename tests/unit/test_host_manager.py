@@ -221,11 +221,11 @@ def test_cached_states_do_not_read_sql_again(register, engine,
     assert {s.host for s in list(host_manager.cached_table().states)} == {"h1", "h2"}
 
 
-def test_claimed_replaces_known_nodes_only(register, host_manager):
+def test_assume_replaces_known_nodes_only(register, host_manager):
     register(node("h1"))
     [state] = host_manager.host_states()
     from tests.unit.fakes import make_host
-    host_manager.claimed([state.consumed(1, 1024, 1),
+    host_manager.assume([state.consumed(1, 1024, 1),
                           make_host("stranger", node_id=99)])
     [cached] = list(host_manager.cached_table().states)
     assert cached.host == "h1" and cached.memory_mb_used == 1024

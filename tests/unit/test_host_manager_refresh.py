@@ -97,7 +97,7 @@ def test_new_and_deleted_nodes(register, engine, host_manager):
 def test_own_claims_show_before_any_read(register, host_manager):
     register(node("h1"))
     [state] = host_manager.host_states()
-    host_manager.claimed([state.consumed(2, 2048, 20)])
+    host_manager.assume([state.consumed(2, 2048, 20)])
     table = host_manager.cached_table()
     assert table.states[0].memory_mb_used == 2048
     assert table.memory_mb_used[0] == 2048

@@ -1,6 +1,7 @@
 """filter_scheduler against a real SQLite database."""
 from __future__ import annotations
 
+import contextlib
 import datetime
 import random
 
@@ -165,6 +166,21 @@ def test_partly_held_uuids_are_replaced(register, engine, filter_driver):
     assert node_row(engine, "h1").memory_mb_used == 8192
 
 
+def _stale_first(driver, stale):
+    """A cycle that plans on ``stale`` states unless asked for fresh ones
+    (what a retry does)."""
+    fresh_cycle = driver.cycle
+
+    @contextlib.contextmanager
+    def cycle(fresh=False):
+        if fresh:
+            with fresh_cycle(fresh) as table:
+                yield table
+        else:
+            yield HostTable(stale)
+    return cycle
+
+
 def test_claim_conflict_is_retried_with_fresh_states(register, engine,
                                                      filter_driver):
     register(node("h1", memory_mb=8192))
@@ -174,12 +190,18 @@ def test_claim_conflict_is_retried_with_fresh_states(register, engine,
     claims.claim(engine, [claims.Claim(U[9], stale[0].node_id, stale[0].host,
                                        stale[0].generation, 1, 2048, 10)])
     calls = []
+    fresh_cycle = filter_driver.cycle
 
-    def stale_once():
+    @contextlib.contextmanager
+    def stale_once(fresh=False):
+        if fresh:
+            with fresh_cycle(fresh) as table:
+                yield table
+            return
         calls.append(1)
-        return HostTable(stale)
+        yield HostTable(stale)
 
-    filter_driver.host_table = stale_once
+    filter_driver.cycle = stale_once
     [dest] = filter_driver.select_destinations(_spec(instance_uuids=[U[0]]))
     assert calls == [1]          # the retry read SQL, not the stale list
     assert dest["host"] == "h1"
@@ -197,7 +219,7 @@ def test_conflict_retry_replans_when_the_winner_filled_the_host(
     from scheduler import claims
     claims.claim(engine, [claims.Claim(U[9], h1.node_id, h1.host, h1.generation, 1,
                                        2048, 10)])
-    filter_driver.host_table = lambda: HostTable(stale)
+    filter_driver.cycle = _stale_first(filter_driver, stale)
     # h1 looked best (most free RAM) but is now half full; the retry still
     # fits the 2048 MB instance on either host.
     [dest] = filter_driver.select_destinations(_spec(memory_mb=2048))

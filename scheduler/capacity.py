@@ -1,0 +1,137 @@
+"""Capacity and allocation ratios: the one owner of "how much of a node may
+be handed out".
+
+The rule (nova's RamFilter/CoreFilter/DiskFilter and their Aggregate*
+variants):
+
+- a node's **ratio** is its own column, or the configured default when the
+  column is NULL or 0 (``ratio``); with aggregate ratios in force it is the
+  smallest value of the ``*_allocation_ratio`` key over the host's
+  aggregates, else the node's (``aggregate_ratio``);
+- its **limit** is total × ratio (``limit``);
+- a request **fits** when it is no larger than the physical total (an
+  instance cannot overcommit against itself) and used + need stays within
+  the limit; a node reporting 0 vCPUs is not judged on vCPUs (``fits``).
+
+The same rule in its three shapes sits side by side here — one host
+(``fits``), NumPy columns (``fits_columns``) and the claim's SQL
+(``within_sql``) — so the planner and the claim cannot drift apart: the claim
+is handed the limit the planner enforced and checks exactly that.
+
+This module imports nothing of the scheduler at load time (host states,
+filters and claims all import it).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+import dataclasses
+
+import numpy as np
+import sqlalchemy as sa
+
+
+@dataclasses.dataclass(frozen=True)
+class Resource:
+    """One resource as the scheduler names it in each place."""
+    name: str            # the ``limits`` key handed to nova
+    total: str           # HostState field / column of the physical size
+    used: str            # HostState field / column of the usage
+    ratio: str           # HostState field (node's ratio, default applied)
+    limit: str           # HostTable column of total × ratio
+    zero_unjudged: bool  # a node reporting 0 of it is not judged (vCPUs)
+
+
+VCPU = Resource("vcpu", "vcpus_total", "vcpus_used", "cpu_allocation_ratio",
+                "vcpus_limit", True)
+MEMORY = Resource("memory_mb", "memory_mb_total", "memory_mb_used",
+                  "ram_allocation_ratio", "memory_mb_limit", False)
+DISK = Resource("disk_gb", "disk_gb_total", "disk_gb_used",
+                "disk_allocation_ratio", "disk_gb_limit", False)
+RESOURCES = (VCPU, MEMORY, DISK)
+
+
+@dataclasses.dataclass(frozen=True)
+class Ratios:
+    """Allocation ratios for nodes that do not set their own."""
+    cpu: float = 16.0
+    ram: float = 1.5
+    disk: float = 1.0
+
+    @classmethod
+    def from_conf(cls, conf) -> Ratios:
+        """``[filter_scheduler] *_allocation_ratio``."""
+        fs = conf.filter_scheduler
+        return cls(fs.cpu_allocation_ratio, fs.ram_allocation_ratio,
+                   fs.disk_allocation_ratio)
+
+    def of(self, resource: Resource) -> float:
+        return {VCPU: self.cpu, MEMORY: self.ram, DISK: self.disk}[resource]
+
+
+def ratio(own: float | None, default: float) -> float:
+    """A node's ratio: its own, or ``default`` when NULL or 0 (nova: "not
+    set")."""
+    return own or default
+
+
+def aggregate_ratio(aggregates: Iterable, resource: Resource,
+                    own: float) -> float:
+    """The smallest ``<resource ratio>`` metadata value over ``aggregates``
+    (objects with a ``metadata`` mapping); ``own`` if none has the key or
+    one does not parse as a number (logged once per bad value)."""
+    key = resource.ratio
+    values = {a.metadata[key] for a in aggregates if key in a.metadata}
+    if not values:
+        return own
+    # Imported here: the filters package imports host_state, which imports
+    # this module.
+    from scheduler.filters.utils import min_value
+    return min_value(values, own, float, key)
+
+
+def limit(total: float, ratio_: float) -> float:
+    """How much of a resource may be handed out: total × ratio."""
+    return total * ratio_
+
+
+def fits(resource: Resource, need: float, total: float, used: float,
+         limit_: float) -> bool:
+    """Whether ``need`` more fits a node with this ``total``, ``used`` and
+    ``limit`` (see the module docstring)."""
+    if resource.zero_unjudged and total == 0:
+        return True
+    return need <= total and used + need <= limit_
+
+
+def host_fits(resource: Resource, host, need: float,
+              ratio_: float | None = None) -> bool:
+    """:func:`fits` on a HostState, under ``ratio_`` (default: the node's
+    own)."""
+    total = getattr(host, resource.total)
+    r = getattr(host, resource.ratio) if ratio_ is None else ratio_
+    return fits(resource, need, total, getattr(host, resource.used),
+                limit(total, r))
+
+
+def fits_columns(resource: Resource, need: float, total: np.ndarray,
+                 used: np.ndarray, limit_: np.ndarray) -> np.ndarray:
+    """:func:`fits` over whole columns: a boolean mask."""
+    ok = (need <= total) & (used + need <= limit_)
+    if resource.zero_unjudged:
+        ok |= total == 0
+    return ok
+
+
+def within_sql(resource: Resource, used, amount, total, ratio_column,
+               default, planned_limit):
+    """SQL form of the limit half of :func:`fits` for the claim's UPDATE
+    (the physical size cannot change under an unchanged generation):
+    ``used + amount``
+    within ``planned_limit`` (the limit the planner enforced), or, when the
+    planner enforced none (NULL: forced host, no such filter), within
+    total × (the node's ratio, or ``default`` if it has none)."""
+    node_ratio = sa.func.coalesce(sa.func.nullif(ratio_column, 0.0), default)
+    ok = used + amount <= sa.func.coalesce(planned_limit, total * node_ratio)
+    if resource.zero_unjudged:
+        ok = sa.or_(total == 0, ok)
+    return ok
