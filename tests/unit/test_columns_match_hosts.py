@@ -3,48 +3,37 @@ predicates give, on random fleets and requests."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 import random
 
 import numpy as np
 import pytest
 
-from scheduler.filters.affinity_hints import DifferentHostFilter
-from scheduler.filters.affinity_hints import SameHostFilter
-from scheduler.filters.all_hosts import AllHostsFilter
-from scheduler.filters.availability_zone import AvailabilityZoneFilter
 from scheduler.filters.base import BaseFilter
-from scheduler.filters.compute import ComputeFilter
-from scheduler.filters.resources import CoreFilter
-from scheduler.filters.resources import DiskFilter
-from scheduler.filters.resources import RamFilter
-from scheduler.filters.server_group import ServerGroupAffinityFilter
-from scheduler.filters.server_group import ServerGroupAntiAffinityFilter
-from scheduler.filters.workload import IoOpsFilter
-from scheduler.filters.workload import NumInstancesFilter
+from scheduler.filters.base import run_filters
 from scheduler.host_table import HostTable
 from scheduler.host_table import HostView
 from scheduler.weighers.base import BaseWeigher
 from scheduler.weighers.base import weigh
-from scheduler.weighers.build_failure import BuildFailureWeigher
-from scheduler.weighers.resources import CPUWeigher
-from scheduler.weighers.resources import DiskWeigher
-from scheduler.weighers.resources import RAMWeigher
-from scheduler.weighers.server_group import ServerGroupSoftAffinityWeigher
-from scheduler.weighers.server_group import \
-    ServerGroupSoftAntiAffinityWeigher
-from scheduler.weighers.workload import IoOpsWeigher
-from scheduler.weighers.workload import NumInstancesWeigher
 from tests.unit.fakes import make_host
 from tests.unit.fakes import make_spec
 from tests.unit.fakes import zone_aggregate
 
-FILTERS = [AllHostsFilter, AvailabilityZoneFilter, ComputeFilter, RamFilter,
-           CoreFilter, DiskFilter, NumInstancesFilter, IoOpsFilter,
-           ServerGroupAffinityFilter, ServerGroupAntiAffinityFilter,
-           SameHostFilter, DifferentHostFilter]
-WEIGHERS = [RAMWeigher, CPUWeigher, DiskWeigher, IoOpsWeigher,
-            NumInstancesWeigher, BuildFailureWeigher,
-            ServerGroupSoftAffinityWeigher, ServerGroupSoftAntiAffinityWeigher]
+
+def _installed(group: str) -> list[type]:
+    """Every class installed under the entry point ``group``, by name: the
+    list under test is what the service can load, not a hand list."""
+    return [ep.load() for ep in sorted(
+        importlib.metadata.entry_points(group=group), key=lambda e: e.name)]
+
+
+ALL_FILTERS = _installed("scheduler.filters")
+ALL_WEIGHERS = _installed("scheduler.weighers")
+#: Those with a column-wise form, which must agree with the host-by-host one.
+FILTERS = [c for c in ALL_FILTERS
+           if c.filter_columns is not BaseFilter.filter_columns]
+WEIGHERS = [c for c in ALL_WEIGHERS
+            if c.weigh_columns is not BaseWeigher.weigh_columns]
 POLICIES = ["affinity", "anti-affinity", "soft-affinity",
             "soft-anti-affinity"]
 ZONES = ["az1", "az2", "nova"]
@@ -111,9 +100,10 @@ def test_each_filter_columns_equal_host_passes(conf, seed):
     idx = view.all_positions()
     for cls in FILTERS:
         f = cls(conf)
-        assert type(f).filter_columns is not BaseFilter.filter_columns
         expected = [i for i in idx if f.host_passes(hosts[i], spec)]
-        assert list(f.filter_columns(view, idx, spec)) == expected, cls
+        passed = f.filter_columns(view, idx, spec)
+        if passed is not None:   # None: this request takes the host path
+            assert list(passed) == expected, cls
 
 
 @pytest.mark.parametrize("seed", range(25))
@@ -125,9 +115,58 @@ def test_each_weigher_columns_equal_weigh(conf, seed):
     idx = view.all_positions()
     for cls in WEIGHERS:
         w = cls(conf)
-        assert type(w).weigh_columns is not BaseWeigher.weigh_columns
         expected = [w.weigh(h, spec) for h in hosts]
-        assert list(w.weigh_columns(view, idx, spec)) == expected, cls
+        raw = w.weigh_columns(view, idx, spec)
+        if raw is not None:     # None: this request takes the host path
+            assert list(raw) == expected, cls
+
+
+def test_entry_points_list_the_built_in_column_plugins():
+    # The lists above are not empty by accident (e.g. nothing installed).
+    names = {c.__name__ for c in FILTERS} | {c.__name__ for c in WEIGHERS}
+    assert {"RamFilter", "CoreFilter", "DiskFilter", "ComputeFilter",
+            "AvailabilityZoneFilter", "RAMWeigher", "CPUWeigher"} <= names
+
+
+def _consume_some(rng: random.Random, view: HostView, hosts, times: int):
+    """Plan ``times`` random instances on random hosts of ``view``, as a
+    multi-instance request does between its instances."""
+    for _ in range(times):
+        view.consume(rng.randrange(len(hosts)), rng.choice([1, 2, 8]),
+                     rng.choice([512, 2048, 8192]), rng.choice([1, 20]))
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_every_filter_agrees_after_planned_instances(conf, seed):
+    """Both paths of every installed filter (column-wise or not) see the
+    usage a multi-instance request planned so far."""
+    rng = random.Random(500 + seed)
+    hosts = _fleet(rng, 60)
+    spec = _spec(rng, hosts)
+    view = HostView(HostTable(hosts))
+    _consume_some(rng, view, hosts, rng.randint(1, 40))
+    idx = view.all_positions()
+    for cls in ALL_FILTERS:
+        f = cls(conf)
+        expected = [i for i in idx if f.host_passes(view.state(i), spec)]
+        passed, _ = run_filters([f], view, idx, spec)
+        assert list(passed) == expected, cls
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_every_weigher_agrees_after_planned_instances(conf, seed):
+    rng = random.Random(700 + seed)
+    hosts = _fleet(rng, 60)
+    spec = _spec(rng, hosts)
+    view = HostView(HostTable(hosts))
+    _consume_some(rng, view, hosts, rng.randint(1, 40))
+    idx = view.all_positions()
+    for cls in ALL_WEIGHERS:
+        w = cls(conf)
+        expected = [w.weigh(view.state(i), spec) for i in idx]
+        raw = w.weigh_columns(view, idx, spec)
+        if raw is not None:
+            assert list(raw) == expected, cls
 
 
 def _reference_ranking(filters, weighers, hosts, spec):
@@ -162,8 +201,7 @@ def test_pipeline_ranks_like_the_host_by_host_path(conf, seed):
     weighers = [cls(conf) for cls in WEIGHERS]
     view = HostView(HostTable(hosts))
     idx = view.all_positions()
-    for f in filters:
-        idx = f.filter_columns(view, idx, spec)
+    idx, _ = run_filters(filters, view, idx, spec)
     weighing = weigh(weighers, view, idx, spec)
     expected = _reference_ranking(filters, weighers, hosts, spec)
     for k in (1, 3, len(idx)):
