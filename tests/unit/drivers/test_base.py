@@ -1,0 +1,215 @@
+"""What every driver shares: one consistent table per decision, no race
+with its own threads, a claim that checks what the planner checked, and a
+NoRoom that is not a race reported as the bug it is."""
+from __future__ import annotations
+
+import sys
+import threading
+
+import numpy as np
+import pytest
+import sqlalchemy as sa
+
+from scheduler import admin
+from scheduler import claims
+from scheduler import exception
+from scheduler import fleet
+from scheduler.db import models
+from scheduler.drivers.caching import CachingScheduler
+from scheduler.filters.availability_zone import AvailabilityZoneFilter
+from scheduler.filters.base import BaseFilter
+from tests.unit.fakes import make_spec
+from tests.unit.fakes import node
+from tests.unit.fakes import node_row
+from tests.unit.fakes import set_node
+
+
+@pytest.fixture
+def fast_switching():
+    """Switch threads as often as the interpreter can, so a window between
+    two writes of a shared structure is hit in seconds, not by luck."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    yield
+    sys.setswitchinterval(before)
+
+
+class TableProbe(BaseFilter):
+    """Passes every host, and records any table it is shown that no single
+    refresh produced: the writer below sets every node's usage to one
+    value and keeps every host in zone az1, in one transaction each time."""
+    reason = "probe"
+
+    def __init__(self, conf):
+        super().__init__(conf)
+        self.torn: list[str] = []
+        self.looks = 0
+
+    def filter_columns(self, view, idx, spec):
+        self.looks += 1
+        table = view.table
+        used = set(table.memory_mb_used.tolist())
+        in_states = {s.memory_mb_used for s in table.states}
+        zone = table.zones.get("az1")
+        in_zone = 0 if zone is None else int(np.count_nonzero(zone))
+        if len(used) != 1 or used != in_states or in_zone != len(table):
+            self.torn.append(f"usage columns {sorted(used)}, states "
+                             f"{sorted(in_states)}, {in_zone}/{len(table)} "
+                             f"hosts in az1")
+        return idx
+
+
+def test_planners_never_see_a_half_updated_table(engine, conf, make_driver,
+                                                 fast_switching):
+    """Planners keep planning (the caching driver: no SQL per request) while
+    a periodic refresh brings in what a writer changes."""
+    fleet.register(engine, [node(f"h{i:04d}", zone="az1")
+                            for i in range(1500)])
+    driver = make_driver(CachingScheduler)
+    probe = TableProbe(conf)
+    driver.filters = [AvailabilityZoneFilter(conf), probe]
+    driver.host_manager.refresh()
+    spec = make_spec(availability_zone="az1")
+    done = threading.Event()
+    failures: list[str] = []
+
+    def write():
+        n = models.compute_nodes
+        try:
+            for round_ in range(40):
+                with engine.begin() as conn:
+                    conn.execute(n.update().values(
+                        memory_mb_used=1024 * (round_ % 2)))
+                # Every host's aggregates change: zones are rebuilt.
+                admin.set_aggregate_metadata(
+                    engine, "az1", {"round": str(round_)})
+        finally:
+            done.set()
+
+    def refresh():
+        while not done.is_set():
+            driver.run_periodic_tasks()
+
+    def plan():
+        while not done.is_set():
+            try:
+                driver.decide(spec)
+            except Exception as e:   # NoValidHost included: all are in az1
+                failures.append(f"{type(e).__name__}: {e}")
+
+    threads = [threading.Thread(target=write),
+               threading.Thread(target=refresh)] + [
+        threading.Thread(target=plan) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures[:3]
+    assert not probe.torn, (len(probe.torn), probe.looks, probe.torn[:3])
+    # The planners did plan while the table was being refreshed.
+    assert probe.looks >= 40
+
+
+def test_a_process_never_races_its_own_threads(register, engine,
+                                               make_driver, monkeypatch,
+                                               fast_switching):
+    """Each request plans on the usage the previous one planned (assumed
+    before its claim): concurrent requests of one process spread over the
+    hosts at once instead of losing claims to each other."""
+    hosts = 8
+    register(*[node(f"h{i}", memory_mb=4096) for i in range(hosts)])
+    driver = make_driver()
+    lost = []
+    real_claim = claims.claim
+
+    def counting_claim(*args, **kwargs):
+        try:
+            return real_claim(*args, **kwargs)
+        except claims.ClaimConflict as e:
+            lost.append(str(e))
+            raise
+
+    monkeypatch.setattr(claims, "claim", counting_claim)
+    start = threading.Barrier(hosts)
+    results: list = []
+
+    def request(i):
+        start.wait()
+        spec = make_spec(instance_uuids=[f"00000000-0000-4000-8000-"
+                                         f"{i:012d}"],
+                         flavor={"memory_mb": 4096, "root_gb": 1})
+        try:
+            results.append(driver.select_destinations(spec)[0]["host"])
+        except exception.NoValidHost as e:
+            results.append(e)
+
+    threads = [threading.Thread(target=request, args=(i,))
+               for i in range(hosts)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == sorted(f"h{i}" for i in range(hosts))
+    assert lost == []
+
+
+def test_a_host_allowed_by_an_aggregate_ratio_is_claimed(
+        register, engine, conf, make_driver):
+    conf.set_override("enabled_filters", ["AggregateRamFilter"],
+                      "filter_scheduler")
+    register(node("h1", memory_mb=4096, ram_ratio=1.0))
+    set_node(engine, "h1", memory_mb_used=3072)
+    admin.create_aggregate(engine, "overcommit")
+    admin.add_aggregate_host(engine, "overcommit", "h1")
+    admin.set_aggregate_metadata(engine, "overcommit",
+                                 {"ram_allocation_ratio": "2.0"})
+    driver = make_driver()
+    [dest] = driver.select_destinations(
+        make_spec(flavor={"memory_mb": 2048, "root_gb": 1}))
+    assert dest["host"] == "h1"
+    assert dest["limits"]["memory_mb"] == 8192.0
+    assert node_row(engine, "h1").memory_mb_used == 5120
+
+
+def test_a_no_room_that_is_not_a_race_replans_without_that_node(
+        register, engine, conf, make_driver, caplog):
+    # A planner that does not look at RAM (no RamFilter) and prefers the
+    # fuller host: the claim, which always checks capacity, refuses h1.
+    conf.set_override("enabled_filters", ["ComputeFilter"],
+                      "filter_scheduler")
+    conf.set_override("ram_weight_multiplier", -1.0, "filter_scheduler")
+    register(node("h1", memory_mb=4096), node("h2", memory_mb=8192))
+    set_node(engine, "h1", memory_mb_used=4096)
+    driver = make_driver()
+    [dest] = driver.select_destinations(
+        make_spec(flavor={"memory_mb": 2048, "root_gb": 1}))
+    assert dest["host"] == "h2"
+    assert "Planner and claim disagree (not a race)" in caplog.text
+    assert "memory_mb: claim saw 4096 used + 2048 > limit 4096" in \
+        caplog.text
+
+
+def test_a_repeated_no_room_says_what_disagreed_not_lost_races(
+        register, engine, conf, make_driver):
+    conf.set_override("enabled_filters", ["ComputeFilter"],
+                      "filter_scheduler")
+    register(node("h1", memory_mb=4096), node("h2", memory_mb=4096))
+    set_node(engine, "h1", memory_mb_used=4096)
+    set_node(engine, "h2", memory_mb_used=4096)
+    driver = make_driver()
+    with pytest.raises(exception.NoValidHost) as e:
+        driver.select_destinations(
+            make_spec(flavor={"memory_mb": 2048, "root_gb": 1}))
+    message = str(e.value)
+    assert "race" not in message.replace("not a race", "")
+    assert "the planner and the claim disagreed on capacity" in message
+    for host in ("h1", "h2"):
+        assert (f"({host}, generation 0): memory_mb: claim saw 4096 used + "
+                f"2048 > limit 4096, planner saw 4096 used and enforced no "
+                f"limit (no filter for it)") in message
+    # Nothing was claimed, and the table holds no planned usage.
+    with engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(
+            models.allocations)).scalar() == 0
+    assert {s.memory_mb_used for s in driver.host_manager.cached_table()
+            .states} == {4096}
