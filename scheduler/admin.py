@@ -14,6 +14,7 @@ every write is a plain INSERT or UPDATE, so the change-tracking triggers
 from __future__ import annotations
 
 from collections.abc import Mapping
+from collections.abc import Sequence
 import uuid as uuidlib
 
 from oslo_db import exception as db_exc
@@ -80,10 +81,14 @@ def list_nodes(engine: sa.Engine) -> list[dict]:
 
 
 def audit_allocations(engine: sa.Engine, cpu_ratio: float, ram_ratio: float,
-                      disk_ratio: float) -> list[dict]:
+                      disk_ratio: float,
+                      enabled_filters: Sequence[str] = ()) -> list[dict]:
     """Nodes whose usage differs from the sum of their allocations, or whose
-    allocations exceed capacity times ratio (a node's own ratio, else the
-    given defaults). An empty list means the books balance.
+    allocations exceed capacity times ratio: the ratio a scheduler with
+    ``enabled_filters`` holds the node to
+    (:func:`scheduler.capacity.ratio_in_force`: an aggregate's ratio under
+    the Aggregate* filters), from the node's own ratio, else the given
+    defaults. An empty list means the books balance.
     """
     n = models.compute_nodes
     # Both sides of a move in flight hold usage on their nodes.
@@ -100,36 +105,40 @@ def audit_allocations(engine: sa.Engine, cpu_ratio: float, ram_ratio: float,
              .where(n.c.deleted == 0).order_by(n.c.host))
     problems = []
     with engine.connect() as conn:
+        aggregates = db.aggregates_by_host(conn)
         for row in conn.execute(query):
+            host_aggregates = aggregates.get(row.host, ())
+
+            def limit(resource, total, own, default):
+                return capacity.limit(total, capacity.ratio_in_force(
+                    resource, capacity.ratio(own, default), host_aggregates,
+                    enabled_filters))
+
             checks = (
                 ("vcpus", row.vcpus_used, row.a_vcpus or 0,
-                 _capacity(row.vcpus, row.cpu_allocation_ratio, cpu_ratio)),
+                 limit(capacity.VCPU, row.vcpus, row.cpu_allocation_ratio,
+                       cpu_ratio)),
                 ("memory_mb", row.memory_mb_used, row.a_memory_mb or 0,
-                 _capacity(row.memory_mb, row.ram_allocation_ratio,
-                           ram_ratio)),
+                 limit(capacity.MEMORY, row.memory_mb,
+                       row.ram_allocation_ratio, ram_ratio)),
                 ("disk_gb", row.local_gb_used, row.a_disk_gb or 0,
-                 _capacity(row.local_gb, row.disk_allocation_ratio,
-                           disk_ratio)),
+                 limit(capacity.DISK, row.local_gb,
+                       row.disk_allocation_ratio, disk_ratio)),
             )
-            for resource, used, allocated, capacity in checks:
+            for resource, used, allocated, most in checks:
                 if used != allocated:
                     problems.append({
                         "host": row.host, "node": row.hypervisor_hostname,
                         "resource": resource, "problem": "usage mismatch",
                         "used": used, "allocated": allocated,
-                        "capacity": capacity})
-                if allocated > capacity:
+                        "capacity": most})
+                if allocated > most:
                     problems.append({
                         "host": row.host, "node": row.hypervisor_hostname,
                         "resource": resource, "problem": "over capacity",
                         "used": used, "allocated": allocated,
-                        "capacity": capacity})
+                        "capacity": most})
     return problems
-
-
-def _capacity(total: float, own_ratio: float | None,
-              default_ratio: float) -> float:
-    return capacity.limit(total, capacity.ratio(own_ratio, default_ratio))
 
 
 def fix_usage(engine: sa.Engine) -> int:

@@ -89,6 +89,29 @@ def aggregate_ratio(aggregates: Iterable, resource: Resource,
     return min_value(values, own, float, key)
 
 
+#: The filters that enforce each resource's limit: the node's own ratio,
+#: and the aggregate ratio.
+FILTERS = {VCPU: ("CoreFilter", "AggregateCoreFilter"),
+           MEMORY: ("RamFilter", "AggregateRamFilter"),
+           DISK: ("DiskFilter", "AggregateDiskFilter")}
+
+
+def ratio_in_force(resource: Resource, own: float, aggregates: Iterable,
+                   enabled_filters: Iterable[str]) -> float:
+    """The ratio a scheduler running ``enabled_filters`` holds a node to:
+    the tightest of the enabled filters for ``resource`` (a host passes all
+    of them), the node's own when none is enabled (what a claim checks
+    then)."""
+    enabled = set(enabled_filters)
+    plain, per_aggregate = FILTERS[resource]
+    ratios = []
+    if plain in enabled:
+        ratios.append(own)
+    if per_aggregate in enabled:
+        ratios.append(aggregate_ratio(aggregates, resource, own))
+    return min(ratios, default=own)
+
+
 def limit(total: float, ratio_: float) -> float:
     """How much of a resource may be handed out: total × ratio."""
     return total * ratio_

@@ -171,7 +171,8 @@ def allocations_audit(conf, engine, args) -> int:
     fs = conf.filter_scheduler
     problems = admin.audit_allocations(engine, fs.cpu_allocation_ratio,
                                        fs.ram_allocation_ratio,
-                                       fs.disk_allocation_ratio)
+                                       fs.disk_allocation_ratio,
+                                       fs.enabled_filters)
     if not problems:
         print("audit: usage equals allocations on every node; no node is "
               "over capacity")

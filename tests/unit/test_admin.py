@@ -188,6 +188,24 @@ def test_audit_prefers_the_node_ratio_to_the_defaults(register, engine):
         "vcpus"]
 
 
+def test_audit_judges_by_the_ratio_the_scheduler_enforces(register,
+                                                          engine):
+    # Filled under an aggregate's ram_allocation_ratio 2.0, as a scheduler
+    # running AggregateRamFilter plans and claims it.
+    register(node("h1", memory_mb=4096, ram_ratio=1.0))
+    admin.create_aggregate(engine, "overcommit")
+    admin.add_aggregate_host(engine, "overcommit", "h1")
+    admin.set_aggregate_metadata(engine, "overcommit",
+                                 {"ram_allocation_ratio": "2.0"})
+    _claim(engine, "h1", A1, vcpus=1, memory_mb=6144)
+    assert admin.audit_allocations(engine, *DEFAULTS,
+                                   ["AggregateRamFilter"]) == []
+    # RamFilter too: the host passes both, so the node's own 1.0 holds.
+    assert [(p["resource"], p["capacity"]) for p in admin.audit_allocations(
+        engine, *DEFAULTS, ["RamFilter", "AggregateRamFilter"])] == [
+        ("memory_mb", 4096.0)]
+
+
 def test_audit_skips_deleted_nodes(register, engine):
     register(node("h1"), node("gone"))
     set_node(engine, "gone", vcpus_used=3)
