@@ -147,8 +147,16 @@ class Driver:
                     # and re-planning cannot pick another host.
                     raise exception.NoValidHost(
                         f"No valid host: the forced host has no room: {e}")
-                # The node is as the planner read it (same generation), yet
-                # the claim refused it: planner and claim disagree, a bug.
+                if _stale(e, selections):
+                    # A writer changed the node's usage without bumping its
+                    # generation (a compute agent): a race after all.
+                    conflict = e
+                    races += 1
+                    LOG.debug("Claim attempt %d met a stale read: %s",
+                              attempt + 1, e)
+                    continue
+                # The node is as the planner read it, yet the claim refused
+                # it: planner and claim disagree, a bug.
                 why = _disagreement(e, selections)
                 LOG.error("Planner and claim disagree (not a race): %s; "
                           "re-planning without that node", why)
@@ -277,14 +285,29 @@ class Driver:
         return list(after)
 
 
+def _seen_used(host: HostState) -> dict[str, float]:
+    return {"vcpu": host.vcpus_used, "memory_mb": host.memory_mb_used,
+            "disk_gb": host.disk_gb_used}
+
+
+def _stale(e: claims.NoRoom, selections: list[Selection]) -> bool:
+    """Whether the claim found other usage on the node than the planner
+    read (the generation alone did not show it)."""
+    planned = [s for s in selections if s.host.node_id == e.node_id]
+    if not planned:
+        return False
+    seen = _seen_used(planned[0].host)
+    return any(used != seen[name]
+               for name, (used, _, _) in e.refused.items())
+
+
 def _disagreement(e: claims.NoRoom, selections: list[Selection]) -> str:
     """What the claim refused on the node next to what the planner saw."""
     planned = [s for s in selections if s.host.node_id == e.node_id]
     if not planned:
         return str(e)
     host = planned[0].host
-    seen = {"vcpu": host.vcpus_used, "memory_mb": host.memory_mb_used,
-            "disk_gb": host.disk_gb_used}
+    seen = _seen_used(host)
     parts = []
     for name, (used, amount, limit) in e.refused.items():
         planner_limit = planned[0].limits.get(name)

@@ -189,6 +189,33 @@ def test_a_no_room_that_is_not_a_race_replans_without_that_node(
         caplog.text
 
 
+def test_usage_written_without_a_generation_bump_is_a_race_not_a_bug(
+        register, engine, make_driver, caplog):
+    # A compute agent's write that leaves the generation alone: the plan
+    # was made on usage the node no longer has.
+    register(node("h1", memory_mb=4096), node("h2", memory_mb=2048))
+    driver = make_driver()
+    driver.host_manager.refresh()
+    set_node(engine, "h1", memory_mb_used=4096)
+    cycle = driver.cycle
+    stale = driver.host_manager.cached_table()
+    first = []
+
+    def stale_first(fresh=False):
+        if not first:
+            first.append(1)
+            return driver.host_manager.planning(refresh=False)
+        return cycle(fresh)
+
+    driver.cycle = stale_first
+    assert stale.states[stale.positions[node_row(engine, "h1").id]] \
+        .memory_mb_used == 0
+    [dest] = driver.select_destinations(
+        make_spec(flavor={"memory_mb": 2048, "root_gb": 1}))
+    assert dest["host"] == "h2"
+    assert "disagree" not in caplog.text
+
+
 def test_a_repeated_no_room_says_what_disagreed_not_lost_races(
         register, engine, conf, make_driver):
     conf.set_override("enabled_filters", ["ComputeFilter"],
