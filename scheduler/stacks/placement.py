@@ -92,13 +92,19 @@ def _place(driver, stack: stacks.Stack, replace: list[str], known: bool,
     retries = conf.scheduler.claim_retries
     conflict = None
     for attempt in range(retries + 1):
-        table = (driver.host_table() if attempt == 0
-                 else driver.host_manager.table())
-        plan = planner.plan(driver, stack, table,
-                            _with_members(driver, specs, replace),
-                            spread=2 ** attempt)
-        if dry_run:
-            return _planned_result(stack, plan, dry_run=True)
+        with_members = _with_members(driver, specs, replace)
+        # Plan and assume in the driver's scheduling cycle (one consistent
+        # table; the next decision of this process sees this stack's
+        # usage); claim outside it.
+        with driver.cycle(fresh=attempt > 0) as table:
+            plan = planner.plan(driver, stack, table, with_members,
+                                spread=2 ** attempt)
+            if dry_run:
+                return _planned_result(stack, plan, dry_run=True)
+            assumed = driver._assume(
+                (s.host, plan.specs[name].flavor)
+                for name, chosen in plan.selections.items()
+                for s in chosen)
         to_claim = [
             claims.Claim(
                 consumer_uuid=s.consumer_uuid, node_id=s.host.node_id,
@@ -107,14 +113,13 @@ def _place(driver, stack: stacks.Stack, replace: list[str], known: bool,
                 disk_gb=spec.flavor.disk_gb, project_id=spec.project_id,
                 user_id=spec.user_id,
                 group_uuid=(spec.instance_group.uuid
-                            if spec.instance_group else None))
+                            if spec.instance_group else None),
+                limits=s.limits)
             for name, spec in plan.specs.items()
             for s in plan.selections[name]]
         try:
-            retry(store.claim)(
-                driver.engine, stack, to_claim, known=known, groups=rules,
-                replace=replace, ttl=conf.scheduler.unconfirmed_claim_ttl,
-                default_ratios=driver._default_ratios)
+            _claim(driver, stack, to_claim, assumed, known=known,
+                   groups=rules, replace=replace, retry=retry)
         except claims.NoRoom as e:
             forced = _forced_on(plan, e.node_id)
             if forced:
@@ -130,14 +135,26 @@ def _place(driver, stack: stacks.Stack, replace: list[str], known: bool,
             continue
         except claims.ConsumerExists:
             return None
-        driver._claimed((s.host, plan.specs[name].flavor)
-                        for name, chosen in plan.selections.items()
-                        for s in chosen)
         return _planned_result(stack, plan)
     raise exception.NoValidHost(
         f"No valid host for stack {stack.stack_id}: lost the claim race "
         f"{retries + 1} times in a row to concurrent requests (last: "
         f"{conflict})")
+
+
+def _claim(driver, stack: stacks.Stack, to_claim: list[claims.Claim],
+           assumed: list[int], *, known: bool,
+           groups: list[claims.GroupRule], replace: list[str],
+           retry) -> None:
+    """store.claim; if it fails, the table forgets what was assumed."""
+    try:
+        retry(store.claim)(
+            driver.engine, stack, to_claim, known=known, groups=groups,
+            replace=replace, ttl=driver.conf.scheduler.unconfirmed_claim_ttl,
+            default_ratios=driver._default_ratios)
+    except Exception:
+        driver.host_manager.forget(assumed)
+        raise
 
 
 def release(engine, stack_id: str, db_retries: int) -> int:
