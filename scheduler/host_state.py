@@ -22,6 +22,7 @@ class Aggregate:
     id: int
     name: str
     metadata: dict[str, str]
+    uuid: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -83,15 +84,22 @@ class HostState:
 
     @property
     def free_vcpus(self) -> float:
+        """vCPUs left under the allocation ratio (what nova's CPUWeigher
+        weighs)."""
         return self.vcpus_limit - self.vcpus_used
 
+    # free_ram_mb and free_disk_gb mean what nova's HostState / ComputeNode
+    # fields of those names mean: *physical* room, total minus used, no
+    # allocation ratio (nova's RAMWeigher and DiskWeigher weigh them, and
+    # JsonFilter queries and ``capabilities:`` extra specs written for nova
+    # name them). Room under the ratio is ``*_limit - *_used``.
     @property
     def free_ram_mb(self) -> float:
-        return self.memory_mb_limit - self.memory_mb_used
+        return self.memory_mb_total - self.memory_mb_used
 
     @property
     def free_disk_gb(self) -> float:
-        return self.disk_gb_limit - self.disk_gb_used
+        return self.disk_gb_total - self.disk_gb_used
 
     def availability_zones(self) -> set[str]:
         return {agg.metadata["availability_zone"] for agg in self.aggregates

@@ -1,5 +1,12 @@
 """RAMWeigher, CPUWeigher, DiskWeigher: prefer hosts with the most free
-capacity (spread); a negative multiplier prefers the least (stack)."""
+capacity (spread); a negative multiplier prefers the least (stack).
+
+As in nova: RAMWeigher and DiskWeigher weigh the *physical* free RAM and
+disk (total minus used, ``free_ram_mb`` / ``free_disk_gb``), CPUWeigher the
+free vCPUs *under* the allocation ratio (total x ratio minus used). So two
+hosts with equal hardware and usage weigh the same on RAM and disk whatever
+their ratios; a higher RAM ratio lets a host pass RamFilter, not win.
+"""
 from scheduler.weighers.base import BaseWeigher
 
 
@@ -11,7 +18,7 @@ class RAMWeigher(BaseWeigher):
         return host.free_ram_mb
 
     def weigh_columns(self, view, idx, spec):
-        return (view.take("memory_mb_limit", idx)
+        return (view.take("memory_mb_total", idx)
                 - view.take("memory_mb_used", idx))
 
 
@@ -34,5 +41,5 @@ class DiskWeigher(BaseWeigher):
         return host.free_disk_gb
 
     def weigh_columns(self, view, idx, spec):
-        return (view.take("disk_gb_limit", idx)
+        return (view.take("disk_gb_total", idx)
                 - view.take("disk_gb_used", idx))

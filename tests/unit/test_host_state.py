@@ -44,15 +44,25 @@ def test_derived_values_with_ratios():
     assert host.vcpus_limit == 64.0
     assert host.free_vcpus == 24.0
     assert host.memory_mb_limit == 12288.0
-    assert host.free_ram_mb == 10240.0
+    # nova's meaning: physical, no ratio
+    assert host.free_ram_mb == 8192.0 - 2048
     assert host.disk_gb_limit == 500.0
     assert host.free_disk_gb == 400.0
 
 
+def test_free_ram_and_disk_are_physical_as_in_nova():
+    host = make_host(memory_mb_total=4096, memory_mb_used=1024,
+                     ram_allocation_ratio=3.0, disk_gb_total=100,
+                     disk_gb_used=10, disk_allocation_ratio=2.0)
+    assert host.free_ram_mb == 3072
+    assert host.free_disk_gb == 90
+    assert host.memory_mb_limit - host.memory_mb_used == 12288 - 1024
+
+
 def test_free_values_follow_consumption():
     host = make_host(memory_mb_total=4096, ram_allocation_ratio=2.0)
-    assert host.consumed(1, 1024, 1).free_ram_mb == 8192 - 1024
-    assert host.free_ram_mb == 8192
+    assert host.consumed(1, 1024, 1).free_ram_mb == 4096 - 1024
+    assert host.free_ram_mb == 4096
 
 
 def test_free_can_be_negative_when_overcommitted():

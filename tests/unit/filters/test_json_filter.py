@@ -225,3 +225,13 @@ def test_shape(conf):
     assert f.explain(_spec(long)).endswith("...")
     assert len(f.explain(_spec(long))) < 120
     assert "JsonFilter" in plugins.names(plugins.FILTER_NS)
+
+
+def test_free_ram_and_disk_mean_what_they_mean_in_nova(conf):
+    """``$free_ram_mb`` / ``$free_disk_mb`` are physical (total - used),
+    whatever the allocation ratios, as nova's HostState has them."""
+    host = dict(HOST, ram_allocation_ratio=1.5, disk_allocation_ratio=2.0)
+    assert _passes(conf, [">=", "$free_ram_mb", 3072], **host)
+    assert not _passes(conf, [">", "$free_ram_mb", 3072], **host)
+    assert _passes(conf, [">=", "$free_disk_mb", 60 * 1024], **host)
+    assert not _passes(conf, [">", "$free_disk_mb", 60 * 1024], **host)

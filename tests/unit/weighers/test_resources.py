@@ -13,16 +13,45 @@ def _order(weighed):
     return [w.host.host for w in weighed]
 
 
-def test_raw_values_are_free_capacity_under_the_ratios(conf):
+def test_raw_values_as_nova_physical_ram_and_disk_cpu_under_the_ratio(conf):
+    """nova's RAMWeigher / DiskWeigher weigh free_ram_mb / free_disk_mb
+    (total - used, no ratio); its CPUWeigher vcpus_total x ratio - used."""
     host = make_host(vcpus_total=8, vcpus_used=10, cpu_allocation_ratio=4.0,
                      memory_mb_total=4096, memory_mb_used=1024,
                      ram_allocation_ratio=1.5,
                      disk_gb_total=100, disk_gb_used=30,
                      disk_allocation_ratio=2.0)
     spec = make_spec()
-    assert RAMWeigher(conf).weigh(host, spec) == 6144 - 1024
+    assert RAMWeigher(conf).weigh(host, spec) == 4096 - 1024
     assert CPUWeigher(conf).weigh(host, spec) == 32 - 10
-    assert DiskWeigher(conf).weigh(host, spec) == 200 - 30
+    assert DiskWeigher(conf).weigh(host, spec) == 100 - 30
+
+
+@pytest.mark.parametrize("cls,ratio", [(RAMWeigher, "ram_allocation_ratio"),
+                                       (DiskWeigher,
+                                        "disk_allocation_ratio")])
+def test_ram_and_disk_ratio_does_not_win_the_weighing(conf, cls, ratio):
+    """Same hardware, same usage: a higher ratio lets a host pass the
+    filter, it does not make it look emptier (it did before nova's
+    semantics were followed here)."""
+    hosts = [make_host("low", node_id=1, memory_mb_used=4096,
+                       disk_gb_used=50, **{ratio: 1.0}),
+             make_host("high", node_id=2, memory_mb_used=4096,
+                       disk_gb_used=50, **{ratio: 3.0}),
+             make_host("emptier", node_id=3, memory_mb_used=2048,
+                       disk_gb_used=20)]
+    weighed = weigh_hosts([cls(conf)], hosts, make_spec())
+    values = {w.host.host: w.weights[cls.__name__] for w in weighed}
+    assert values["low"] == values["high"] < values["emptier"]
+
+
+def test_cpu_ratio_does_win_the_weighing(conf):
+    hosts = [make_host("low", node_id=1, vcpus_used=4,
+                       cpu_allocation_ratio=1.0),
+             make_host("high", node_id=2, vcpus_used=4,
+                       cpu_allocation_ratio=4.0)]
+    weighed = weigh_hosts([CPUWeigher(conf)], hosts, make_spec())
+    assert _order(weighed) == ["high", "low"]
 
 
 @pytest.mark.parametrize("cls,option", [
