@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Mapping
+import dataclasses
 import json
 import threading
 from typing import Any
@@ -103,6 +104,20 @@ NOVA_ATTRIBUTES: dict[str, Callable[[HostState], Any]] = {
     "disk_mb_used": lambda h: h.disk_gb_used * 1024,
     "hypervisor_hostname": lambda h: h.nodename,
 }
+
+
+def is_host_attribute(name: str) -> bool:
+    """Whether ``name`` is a HostState attribute (ours or nova's name for
+    one), whatever its value on a given host."""
+    if name in NOVA_ATTRIBUTES:
+        return True
+    if not name or name[0] == "_":
+        return False
+    value = getattr(HostState, name, None)
+    return name in _FIELDS or isinstance(value, property)
+
+
+_FIELDS = frozenset(f.name for f in dataclasses.fields(HostState))
 
 
 def host_attribute(host: HostState, name: str) -> Any:

@@ -40,9 +40,51 @@ def test_caps_scoped_and_unscoped_keys_check_attributes(conf, key):
 
 def test_caps_missing_attribute_fails(conf):
     assert not _caps(conf, {"capabilities:gpus": "= 1"})
-    assert not _caps(conf, {"gpus": "1"})
     assert not _caps(conf, {"capabilities:host_ip": "1.2.3.4"},
                      host_ip=None)
+
+
+def test_caps_unscoped_key_the_host_does_not_have_is_ignored(conf):
+    """nova 34: an unscoped key that is neither a HostState attribute nor
+    a stats key is not this filter's business (Liberty failed the host,
+    which made it conflict with AggregateInstanceExtraSpecsFilter)."""
+    assert _caps(conf, {"gpus": "1"})
+    assert _caps(conf, {"ssd": "true", "hypervisor_type": "QEMU"},
+                 hypervisor_type="QEMU")
+    # ... but a host whose stats have it is judged on it
+    assert _caps(conf, {"gpus": "1"}, stats={"gpus": "1"})
+    assert not _caps(conf, {"gpus": "1"}, stats={"gpus": "2"})
+
+
+def test_caps_unscoped_attribute_is_checked_even_when_unset(conf):
+    """An attribute the host has, set to nothing, fails (nova: hasattr is
+    true, the value is None)."""
+    assert not _caps(conf, {"host_ip": "192.0.2.1"}, host_ip=None)
+    assert _caps(conf, {"host_ip": "192.0.2.1"}, host_ip="192.0.2.1")
+    # nova's names for our attributes are attributes too
+    assert not _caps(conf, {"free_ram_mb": ">= 9000"})
+    assert _caps(conf, {"free_ram_mb": ">= 8192"})
+
+
+def test_caps_unscoped_and_aggregate_filter_no_longer_conflict(conf):
+    """The point of nova's change: one unscoped key for the aggregate
+    filter does not make every host fail the capabilities filter."""
+    spec = _spec(ssd="true")
+    host = make_host(aggregates=(Aggregate(1, "fast", {"ssd": "true"}),))
+    assert ComputeCapabilitiesFilter(conf).host_passes(host, spec)
+    assert AggregateInstanceExtraSpecsFilter(conf).host_passes(host, spec)
+
+
+def test_caps_maxphysaddr_bits_as_nova(conf):
+    """``hw:maxphysaddr_bits`` is checked as
+    ``capabilities:cpu_info:maxphysaddr:bits >= N``."""
+    spec = {"hw:maxphysaddr_bits": "42"}
+    assert _caps(conf, spec, cpu_info={"maxphysaddr": {"bits": 46}})
+    assert _caps(conf, spec, cpu_info={"maxphysaddr": {"bits": 42}})
+    assert not _caps(conf, spec, cpu_info={"maxphysaddr": {"bits": 39}})
+    assert not _caps(conf, spec, cpu_info={"arch": "x86_64"})
+    assert "hw:maxphysaddr_bits=>= 42" in ComputeCapabilitiesFilter(
+        conf).explain(_spec(**spec))
 
 
 def test_caps_numeric_attribute_with_operators(conf):
