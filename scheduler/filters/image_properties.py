@@ -17,14 +17,17 @@ triple check; otherwise the host must advertise a ``supported_instances``
 triple ``(arch, hv_type, vm_mode)`` matching every value the image sets.
 A version predicate must hold for the host's ``hypervisor_version`` (an int,
 1000 per component: 6001002 is 6.1.2); a host reporting version 0 (unknown)
-is not judged on it.
+is not judged on it. ``hw_maxphysaddr_bits`` (nova 34) must be at most the
+host's ``cpu_info.maxphysaddr.bits``; a host that does not report it is not
+judged on it, as in nova.
 
 Two deliberate differences from nova: a value is compared with its own
 position in the triple (nova accepted it anywhere in the triple, so an
 image asking for vm_mode ``xen`` matched a host offering hypervisor ``xen``
-with vm_mode ``hvm``), and the version predicate is checked even when the
-image sets no architecture, hypervisor type or VM mode (nova silently
-ignored it then). A malformed predicate is an ``InvalidRequest`` naming the
+with vm_mode ``hvm``), and the version predicate and
+``hw_maxphysaddr_bits`` are checked even when the image sets no
+architecture, hypervisor type or VM mode (nova silently ignored them then).
+A malformed predicate or bit count is an ``InvalidRequest`` naming the
 property, where nova raised an internal error.
 """
 from __future__ import annotations
@@ -45,6 +48,7 @@ _PROPERTIES = (("hw_architecture", "architecture"),
                ("hw_vm_mode", "vm_mode"))
 _VERSION_PROPERTIES = ("img_hv_requested_version",
                        "hypervisor_version_requires")
+MAXPHYSADDR_BITS = "hw_maxphysaddr_bits"
 _COMPARISON = re.compile(r"^\s*(<=|>=|==|!=|<|>)\s*(\d+(?:\.\d+)*)\s*$")
 _OPERATORS = {
     "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
@@ -113,6 +117,35 @@ def parse_predicate(text: str, field: str):
     return satisfied_by
 
 
+def maxphysaddr_bits(props: dict) -> int | None:
+    """The image's ``hw_maxphysaddr_bits``, None if unset.
+
+    :raises InvalidRequest: naming the property if it is not a positive
+        integer.
+    """
+    value = props.get(MAXPHYSADDR_BITS)
+    if value is None or value == "":
+        return None
+    try:
+        bits = int(str(value))
+    except ValueError:
+        bits = 0
+    if bits < 1 or isinstance(value, bool):
+        raise exception.InvalidRequest(
+            f"spec.image.properties.{MAXPHYSADDR_BITS}: {str(value)[:40]!r} "
+            f"is not a positive integer")
+    return bits
+
+
+def _host_maxphysaddr_bits(host) -> int | None:
+    found = (host.cpu_info.get("maxphysaddr") or {})
+    bits = found.get("bits") if isinstance(found, dict) else None
+    try:
+        return int(bits) if bits else None
+    except (TypeError, ValueError):
+        return None
+
+
 def _get(props: dict, names: tuple[str, ...]):
     for name in names:
         value = props.get(name)
@@ -139,12 +172,13 @@ class ImagePropertiesFilter(RequestFilter):
         if name is not None:
             predicate = parse_predicate(
                 text, f"spec.image.properties.{name}")
-        if not any(wanted) and predicate is None:
+        bits = maxphysaddr_bits(props)
+        if not any(wanted) and predicate is None and bits is None:
             return PASS_ALL
-        return (tuple(wanted) if any(wanted) else None), predicate
+        return (tuple(wanted) if any(wanted) else None), predicate, bits
 
     def passes(self, host, prepared) -> bool:
-        wanted, predicate = prepared
+        wanted, predicate, bits = prepared
         if wanted is not None:
             arch, hv_type, vm_mode = wanted
             for h_arch, h_hv_type, h_vm_mode in host.supported_instances:
@@ -154,6 +188,11 @@ class ImagePropertiesFilter(RequestFilter):
                     break
             else:
                 return False
+        if bits is not None:
+            # nova: a host that does not report its width is not judged
+            host_bits = _host_maxphysaddr_bits(host)
+            if host_bits is not None and host_bits < bits:
+                return False
         if predicate is not None and host.hypervisor_version:
             return predicate(version_tuple(host.hypervisor_version))
         return True
@@ -161,7 +200,8 @@ class ImagePropertiesFilter(RequestFilter):
     def explain(self, spec) -> str:
         props = (spec.image or {}).get("properties") or {}
         asked = []
-        for names in (*_PROPERTIES, _VERSION_PROPERTIES):
+        for names in (*_PROPERTIES, _VERSION_PROPERTIES,
+                      (MAXPHYSADDR_BITS,)):
             name, value = _get(props, names)
             if name is not None:
                 asked.append(f"{name}={str(value)[:40]}")

@@ -226,3 +226,30 @@ def test_shape(conf):
         f"{f.reason}: hw_architecture=aarch64, "
         f"img_hv_requested_version=>=6")
     assert "ImagePropertiesFilter" in plugins.names(plugins.FILTER_NS)
+
+
+# --- hw_maxphysaddr_bits (nova 34) --------------------------------------------
+
+def _bits_passes(conf, bits, host_cpu_info):
+    return ImagePropertiesFilter(conf).host_passes(
+        make_host(cpu_info=host_cpu_info),
+        _spec(hw_maxphysaddr_bits=bits))
+
+
+def test_maxphysaddr_bits_must_fit_the_host(conf):
+    assert _bits_passes(conf, "42", {"maxphysaddr": {"bits": 46}})
+    assert _bits_passes(conf, 46, {"maxphysaddr": {"bits": 46}})
+    assert not _bits_passes(conf, "47", {"maxphysaddr": {"bits": 46}})
+
+
+def test_maxphysaddr_bits_host_that_does_not_report_it_passes(conf):
+    """nova: ``if not bits: return True``."""
+    assert _bits_passes(conf, "47", {})
+    assert _bits_passes(conf, "47", {"maxphysaddr": {"mode": "emulate"}})
+
+
+@pytest.mark.parametrize("bits", ["many", "0", "-3", True])
+def test_maxphysaddr_bits_malformed_is_invalid_request(conf, bits):
+    with pytest.raises(exception.InvalidRequest,
+                       match="spec.image.properties.hw_maxphysaddr_bits"):
+        _bits_passes(conf, bits, {"maxphysaddr": {"bits": 46}})
