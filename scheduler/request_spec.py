@@ -192,6 +192,14 @@ class RequestSpec:
         kind = (self.scheduler_hints or {}).get("_nova_check_type")
         return kind == "rebuild" or kind == ["rebuild"]
 
+    def required_aggregates(self) -> tuple[frozenset[str], ...]:
+        """``requested_destination.aggregates`` as nova means it: each entry
+        is a comma-separated set of aggregates (uuids, or names here) of
+        which the host must be in at least one; entries are ANDed."""
+        dest = self.requested_destination or {}
+        return tuple(frozenset(a.strip() for a in entry.split(","))
+                     for entry in dest.get("aggregates") or ())
+
     def hinted_uuids(self, name: str) -> tuple[str, ...]:
         """The instance uuids of hint ``name`` (one of HOST_HINTS),
         normalized (lower case with dashes, as claims store them)."""
@@ -263,6 +271,7 @@ class RequestSpec:
             raise exception.InvalidRequest(
                 "spec.instance_uuids: the same uuid is given more than once "
                 "(uuids compare case-insensitively, dashes optional)")
+        _check_aggregates(spec.get("requested_destination"))
         flavor = dict(spec["flavor"])
         group = spec.get("instance_group")
         hints = _host_hints(spec.get("scheduler_hints") or {})
@@ -305,6 +314,20 @@ class RequestSpec:
         if group is not None and group.uuid is None:
             del out["instance_group"]["uuid"]
         return out
+
+
+def _check_aggregates(dest: dict[str, Any] | None) -> None:
+    """Every ``requested_destination.aggregates`` entry names at least one
+    aggregate and no empty one (``"a,,b"``), which would otherwise match
+    no host and read as "no valid host" instead of a bad request.
+
+    :raises InvalidRequest: naming the entry.
+    """
+    for i, entry in enumerate((dest or {}).get("aggregates") or ()):
+        if any(not part.strip() for part in entry.split(",")):
+            raise exception.InvalidRequest(
+                f"spec.requested_destination.aggregates.{i}: {entry[:60]!r} "
+                f"is not a comma-separated list of aggregate uuids or names")
 
 
 def _host_hints(hints: dict[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,12 @@
 """Request targeting: ignore_hosts, force_hosts/force_nodes and
 requested_destination narrow the candidates before any filter runs.
 
+``requested_destination.aggregates`` follows nova (placement's
+``member_of``): each entry is a comma-separated set of aggregates, the host
+must be in at least one aggregate of every entry. nova names aggregates by
+uuid; here a name works too, since ``scheduler-manage aggregate`` works by
+name.
+
 Nova's semantics: host names match case-insensitively, node names exactly;
 a forced host skips the filters altogether (the operator asked for it),
 while a requested destination only narrows the list and the filters still
@@ -56,4 +62,26 @@ def apply(spec: RequestSpec, view: HostView, idx: np.ndarray
     if dest and dest.get("node"):
         idx = _narrow("requested_destination", "not the requested node",
                       view, idx, view.node_names[idx] == dest["node"], steps)
+    for wanted in spec.required_aggregates():
+        idx = _narrow("requested_destination",
+                      f"in none of the requested aggregates "
+                      f"{', '.join(sorted(wanted))[:80]}",
+                      view, idx, _in_aggregates(view, idx, wanted), steps)
     return idx, forced, steps
+
+
+def _in_aggregates(view: HostView, idx: np.ndarray,
+                   wanted: frozenset[str]) -> np.ndarray:
+    """Whether each host at ``idx`` is in an aggregate named (by uuid or
+    name) in ``wanted``. Hosts share one aggregate tuple per distinct
+    membership, so each membership is decided once."""
+    decided: dict[int, bool] = {}
+    keep = np.empty(len(idx), np.bool_)
+    for j, i in enumerate(idx):
+        aggregates = view.state(i).aggregates
+        hit = decided.get(id(aggregates))
+        if hit is None:
+            hit = decided[id(aggregates)] = any(
+                a.uuid in wanted or a.name in wanted for a in aggregates)
+        keep[j] = hit
+    return keep

@@ -172,16 +172,19 @@ def aggregates_by_host(conn: sa.Connection
     agg = models.aggregates
     meta: dict[int, dict[str, str]] = {}
     names: dict[int, str] = {}
-    for row in conn.execute(sa.select(agg.c.id, agg.c.name)
+    uuids: dict[int, str | None] = {}
+    for row in conn.execute(sa.select(agg.c.id, agg.c.name, agg.c.uuid)
                             .where(agg.c.deleted == 0)):
         names[row.id] = row.name
+        uuids[row.id] = row.uuid
         meta[row.id] = {}
     md = models.aggregate_metadata
     for row in conn.execute(sa.select(md.c.aggregate_id, md.c.key,
                                       md.c.value).where(md.c.deleted == 0)):
         if row.aggregate_id in meta:
             meta[row.aggregate_id][row.key] = row.value
-    objects = {i: Aggregate(i, names[i], meta[i]) for i in names}
+    objects = {i: Aggregate(i, names[i], meta[i], uuids[i])
+               for i in names}
     ah = models.aggregate_hosts
     ids: dict[str, list[int]] = {}
     for row in conn.execute(sa.select(ah.c.host, ah.c.aggregate_id)

@@ -195,7 +195,8 @@ def test_aggregates_and_their_metadata(register, engine, host_manager):
     register(node("h1", zone="az1"))
     with engine.begin() as conn:
         agg_id = conn.execute(models.aggregates.insert().values(
-            name="ssd", deleted=0)).inserted_primary_key[0]
+            name="ssd", uuid="5d0e2f5c-0000-4000-8000-000000000001",
+            deleted=0)).inserted_primary_key[0]
         conn.execute(models.aggregate_metadata.insert().values(
             aggregate_id=agg_id, key="disk", value="ssd", deleted=0))
         conn.execute(models.aggregate_hosts.insert().values(
@@ -203,6 +204,9 @@ def test_aggregates_and_their_metadata(register, engine, host_manager):
     [state] = host_manager.host_states()
     assert {a.name: a.metadata for a in state.aggregates} == {
         "az1": {"availability_zone": "az1"}, "ssd": {"disk": "ssd"}}
+    # the uuid too: requested_destination.aggregates names them by it
+    assert {a.name: a.uuid for a in state.aggregates}["ssd"] == \
+        "5d0e2f5c-0000-4000-8000-000000000001"
 
 
 def test_cached_states_do_not_read_sql_again(register, engine,

@@ -480,3 +480,22 @@ def test_legacy_num_instances_disagreeing_with_uuids_is_refused():
         RequestSpec.from_legacy(_legacy_request_spec(num_instances=3), {})
     assert info.value.message.startswith("spec.num_instances: 3 does not "
                                          "match the 1 instance_uuids")
+
+
+# --- requested_destination.aggregates -------------------------------------------
+
+def test_required_aggregates_are_ored_within_an_entry_anded_across():
+    spec = RequestSpec.from_primitives(spec_dict(requested_destination={
+        "aggregates": ["agg-a, agg-b", "agg-c"]}))
+    assert spec.required_aggregates() == (frozenset({"agg-a", "agg-b"}),
+                                          frozenset({"agg-c"}))
+    assert RequestSpec.from_primitives(spec_dict()).required_aggregates() \
+        == ()
+
+
+@pytest.mark.parametrize("entry", ["", " ", "a,,b", "a,", ",a"])
+def test_empty_aggregate_in_an_entry_is_rejected_naming_it(entry):
+    with pytest.raises(exception.InvalidRequest,
+                       match=r"^spec\.requested_destination\.aggregates\.1: "):
+        RequestSpec.from_primitives(spec_dict(requested_destination={
+            "aggregates": ["ok", entry]}))

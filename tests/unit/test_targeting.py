@@ -1,5 +1,6 @@
 """Request targeting: ignore/force hosts and nodes, requested_destination."""
 from scheduler import targeting
+from scheduler.host_state import Aggregate
 from scheduler.host_table import HostTable
 from scheduler.host_table import HostView
 from tests.unit.fakes import make_host
@@ -131,7 +132,7 @@ def test_requested_destination_node_is_exact():
 
 def test_requested_destination_without_host_or_node_keeps_all():
     hosts = _hosts()
-    for dest in ({"aggregates": ["a1"]}, {"host": None, "node": None}, None):
+    for dest in ({"aggregates": []}, {"host": None, "node": None}, None):
         kept, forced, steps = _apply(
             make_spec(requested_destination=dest), hosts)
         assert kept == hosts and not forced and steps == []
@@ -149,3 +150,50 @@ def test_steps_are_recorded_in_order():
         ("ignore_hosts", 4, 3),
         ("requested_destination", 3, 2),
         ("requested_destination", 2, 1)]
+
+
+# --- requested_destination.aggregates (nova: placement's member_of) ----------
+
+def _agg_hosts():
+    a = Aggregate(1, "agg-a", {}, "aaaaaaaa-0000-0000-0000-000000000001")
+    b = Aggregate(2, "agg-b", {}, "bbbbbbbb-0000-0000-0000-000000000002")
+    c = Aggregate(3, "agg-c", {}, "cccccccc-0000-0000-0000-000000000003")
+    return [make_host("in-a", node_id=1, aggregates=(a,)),
+            make_host("in-b", node_id=2, aggregates=(b,)),
+            make_host("in-a-c", node_id=3, aggregates=(a, c)),
+            make_host("in-b-c", node_id=4, aggregates=(b, c)),
+            make_host("in-none", node_id=5)]
+
+
+def _agg_names(aggregates):
+    kept, forced, steps = _apply(make_spec(requested_destination={
+        "aggregates": aggregates}), _agg_hosts())
+    assert forced is False
+    return [h.host for h in kept], steps
+
+
+def test_aggregates_one_entry_is_any_of_its_aggregates():
+    kept, steps = _agg_names(["agg-a,agg-b"])
+    assert kept == ["in-a", "in-b", "in-a-c", "in-b-c"]
+    [step] = steps
+    assert (step.name, step.hosts_in, step.hosts_out, step.sample) == (
+        "requested_destination", 5, 4, ("in-none",))
+    assert step.reason == (
+        "in none of the requested aggregates agg-a, agg-b")
+
+
+def test_aggregates_entries_are_all_required():
+    kept, steps = _agg_names(["agg-a,agg-b", "agg-c"])
+    assert kept == ["in-a-c", "in-b-c"]
+    assert [(s.hosts_in, s.hosts_out) for s in steps] == [(5, 4), (4, 2)]
+
+
+def test_aggregates_by_uuid_as_nova_sends_them():
+    kept, _ = _agg_names(["aaaaaaaa-0000-0000-0000-000000000001",
+                          "cccccccc-0000-0000-0000-000000000003"])
+    assert kept == ["in-a-c"]
+
+
+def test_unknown_aggregate_leaves_no_host():
+    kept, [step] = _agg_names(["nope"])
+    assert kept == [] and step.hosts_out == 0
