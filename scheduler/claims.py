@@ -331,6 +331,33 @@ def group_hosts(conn: sa.Connection, group_uuid: str,
     return collections.Counter({host: count for host, count in rows})
 
 
+def member_hosts(conn: sa.Connection, group_uuid: str | None,
+                 members: Iterable[str], exclude: Iterable[str] = ()
+                 ) -> collections.Counter:
+    """host -> number of a server group's members placed on it: consumers
+    claimed for the group (``group_uuid``) and the instances the caller
+    names as ``members`` (nova's ``InstanceGroup.members``) that hold a
+    claim, each consumer counted once; consumers in ``exclude`` left
+    out. One query."""
+    allocs = models.allocations
+    nodes = models.compute_nodes
+    members = list(dict.fromkeys(members))
+    where = []
+    if group_uuid:
+        where.append(allocs.c.group_uuid == group_uuid)
+    if members:
+        where.append(allocs.c.consumer_uuid.in_(members))
+    if not where:
+        return collections.Counter()
+    query = (sa.select(allocs.c.consumer_uuid, nodes.c.host)
+             .select_from(allocs.join(nodes,
+                                      nodes.c.id == allocs.c.compute_node_id))
+             .where(sa.or_(*where)))
+    exclude = set(exclude)
+    return collections.Counter(host for consumer, host in conn.execute(query)
+                               if consumer not in exclude)
+
+
 _CONSUMER_HOSTS = (
     sa.select(models.allocations.c.consumer_uuid, models.compute_nodes.c.host)
     .join(models.compute_nodes,

@@ -99,12 +99,13 @@ class HostManager:
         with self.planning() as table:
             return list(table.states)
 
-    def group_hosts(self, group_uuid: str, exclude: list[str] = ()
-                    ) -> collections.Counter:
-        """host -> members of the server group claimed on it, leaving out
+    def member_hosts(self, group_uuid: str | None, members: list[str],
+                     exclude: list[str] = ()) -> collections.Counter:
+        """host -> members of the server group on it: its claimed members
+        and the named ``members`` that hold claims, each once, leaving out
         the consumers in ``exclude``."""
         with self.engine.connect() as conn:
-            return claims.group_hosts(conn, group_uuid, exclude)
+            return claims.member_hosts(conn, group_uuid, members, exclude)
 
     def consumer_hosts(self, consumer_uuids: list[str],
                        exclude: list[str] = ()

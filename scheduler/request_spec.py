@@ -90,7 +90,7 @@ SCHEMA: dict[str, Any] = {
                 "policies": {"type": "array", "minItems": 1, "maxItems": 1,
                              "items": {"enum": list(POLICIES)}},
                 "hosts": _HOSTS,
-                "members": {"type": "array", "items": _STR,
+                "members": {"type": "array", "items": _UUID,
                             "maxItems": MAX_LIST},
                 "rules": {
                     "type": ["object", "null"],
@@ -290,7 +290,7 @@ class RequestSpec:
             instance_group=InstanceGroup(
                 policy=group["policies"][0], uuid=group.get("uuid"),
                 hosts=tuple(group.get("hosts") or ()),
-                members=tuple(group.get("members") or ()),
+                members=_members(group.get("members") or ()),
                 max_server_per_host=(group.get("rules") or {}).get(
                     "max_server_per_host", 1))
             if group else None,
@@ -314,6 +314,23 @@ class RequestSpec:
         if group is not None and group.uuid is None:
             del out["instance_group"]["uuid"]
         return out
+
+
+def _members(members: list[str]) -> tuple[str, ...]:
+    """Group members as claims store consumer uuids (canonical), once each.
+
+    :raises InvalidRequest: naming a member that is not a uuid (the
+        schema's pattern lets a trailing newline through).
+    """
+    out = []
+    for i, member in enumerate(members):
+        try:
+            out.append(str(uuidlib.UUID(member)))
+        except ValueError:
+            raise exception.InvalidRequest(
+                f"spec.instance_group.members.{i}: {member[:60]!r} is not "
+                f"an instance uuid") from None
+    return tuple(dict.fromkeys(out))
 
 
 def _check_aggregates(dest: dict[str, Any] | None) -> None:

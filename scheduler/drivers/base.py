@@ -250,13 +250,17 @@ class Driver:
     def _with_group_members(self, spec: RequestSpec,
                             replace: list[str]) -> RequestSpec:
         """``spec`` with its server group's ``hosts`` completed from the
-        claims this service holds for the group (one entry per member)."""
+        claims this service holds (one entry per member): those claimed
+        for the group, and those of the instances named in its
+        ``members`` (nova's anti-affinity and soft weighers count the
+        members on a host)."""
         group = spec.instance_group
-        if group is None or not group.uuid:
+        if group is None or not (group.uuid or group.members):
             return spec
         # Consumers this request re-claims are not members elsewhere: their
         # old claims are released in the same transaction.
-        members = self.host_manager.group_hosts(group.uuid, exclude=replace)
+        members = self.host_manager.member_hosts(
+            group.uuid, list(group.members), exclude=replace)
         hosts = list(members.elements())
         hosts += [h for h in group.hosts if h not in members]
         return dataclasses.replace(spec, instance_group=dataclasses.replace(

@@ -499,3 +499,21 @@ def test_empty_aggregate_in_an_entry_is_rejected_naming_it(entry):
                        match=r"^spec\.requested_destination\.aggregates\.1: "):
         RequestSpec.from_primitives(spec_dict(requested_destination={
             "aggregates": ["ok", entry]}))
+
+
+# --- instance_group.members ---------------------------------------------------
+
+def test_group_members_are_canonical_uuids_once_each():
+    u = "AAAAAAAA-0000-4000-8000-000000000001"
+    spec = RequestSpec.from_primitives(spec_dict(instance_group={
+        "policies": ["anti-affinity"], "members": [u, u.lower(),
+                                                   u.replace("-", "")]}))
+    assert spec.instance_group.members == (u.lower(),)
+
+
+@pytest.mark.parametrize("member", ["h1", "aaaaaaaa-0000-4000-8000-000000000001\n"])
+def test_group_member_that_is_not_a_uuid_is_rejected_naming_it(member):
+    with pytest.raises(exception.InvalidRequest,
+                       match=r"^spec\.instance_group\.members\.0"):
+        RequestSpec.from_primitives(spec_dict(instance_group={
+            "policies": ["anti-affinity"], "members": [member]}))

@@ -258,3 +258,72 @@ def test_partially_held_request_keeps_anti_affinity_room(register,
     dests = filter_driver.select_destinations(_spec("anti-affinity",
                                                     uuids=U[:2]))
     assert sorted(_hosts(dests)) == ["h1", "h2"]
+
+
+# --- instance_group.members (nova: the members on a host count) ---------------
+
+def _place(driver, uuid, host, group_uuid=None, policy="anti-affinity"):
+    """An instance placed on ``host`` by an earlier request; in group
+    ``group_uuid`` if given, else in no group this service knows."""
+    kw = {}
+    if group_uuid is not None:
+        kw["instance_group"] = {"uuid": group_uuid, "policies": [policy]}
+    [dest] = driver.select_destinations(make_spec(
+        instance_uuids=[uuid], force_hosts=[host],
+        flavor={"memory_mb": 1024, "vcpus": 1, "root_gb": 10}, **kw))
+    assert dest["host"] == host
+
+
+def _with_members(spec_kw, members):
+    spec = _spec(**spec_kw)
+    group = spec.to_primitive()["instance_group"]
+    group["members"] = members
+    return make_spec(flavor={"memory_mb": 1024, "vcpus": 1, "root_gb": 10},
+                     instance_group=group,
+                     instance_uuids=list(spec.instance_uuids))
+
+
+def test_anti_affinity_avoids_the_hosts_of_the_named_members(
+        register, filter_driver):
+    """Members the caller names (nova sends them) count even when their
+    claims carry no group: their hosts are avoided, as nova's
+    ServerGroupAntiAffinityFilter does with host_state.instances."""
+    _register3(register)
+    _place(filter_driver, U[0], "h1")
+    _place(filter_driver, U[1], "h2")
+    spec = _with_members({"policy": "anti-affinity", "uuids": [U[2]],
+                          "group_uuid": None}, [U[0], U[1].upper()])
+    [dest] = filter_driver.select_destinations(spec)
+    assert dest["host"] == "h3"
+    # without the members the weighers would have chosen h1 (the control)
+    [dest] = filter_driver.select_destinations(_spec(
+        "anti-affinity", uuids=[U[3]], group_uuid=None))
+    assert dest["host"] == "h1"
+
+
+def test_anti_affinity_member_named_and_claimed_for_the_group_counts_once(
+        register, filter_driver):
+    _register3(register)
+    _place(filter_driver, U[0], "h1", group_uuid=G)
+    spec = _with_members({"policy": "anti-affinity", "uuids": [U[1]],
+                          "max_per_host": 2}, [U[0]])
+    [dest] = filter_driver.select_destinations(spec)
+    assert dest["host"] == "h1"     # 1 member there, 2 allowed
+
+
+def test_affinity_follows_the_named_members(register, filter_driver):
+    _register3(register)
+    _place(filter_driver, U[0], "h3")
+    spec = _with_members({"policy": "affinity", "uuids": [U[1]],
+                          "group_uuid": None}, [U[0]])
+    [dest] = filter_driver.select_destinations(spec)
+    assert dest["host"] == "h3"
+
+
+def test_named_members_holding_no_claim_are_on_no_host(register,
+                                                       filter_driver):
+    _register3(register)
+    spec = _with_members({"policy": "affinity", "uuids": [U[1]],
+                          "group_uuid": None}, [U[5]])
+    [dest] = filter_driver.select_destinations(spec)
+    assert dest["host"] == "h1"     # nothing to follow: the weighers decide
