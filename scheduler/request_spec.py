@@ -273,8 +273,8 @@ class RequestSpec:
                 "(uuids compare case-insensitively, dashes optional)")
         _check_aggregates(spec.get("requested_destination"))
         flavor = dict(spec["flavor"])
-        group = spec.get("instance_group")
         hints = _host_hints(spec.get("scheduler_hints") or {})
+        group = _group_from_hint(hints, spec.get("instance_group"))
         return cls(
             instance_uuids=tuple(uuids),
             flavor=Flavor(**flavor),
@@ -288,7 +288,10 @@ class RequestSpec:
             requested_destination=spec.get("requested_destination"),
             scheduler_hints=dict(hints),
             instance_group=InstanceGroup(
-                policy=group["policies"][0], uuid=group.get("uuid"),
+                policy=group["policies"][0],
+                # one group, one spelling: claims are grouped by it
+                uuid=_canonical_uuid(group["uuid"], "spec.instance_group.uuid")
+                if group.get("uuid") else None,
                 hosts=tuple(group.get("hosts") or ()),
                 members=_members(group.get("members") or ()),
                 max_server_per_host=(group.get("rules") or {}).get(
@@ -316,21 +319,64 @@ class RequestSpec:
         return out
 
 
+def _canonical_uuid(value: str, field: str) -> str:
+    """``value`` as claims store uuids (lower case, with dashes).
+
+    :raises InvalidRequest: naming ``field`` (the schema's pattern lets a
+        trailing newline through).
+    """
+    try:
+        return str(uuidlib.UUID(value))
+    except ValueError:
+        raise exception.InvalidRequest(
+            f"{field}: {value[:60]!r} is not a uuid") from None
+
+
 def _members(members: list[str]) -> tuple[str, ...]:
     """Group members as claims store consumer uuids (canonical), once each.
 
     :raises InvalidRequest: naming a member that is not a uuid (the
         schema's pattern lets a trailing newline through).
     """
-    out = []
-    for i, member in enumerate(members):
-        try:
-            out.append(str(uuidlib.UUID(member)))
-        except ValueError:
-            raise exception.InvalidRequest(
-                f"spec.instance_group.members.{i}: {member[:60]!r} is not "
-                f"an instance uuid") from None
-    return tuple(dict.fromkeys(out))
+    return tuple(dict.fromkeys(
+        _canonical_uuid(member, f"spec.instance_group.members.{i}")
+        for i, member in enumerate(members)))
+
+
+def _group_from_hint(hints: dict[str, Any], group: dict[str, Any] | None
+                     ) -> dict[str, Any] | None:
+    """The server group, with the ``group`` scheduler hint taken into
+    account instead of ignored. nova's API turns that hint (a group uuid)
+    into the request's instance_group; this service does not know a
+    group's policy from its uuid, so the hint alone is refused, and the
+    hint names the group's uuid when instance_group has none (nova 4.0's
+    legacy shape carries it only there).
+
+    :raises InvalidRequest: naming ``spec.scheduler_hints.group`` when it
+        is not a uuid, comes without instance_group, or names another
+        group than instance_group.uuid.
+    """
+    value = hints.get("group")
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]      # nova's RequestSpec keeps hints as lists
+    if value is None or value == "":
+        return group
+    field = "spec.scheduler_hints.group"
+    if not isinstance(value, str) or not _UUID_RE.fullmatch(value):
+        raise exception.InvalidRequest(
+            f"{field}: {str(value)[:60]!r} is not a server group uuid")
+    value = str(uuidlib.UUID(value))
+    if group is None:
+        raise exception.InvalidRequest(
+            f"{field}: the server group's policy is not known here; send "
+            f"the group as instance_group with its uuid and policies")
+    if not group.get("uuid"):
+        return {**group, "uuid": value}
+    if _canonical_uuid(group["uuid"], "spec.instance_group.uuid") != value:
+        raise exception.InvalidRequest(
+            f"{field}: {value} is not instance_group.uuid "
+            f"{group['uuid']}")
+    return group
 
 
 def _check_aggregates(dest: dict[str, Any] | None) -> None:
