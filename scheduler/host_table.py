@@ -63,11 +63,17 @@ class HostTable:
         return len(self.states)
 
     def rebuild_zones(self) -> None:
-        """zone -> mask of the hosts in it, and the hosts in no zone: built
-        aside, then put in place."""
+        """zone -> mask of the hosts in it, and the hosts in no zone; and
+        every aggregate metadata key any host has (``aggregate_keys``):
+        built aside, then put in place."""
         zones: dict[str, np.ndarray] = {}
         n = len(self.states)
         no_zone = np.ones(n, np.bool_)
+        # Hosts share one aggregate tuple per distinct membership.
+        memberships = {id(s.aggregates): s.aggregates for s in self.states}
+        aggregate_keys: frozenset[str] = frozenset(
+            key for aggregates in memberships.values()
+            for agg in aggregates for key in agg.metadata)
         for i, state in enumerate(self.states):
             for zone in state.availability_zones():
                 mask = zones.get(zone)
@@ -76,6 +82,7 @@ class HostTable:
                 mask[i] = True
                 no_zone[i] = False
         self.zones, self.no_zone = zones, no_zone
+        self.aggregate_keys = aggregate_keys
 
     def set(self, i: int, state: HostState) -> None:
         """Replace host ``i`` (same node) with a newer state. If its

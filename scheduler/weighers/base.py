@@ -18,6 +18,7 @@ from typing import ClassVar, Sequence
 import numpy as np
 from oslo_config import cfg
 
+from scheduler.filters.utils import min_value
 from scheduler.host_state import HostState
 from scheduler.host_table import HostTable
 from scheduler.host_table import HostView
@@ -25,10 +26,18 @@ from scheduler.request_spec import RequestSpec
 
 
 class BaseWeigher:
-    """One raw score per host; subclasses set ``multiplier_option``."""
+    """One raw score per host; subclasses set ``multiplier_option``.
+
+    As in nova, a host in an aggregate with metadata named like the option
+    (``ram_weight_multiplier=-1.0``; :attr:`aggregate_key`) is weighed with
+    that multiplier instead, the smallest one if its aggregates disagree,
+    the option's if one is not a number (logged once).
+    """
 
     #: Option in [filter_scheduler] holding this weigher's multiplier.
     multiplier_option: ClassVar[str]
+    #: -1 for a weigher whose option is a penalty (nova negates it).
+    multiplier_sign: ClassVar[float] = 1.0
     #: Fixed lower/upper bound for normalization; None = min/max of the call.
     minval: ClassVar[float | None] = None
     maxval: ClassVar[float | None] = None
@@ -41,8 +50,42 @@ class BaseWeigher:
         return type(self).__name__
 
     @property
-    def multiplier(self) -> float:
+    def configured_multiplier(self) -> float:
+        """The option's value (before :attr:`multiplier_sign`)."""
         return self.conf.filter_scheduler[self.multiplier_option]
+
+    @property
+    def multiplier(self) -> float:
+        return self.multiplier_sign * self.configured_multiplier
+
+    @property
+    def aggregate_key(self) -> str | None:
+        """Aggregate metadata key overriding the multiplier per host; None
+        for a plugin that has no multiplier option."""
+        return getattr(self, "multiplier_option", None)
+
+    def multipliers(self, view: HostView, idx: np.ndarray
+                    ) -> float | np.ndarray:
+        """The multiplier of each host at ``idx``: one number when no
+        aggregate of the table overrides it (the usual case, no per-host
+        work), else one per host. Each distinct aggregate membership is
+        looked at once."""
+        key = self.aggregate_key
+        if key is None or key not in view.aggregate_keys:
+            return self.multiplier
+        configured = self.configured_multiplier
+        decided: dict[int, float] = {}
+        out = np.empty(len(idx))
+        for j, i in enumerate(idx):
+            aggregates = view.state(i).aggregates
+            value = decided.get(id(aggregates))
+            if value is None:
+                values = {agg.metadata[key] for agg in aggregates
+                          if key in agg.metadata}
+                value = decided[id(aggregates)] = self.multiplier_sign * min_value(
+                    values, configured, float, key)
+            out[j] = value
+        return out
 
     def applies(self, spec: RequestSpec) -> bool:
         """False when this weigher has nothing to say about ``spec`` (it
@@ -122,8 +165,8 @@ def weigh(weighers: Sequence[BaseWeigher], view: HostView, idx: np.ndarray,
     if len(idx) < 2:
         return Weighing(idx, total, parts)
     for weigher in weighers:
-        multiplier = weigher.multiplier
-        if multiplier == 0 or not weigher.applies(spec):
+        multiplier = weigher.multipliers(view, idx)
+        if not np.any(multiplier) or not weigher.applies(spec):
             continue
         raw = weigher.weigh_columns(view, idx, spec)
         if raw is None:

@@ -11,10 +11,7 @@ from scheduler.weighers.base import BaseWeigher
 
 class BuildFailureWeigher(BaseWeigher):
     multiplier_option = "build_failure_weight_multiplier"
-
-    @property
-    def multiplier(self) -> float:
-        return -self.conf.filter_scheduler.build_failure_weight_multiplier
+    multiplier_sign = -1.0
 
     def weigh(self, host, spec) -> float:
         return host.failed_builds

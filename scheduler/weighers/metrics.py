@@ -85,8 +85,12 @@ class MetricsWeigher(BaseWeigher):
         self._local = threading.local()
 
     @property
-    def multiplier(self) -> float:
+    def configured_multiplier(self) -> float:
         return self.conf.metrics.weight_multiplier
+
+    @property
+    def aggregate_key(self) -> str:
+        return "metrics_weight_multiplier"   # nova's name
 
     def _prepared(self, spec):
         """The options, read once per request (per thread: the weigher is

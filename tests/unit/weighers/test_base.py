@@ -3,10 +3,17 @@ from __future__ import annotations
 
 import pytest
 
+from scheduler.host_state import Aggregate
+from scheduler.host_table import HostTable
+from scheduler.host_table import HostView
 from scheduler.weighers.base import BaseWeigher
 from scheduler.weighers.base import WeighedHost
 from scheduler.weighers.base import normalize
 from scheduler.weighers.base import weigh_hosts
+from scheduler.weighers.build_failure import BuildFailureWeigher
+from scheduler.weighers.metrics import MetricsWeigher
+from scheduler.weighers.resources import RAMWeigher
+from scheduler.weighers.workload import NumInstancesWeigher
 from tests.unit.fakes import make_host
 from tests.unit.fakes import make_spec
 
@@ -203,3 +210,74 @@ def test_base_weigher_requires_weigh(conf):
 
     with pytest.raises(NotImplementedError):
         Nothing(conf).weigh(make_host(), make_spec())
+
+
+# --- per-aggregate multipliers (nova's get_weight_multiplier) ------------------
+
+def _in(*metadata):
+    return tuple(Aggregate(i, f"agg{i}", md) for i, md in
+                 enumerate(metadata, 1))
+
+
+def _ram_hosts(aggregates_of_small=()):
+    return [make_host("big", node_id=1, memory_mb_total=16384),
+            make_host("small", node_id=2, memory_mb_total=4096,
+                      aggregates=aggregates_of_small),
+            make_host("mid", node_id=3, memory_mb_total=8192)]
+
+
+def test_aggregate_metadata_overrides_the_multiplier_per_host(conf):
+    """nova: a host in an aggregate with ``ram_weight_multiplier`` is
+    weighed with it; here that aggregate packs while the rest spread."""
+    hosts = _ram_hosts(_in({"ram_weight_multiplier": "10.0"}))
+    weighed = weigh_hosts([RAMWeigher(conf)], hosts, make_spec())
+    assert _order(weighed) == ["small", "big", "mid"]
+    assert {w.host.host: w.weight for w in weighed} == {
+        "big": 1.0, "small": pytest.approx(10 * 4096 / 16384),
+        "mid": 0.5}
+    # the raw normalized values shown are the same either way
+    assert weighed[0].weights == {"RAMWeigher": 0.25}
+
+
+def test_aggregates_that_disagree_use_the_smallest_multiplier(conf):
+    weigher = RAMWeigher(conf)
+    hosts = _ram_hosts(_in({"ram_weight_multiplier": "10"},
+                           {"ram_weight_multiplier": "-2"}))
+    view = HostView(HostTable(hosts))
+    assert list(weigher.multipliers(view, view.all_positions())) == [
+        1.0, -2.0, 1.0]
+
+
+def test_a_multiplier_that_is_not_a_number_falls_back_to_the_option(conf):
+    hosts = _ram_hosts(_in({"ram_weight_multiplier": "lots"}))
+    view = HostView(HostTable(hosts))
+    assert list(RAMWeigher(conf).multipliers(
+        view, view.all_positions())) == [1.0, 1.0, 1.0]
+
+
+def test_without_such_metadata_the_multiplier_is_one_number(conf):
+    view = HostView(HostTable(_ram_hosts(_in({"ssd": "true"}))))
+    assert RAMWeigher(conf).multipliers(view, view.all_positions()) == 1.0
+
+
+def test_option_zero_still_weighs_the_hosts_of_an_aggregate_that_sets_one(
+        conf):
+    assert conf.filter_scheduler.num_instances_weight_multiplier == 0.0
+    hosts = [make_host("busy", node_id=1, num_instances=9,
+                       aggregates=_in({"num_instances_weight_multiplier":
+                                       "-1"})),
+             make_host("idle", node_id=2, num_instances=0)]
+    weighed = weigh_hosts([NumInstancesWeigher(conf)], hosts, make_spec())
+    assert {w.host.host: w.weight for w in weighed} == {"busy": -1.0,
+                                                       "idle": 0.0}
+
+
+def test_penalty_and_metrics_weighers_use_novas_keys(conf):
+    hosts = [make_host("a", node_id=1, aggregates=_in({
+        "build_failure_weight_multiplier": "5",
+        "metrics_weight_multiplier": "3"})), make_host("b", node_id=2)]
+    view = HostView(HostTable(hosts))
+    idx = view.all_positions()
+    assert list(BuildFailureWeigher(conf).multipliers(view, idx)) == [
+        -5.0, -1000000.0]
+    assert list(MetricsWeigher(conf).multipliers(view, idx)) == [3.0, 1.0]
