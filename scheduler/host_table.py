@@ -26,7 +26,7 @@ from scheduler.host_state import HostState
 NUMERIC = ("vcpus_total", "vcpus_used", "memory_mb_total", "memory_mb_used",
            "disk_gb_total", "disk_gb_used", "cpu_allocation_ratio",
            "ram_allocation_ratio", "disk_allocation_ratio", "num_instances",
-           "num_io_ops", "failed_builds")
+           "num_io_ops", "failed_builds", "hypervisor_version")
 #: The columns a planned instance changes.
 USAGE = ("vcpus_used", "memory_mb_used", "disk_gb_used", "num_instances",
          "num_io_ops")

@@ -150,6 +150,12 @@ opts = [
                       "prefer hosts with heavier workloads. The absolute "
                       "value controls how strong the IoOpsWeigher is "
                       "relative to other weighers."),
+    cfg.FloatOpt("hypervisor_version_weight_multiplier", default=1.0,
+                 help="Hypervisor version weight multiplier ratio (the "
+                      "HypervisorVersionWeigher). Positive values, such as "
+                      "the default, prefer hosts with newer hypervisors "
+                      "(which aids upgrades); negative values prefer older "
+                      "ones; 0 disables the weigher."),
     cfg.FloatOpt("num_instances_weight_multiplier", default=0.0,
                  help="Number of instances weight multiplier ratio. The "
                       "multiplier is used for weighing hosts based on the "
