@@ -23,6 +23,16 @@ MAX_LIST = 1000          # hosts, uuids, members: more is a mistake or abuse
 MAX_STR = 255
 POLICIES = ("affinity", "anti-affinity", "soft-affinity", "soft-anti-affinity")
 
+#: Flavor extra-spec prefixes that ask nova's placement for resources or
+#: traits (``resources:VGPU``, ``resources1:...``, ``trait:HW_CPU_X86_AVX2``)
+#: or nova's NUMA / PCI filters for a layout; none of it is modelled here,
+#: so such a request is refused rather than placed as if it were not there.
+UNSUPPORTED_EXTRA_SPECS = ("resources", "trait", "hw:numa_",
+                           "pci_passthrough:")
+#: Image properties asking for the same things.
+UNSUPPORTED_IMAGE_PROPS = ("traits_required", "trait:", "hw_numa_nodes",
+                           "hw_numa_cpus", "hw_numa_mem")
+
 _STR = {"type": "string", "maxLength": MAX_STR}
 _OPT_STR = {"type": ["string", "null"], "maxLength": MAX_STR}
 _UUID = {"type": "string", "pattern":
@@ -272,6 +282,7 @@ class RequestSpec:
                 "spec.instance_uuids: the same uuid is given more than once "
                 "(uuids compare case-insensitively, dashes optional)")
         _check_aggregates(spec.get("requested_destination"))
+        _check_supported(spec)
         flavor = dict(spec["flavor"])
         hints = _host_hints(spec.get("scheduler_hints") or {})
         group = _group_from_hint(hints, spec.get("instance_group"))
@@ -377,6 +388,27 @@ def _group_from_hint(hints: dict[str, Any], group: dict[str, Any] | None
             f"{field}: {value} is not instance_group.uuid "
             f"{group['uuid']}")
     return group
+
+
+def _check_supported(spec: dict[str, Any]) -> None:
+    """Refuse what would otherwise pass validation and be ignored: extra
+    specs and image properties for placement resources and traits, NUMA
+    layouts and PCI devices.
+
+    :raises InvalidRequest: naming the first such key.
+    """
+    for key in spec["flavor"].get("extra_specs") or {}:
+        if key.startswith(UNSUPPORTED_EXTRA_SPECS):
+            raise exception.InvalidRequest(
+                f"spec.flavor.extra_specs.{key[:60]}: not supported by this "
+                f"scheduler (no placement resources or traits, NUMA or PCI)")
+    props = (spec.get("image") or {}).get("properties") or {}
+    for key, value in props.items():
+        if key.startswith(UNSUPPORTED_IMAGE_PROPS) and value not in (
+                None, "", False):
+            raise exception.InvalidRequest(
+                f"spec.image.properties.{key[:60]}: not supported by this "
+                f"scheduler (no placement traits or NUMA)")
 
 
 def _check_aggregates(dest: dict[str, Any] | None) -> None:

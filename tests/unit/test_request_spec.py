@@ -567,3 +567,35 @@ def test_legacy_group_takes_its_uuid_from_the_hint():
          "scheduler_hints": {"group": G}})
     assert (spec.instance_group.uuid, spec.instance_group.hosts) == (
         G, ("h1",))
+
+
+# --- what cannot be honoured is refused, not ignored ---------------------------
+
+@pytest.mark.parametrize("key", ["resources:VGPU", "resources1:PCPU",
+                                 "trait:HW_CPU_X86_AVX2", "trait2:CUSTOM_X",
+                                 "hw:numa_nodes", "hw:numa_cpus.0",
+                                 "pci_passthrough:alias"])
+def test_extra_specs_for_placement_numa_or_pci_are_refused(key):
+    with pytest.raises(exception.InvalidRequest) as caught:
+        RequestSpec.from_primitives(spec_dict(flavor={"extra_specs": {
+            "hw:cpu_policy": "shared", key: "1"}}))
+    assert caught.value.message.startswith(
+        f"spec.flavor.extra_specs.{key}: not supported by this scheduler")
+
+
+@pytest.mark.parametrize("key", ["traits_required", "trait:HW_CPU_X86_AVX2",
+                                 "hw_numa_nodes", "hw_numa_cpus.0"])
+def test_image_properties_for_traits_or_numa_are_refused(key):
+    with pytest.raises(exception.InvalidRequest) as caught:
+        RequestSpec.from_primitives(spec_dict(image={
+            "id": "i", "properties": {key: "2"}}))
+    assert caught.value.message.startswith(
+        f"spec.image.properties.{key}: not supported by this scheduler")
+
+
+def test_extra_specs_the_filters_read_are_accepted():
+    spec = RequestSpec.from_primitives(spec_dict(flavor={"extra_specs": {
+        "capabilities:hypervisor_type": "QEMU", "hw:cpu_policy": "shared",
+        "aggregate_instance_extra_specs:ssd": "true", "quota:cpu": "1",
+        "hw:maxphysaddr_bits": "42"}}))
+    assert len(spec.flavor.extra_specs) == 5
