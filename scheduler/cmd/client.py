@@ -93,6 +93,11 @@ def _spec_parent() -> argparse.ArgumentParser:
                    metavar="NODE", help="only this node (repeatable)")
     r.add_argument("--ignore-host", action="append", default=[],
                    metavar="HOST", help="never this host (repeatable)")
+    r.add_argument("--aggregate", action="append", default=[],
+                   metavar="AGG[,AGG...]",
+                   help="requested_destination.aggregates: the host must be "
+                        "in one of these aggregates (uuids or names); "
+                        "repeat to require several such sets")
     r.add_argument("--project-id", metavar="ID")
     r.add_argument("--user-id", metavar="ID")
     r.add_argument("--image-property", type=cmd.key_value, action="append",
@@ -102,6 +107,10 @@ def _spec_parent() -> argparse.ArgumentParser:
                    help="server group policy: " + ", ".join(POLICIES))
     r.add_argument("--group-uuid", metavar="UUID",
                    help="server group id (needs --group-policy)")
+    r.add_argument("--group-member", action="append", default=[],
+                   metavar="UUID",
+                   help="an instance already in the group (repeatable; "
+                        "needs --group-policy)")
     return p
 
 
@@ -225,6 +234,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if getattr(args, "group_uuid", None) and not args.group_policy:
         parser.error("--group-uuid needs --group-policy")
+    if getattr(args, "group_member", None) and not args.group_policy:
+        parser.error("--group-member needs --group-policy")
     if (getattr(args, "instance_uuid", None)
             and args.num_instances is not None):
         parser.error("--num-instances and --instance-uuid exclude each "
@@ -281,10 +292,14 @@ def build_spec(args: argparse.Namespace) -> dict[str, Any]:
     else:
         spec["num_instances"] = (1 if args.num_instances is None
                                  else args.num_instances)
+    if args.aggregate:
+        spec["requested_destination"] = {"aggregates": list(args.aggregate)}
     if args.group_policy:
         spec["instance_group"] = {"policies": [args.group_policy]}
         if args.group_uuid:
             spec["instance_group"]["uuid"] = args.group_uuid
+        if args.group_member:
+            spec["instance_group"]["members"] = list(args.group_member)
     return spec
 
 

@@ -245,6 +245,31 @@ def test_build_spec_group_policy_alone():
     assert spec["instance_group"] == {"policies": ["soft-affinity"]}
 
 
+def test_build_spec_group_members():
+    spec = spec_of("--group-policy", "anti-affinity", "--group-member",
+                   UUID1, "--group-member", UUID2)
+    assert spec["instance_group"] == {"policies": ["anti-affinity"],
+                                      "members": [UUID1, UUID2]}
+    assert RequestSpec.from_primitives(spec).instance_group.members == (
+        UUID1, UUID2)
+
+
+def test_group_member_needs_a_policy(capsys):
+    with pytest.raises(SystemExit) as e:
+        client.parse_args(["select", "--group-member", UUID1])
+    assert e.value.code == 2
+    assert "--group-member needs --group-policy" in capsys.readouterr().err
+
+
+def test_build_spec_aggregates():
+    spec = spec_of("--aggregate", "gpu,ssd", "--aggregate", "rack1")
+    assert spec["requested_destination"] == {"aggregates": ["gpu,ssd",
+                                                            "rack1"]}
+    assert RequestSpec.from_primitives(spec).required_aggregates() == (
+        frozenset({"gpu", "ssd"}), frozenset({"rack1"}))
+    assert "requested_destination" not in spec_of()
+
+
 def test_group_uuid_needs_a_policy(capsys):
     with pytest.raises(SystemExit) as e:
         client.parse_args(["select", "--group-uuid", UUID1])
