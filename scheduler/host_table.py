@@ -64,15 +64,25 @@ class HostTable:
 
     def rebuild_zones(self) -> None:
         """zone -> mask of the hosts in it, and the hosts in no zone; and
-        every aggregate metadata key any host has (``aggregate_keys``):
-        built aside, then put in place."""
+        the hosts' aggregate memberships: ``memberships[membership[i]]`` is
+        host ``i``'s aggregates, so a per-aggregate setting is decided once
+        per distinct membership (hosts share one tuple per membership), and
+        ``aggregate_keys`` holds every metadata key any host has. Built
+        aside, then put in place: planners never see them half-built."""
         zones: dict[str, np.ndarray] = {}
         n = len(self.states)
         no_zone = np.ones(n, np.bool_)
-        # Hosts share one aggregate tuple per distinct membership.
-        memberships = {id(s.aggregates): s.aggregates for s in self.states}
+        numbers: dict[int, int] = {}
+        memberships: list[tuple] = []
+        membership = np.empty(n, np.int64)
+        for i, state in enumerate(self.states):
+            k = numbers.get(id(state.aggregates))
+            if k is None:
+                k = numbers[id(state.aggregates)] = len(memberships)
+                memberships.append(state.aggregates)
+            membership[i] = k
         aggregate_keys: frozenset[str] = frozenset(
-            key for aggregates in memberships.values()
+            key for aggregates in memberships
             for agg in aggregates for key in agg.metadata)
         for i, state in enumerate(self.states):
             for zone in state.availability_zones():
@@ -83,6 +93,7 @@ class HostTable:
                 no_zone[i] = False
         self.zones, self.no_zone = zones, no_zone
         self.aggregate_keys = aggregate_keys
+        self.memberships, self.membership = memberships, membership
 
     def set(self, i: int, state: HostState) -> None:
         """Replace host ``i`` (same node) with a newer state. If its

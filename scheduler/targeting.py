@@ -73,15 +73,8 @@ def apply(spec: RequestSpec, view: HostView, idx: np.ndarray
 def _in_aggregates(view: HostView, idx: np.ndarray,
                    wanted: frozenset[str]) -> np.ndarray:
     """Whether each host at ``idx`` is in an aggregate named (by uuid or
-    name) in ``wanted``. Hosts share one aggregate tuple per distinct
-    membership, so each membership is decided once."""
-    decided: dict[int, bool] = {}
-    keep = np.empty(len(idx), np.bool_)
-    for j, i in enumerate(idx):
-        aggregates = view.state(i).aggregates
-        hit = decided.get(id(aggregates))
-        if hit is None:
-            hit = decided[id(aggregates)] = any(
-                a.uuid in wanted or a.name in wanted for a in aggregates)
-        keep[j] = hit
-    return keep
+    name) in ``wanted``: decided once per distinct aggregate membership."""
+    per_membership = np.array(
+        [any(a.uuid in wanted or a.name in wanted for a in aggregates)
+         for aggregates in view.memberships], np.bool_)
+    return per_membership[view.take("membership", idx)]

@@ -68,24 +68,18 @@ class BaseWeigher:
                     ) -> float | np.ndarray:
         """The multiplier of each host at ``idx``: one number when no
         aggregate of the table overrides it (the usual case, no per-host
-        work), else one per host. Each distinct aggregate membership is
-        looked at once."""
+        work), else one per host, decided once per distinct aggregate
+        membership."""
         key = self.aggregate_key
         if key is None or key not in view.aggregate_keys:
             return self.multiplier
         configured = self.configured_multiplier
-        decided: dict[int, float] = {}
-        out = np.empty(len(idx))
-        for j, i in enumerate(idx):
-            aggregates = view.state(i).aggregates
-            value = decided.get(id(aggregates))
-            if value is None:
-                values = {agg.metadata[key] for agg in aggregates
-                          if key in agg.metadata}
-                value = decided[id(aggregates)] = self.multiplier_sign * min_value(
-                    values, configured, float, key)
-            out[j] = value
-        return out
+        per_membership = np.array([
+            self.multiplier_sign * min_value(
+                {agg.metadata[key] for agg in aggregates
+                 if key in agg.metadata}, configured, float, key)
+            for aggregates in view.memberships])
+        return per_membership[view.take("membership", idx)]
 
     def applies(self, spec: RequestSpec) -> bool:
         """False when this weigher has nothing to say about ``spec`` (it
