@@ -25,16 +25,6 @@ from scheduler import request_spec as request_spec_module
 _NAME = "nova_object.name"
 _DATA = "nova_object.data"
 
-#: Flavor extra-spec prefixes that ask placement for resources or traits
-#: (``resources:VGPU``, ``resources1:...``, ``trait:HW_CPU_X86_AVX2``,
-#: ``trait2:...``) or for NUMA / PCI layouts; none of it is modelled here.
-_UNSUPPORTED_EXTRA_SPECS = ("resources", "trait", "hw:numa_",
-                            "pci_passthrough:")
-#: Image properties asking for the same things.
-_UNSUPPORTED_IMAGE_PROPS = ("traits_required", "hw_numa_nodes",
-                            "hw_numa_cpus", "hw_numa_mem")
-
-
 class Unsupported(Exception):
     """The request asks for something this service cannot honour; the
     message names the field."""
@@ -179,7 +169,8 @@ def flavor_from(primitive: Any, field: str, boot_from_volume: bool = False
         raise exception.InvalidRequest(
             f"{field}.extra_specs: expected an object")
     for key in extra_specs:
-        if isinstance(key, str) and key.startswith(_UNSUPPORTED_EXTRA_SPECS):
+        if isinstance(key, str) and key.startswith(
+                request_spec_module.UNSUPPORTED_EXTRA_SPECS):
             raise Unsupported(f"{field}.extra_specs.{key}: not supported by "
                               f"this scheduler")
     flavor = {key: data[key] for key in (
@@ -213,7 +204,7 @@ def _plain_properties(props: Any, field: str) -> dict[str, Any]:
                                        f"object")
     out: dict[str, Any] = {}
     for key, value in props.items():
-        if key in _UNSUPPORTED_IMAGE_PROPS and value:
+        if key.startswith(request_spec_module.UNSUPPORTED_IMAGE_PROPS) and value:
             raise Unsupported(f"{field}.properties.{key}: not supported by "
                               f"this scheduler")
         if isinstance(value, (list, tuple)):
