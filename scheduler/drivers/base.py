@@ -147,17 +147,13 @@ class Driver:
                     # and re-planning cannot pick another host.
                     raise exception.NoValidHost(
                         f"No valid host: the forced host has no room: {e}")
-                if _stale(e, selections):
-                    # A writer changed the node's usage without bumping its
-                    # generation (a compute agent): a race after all.
+                why = disagreement(e, selections)
+                if why is None:
                     conflict = e
                     races += 1
                     LOG.debug("Claim attempt %d met a stale read: %s",
                               attempt + 1, e)
                     continue
-                # The node is as the planner read it, yet the claim refused
-                # it: planner and claim disagree, a bug.
-                why = _disagreement(e, selections)
                 LOG.error("Planner and claim disagree (not a race): %s; "
                           "re-planning without that node", why)
                 disagreed.append(why)
@@ -294,24 +290,25 @@ def _seen_used(host: HostState) -> dict[str, float]:
             "disk_gb": host.disk_gb_used}
 
 
-def _stale(e: claims.NoRoom, selections: list[Selection]) -> bool:
-    """Whether the claim found other usage on the node than the planner
-    read (the generation alone did not show it)."""
-    planned = [s for s in selections if s.host.node_id == e.node_id]
-    if not planned:
-        return False
-    seen = _seen_used(planned[0].host)
-    return any(used != seen[name]
-               for name, (used, _, _) in e.refused.items())
+def disagreement(e: claims.NoRoom,
+                 selections: list[Selection]) -> str | None:
+    """Why the claim refused a node the planner chose, or None if it was
+    a race.
 
-
-def _disagreement(e: claims.NoRoom, selections: list[Selection]) -> str:
-    """What the claim refused on the node next to what the planner saw."""
+    A race: the claim found other usage on the node than the planner read
+    (a writer, e.g. a compute agent, changed it without bumping the
+    generation). Otherwise the node is as the planner read it and the
+    claim still refused it: planner and claim disagree on capacity, a bug;
+    the text says what the claim saw next to what the planner saw. The one
+    rule both the single-request and the stack paths call.
+    """
     planned = [s for s in selections if s.host.node_id == e.node_id]
     if not planned:
         return str(e)
     host = planned[0].host
     seen = _seen_used(host)
+    if any(used != seen[name] for name, (used, _, _) in e.refused.items()):
+        return None
     parts = []
     for name, (used, amount, limit) in e.refused.items():
         planner_limit = planned[0].limits.get(name)

@@ -23,6 +23,7 @@ from scheduler import exception
 from scheduler.db import retry as db_retry
 from scheduler.drivers.base import _destination
 from scheduler.drivers.base import _held_destination
+from scheduler.drivers.base import disagreement
 from scheduler.request_spec import InstanceGroup
 from scheduler.request_spec import RequestSpec
 from scheduler.stacks import planner
@@ -91,14 +92,19 @@ def _place(driver, stack: stacks.Stack, replace: list[str], known: bool,
     rules = _group_rules(specs.values())
     retries = conf.scheduler.claim_retries
     conflict = None
+    races = 0
+    excluded: set[int] = set()          # nodes the claim refused
+    disagreed: list[str] = []
     for attempt in range(retries + 1):
         with_members = _with_members(driver, specs, replace)
         # Plan and assume in the driver's scheduling cycle (one consistent
         # table; the next decision of this process sees this stack's
         # usage); claim outside it.
         with driver.cycle(fresh=attempt > 0) as table:
+            if excluded:
+                table = table.without(excluded)
             plan = planner.plan(driver, stack, table, with_members,
-                                spread=2 ** attempt)
+                                spread=2 ** races)
             if dry_run:
                 return _planned_result(stack, plan, dry_run=True)
             assumed = driver._assume(
@@ -126,20 +132,42 @@ def _place(driver, stack: stacks.Stack, replace: list[str], known: bool,
                 raise exception.NoValidHost(
                     f"No valid host for resource {forced!r} of stack "
                     f"{stack.stack_id}: the forced host has no room: {e}")
-            conflict = e
+            # As for one request (drivers.base): a race only if the node
+            # changed under the planner; else a bug, said as such.
+            why = disagreement(e, [s for chosen in plan.selections.values()
+                                   for s in chosen])
+            if why is None:
+                conflict = e
+                races += 1
+                continue
+            LOG.error("Planner and claim disagree (not a race): %s; "
+                      "re-planning stack %s without that node", why,
+                      stack.stack_id)
+            disagreed.append(why)
+            if len(disagreed) > 1:
+                raise exception.NoValidHost(
+                    f"No valid host for stack {stack.stack_id}: the planner "
+                    f"and the claim disagreed on capacity (a bug, not a "
+                    f"race): " + " | ".join(disagreed))
+            excluded.add(e.node_id)
             continue
         except claims.ClaimConflict as e:
             conflict = e
+            races += 1
             LOG.debug("Stack claim attempt %d lost a race: %s",
                       attempt + 1, e)
             continue
         except claims.ConsumerExists:
             return None
         return _planned_result(stack, plan)
+    if conflict is None:
+        raise exception.NoValidHost(
+            f"No valid host for stack {stack.stack_id}: no claim succeeded "
+            f"in {retries + 1} attempts (last refusal: "
+            f"{' | '.join(disagreed)})")
     raise exception.NoValidHost(
         f"No valid host for stack {stack.stack_id}: lost the claim race "
-        f"{retries + 1} times in a row to concurrent requests (last: "
-        f"{conflict})")
+        f"{races} times to concurrent requests (last: {conflict})")
 
 
 def _claim(driver, stack: stacks.Stack, to_claim: list[claims.Claim],

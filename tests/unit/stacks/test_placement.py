@@ -5,6 +5,7 @@ import pytest
 
 from scheduler import claims
 from scheduler import exception
+from scheduler.drivers.filter import FilterScheduler
 from scheduler.stacks import placement
 from scheduler.stacks import store
 from scheduler.stacks.stack import consumer_uuid
@@ -13,7 +14,9 @@ from tests.unit.fakes import allocation_rows
 from tests.unit.fakes import make_spec
 from tests.unit.fakes import node
 from tests.unit.fakes import node_row
+from tests.unit.fakes import set_node
 from tests.unit.fakes import spec_dict
+from tests.unit.conftest import fresh_host_manager
 
 SID = "5a0b0c0d-0000-4000-8000-0000000000b1"
 G = "eeeeeeee-0000-4000-8000-000000000001"
@@ -220,3 +223,42 @@ def test_a_concurrent_send_of_the_same_stack_gets_what_the_first_claimed(
     assert _hosts(again) == _hosts(first)
     assert len(allocation_rows(engine)) == 5
 
+
+
+def _driver_without_ram_filter(conf, engine):
+    """A filter driver whose planner does not look at RAM (the claim
+    always does)."""
+    conf.set_override("enabled_filters", ["ComputeFilter"],
+                      "filter_scheduler")
+    return FilterScheduler(conf, fresh_host_manager(conf, engine), engine)
+
+
+def test_a_no_room_that_is_not_a_race_replans_the_stack_without_that_node(
+        register, engine, conf, caplog):
+    # A planner that does not look at RAM and prefers the fuller host: the
+    # claim, which always checks capacity, refuses h1. As for one request,
+    # that is a planner/claim disagreement, not a lost race.
+    conf.set_override("ram_weight_multiplier", -1.0, "filter_scheduler")
+    driver = _driver_without_ram_filter(conf, engine)
+    register(node("h1", memory_mb=4096), node("h2", memory_mb=8192))
+    set_node(engine, "h1", memory_mb_used=4096)
+    result = placement.select(driver, _stack(
+        {"db": {"spec": spec_dict(flavor={**F, "memory_mb": 2048})}}))
+    assert _hosts(result) == {"db": ["h2"]}
+    assert "Planner and claim disagree (not a race)" in caplog.text
+    assert "lost the claim race" not in caplog.text
+
+
+def test_a_repeated_no_room_in_a_stack_says_what_disagreed(
+        register, engine, conf):
+    driver = _driver_without_ram_filter(conf, engine)
+    register(node("h1", memory_mb=4096), node("h2", memory_mb=4096))
+    set_node(engine, "h1", memory_mb_used=4096)
+    set_node(engine, "h2", memory_mb_used=4096)
+    with pytest.raises(exception.NoValidHost) as e:
+        placement.select(driver, _stack(
+            {"db": {"spec": spec_dict(flavor={**F, "memory_mb": 2048})}}))
+    message = str(e.value)
+    assert "race" not in message.replace("not a race", "")
+    assert "the planner and the claim disagreed on capacity" in message
+    assert allocation_rows(engine) == []
