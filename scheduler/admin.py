@@ -254,12 +254,16 @@ def list_compute_hosts(engine: sa.Engine, service_down_time: float,
 
 def describe_host(engine: sa.Engine, host: str, *,
                   service_down_time: float, default_zone: str,
-                  default_ratios: tuple[float, float, float]) -> dict:
+                  default_ratios: tuple[float, float, float],
+                  enabled_filters: Sequence[str] = ()) -> dict:
     """One compute host in detail.
 
     :param default_ratios: ``(cpu, ram, disk)`` allocation ratios for a
         node that has none of its own (NULL or 0, as the scheduler reads
         them).
+    :param enabled_filters: the scheduler's filters: ``ratio`` is the one
+        they hold the node to (:func:`scheduler.capacity.ratio_in_force`,
+        the same the audit and the claim use).
     :returns: the fields of :func:`list_compute_hosts` (but ``nodes`` is a
         list), and ``aggregates``: ``[{"name", "metadata"}]`` sorted by
         name. Each node: ``node`` (hypervisor hostname), ``uuid``,
@@ -300,18 +304,21 @@ def describe_host(engine: sa.Engine, host: str, *,
         aggregates = [
             {"name": agg["name"], "metadata": agg["metadata"]}
             for agg in _aggregates(conn, host=host)]
+        host_aggregates = db.aggregates_by_host(conn).get(host, ())
     cpu, ram, disk = default_ratios
     out_nodes = []
     for row in nodes:
         resources = []
-        for resource, total, ratio, default, used in (
-                ("vcpus", row.vcpus, row.cpu_allocation_ratio, cpu,
-                 row.vcpus_used),
-                ("memory_mb", row.memory_mb, row.ram_allocation_ratio, ram,
-                 row.memory_mb_used),
-                ("disk_gb", row.local_gb, row.disk_allocation_ratio, disk,
-                 row.local_gb_used)):
-            ratio = capacity.ratio(ratio, default)
+        for resource, kind, total, ratio, default, used in (
+                ("vcpus", capacity.VCPU, row.vcpus, row.cpu_allocation_ratio,
+                 cpu, row.vcpus_used),
+                ("memory_mb", capacity.MEMORY, row.memory_mb,
+                 row.ram_allocation_ratio, ram, row.memory_mb_used),
+                ("disk_gb", capacity.DISK, row.local_gb,
+                 row.disk_allocation_ratio, disk, row.local_gb_used)):
+            ratio = capacity.ratio_in_force(
+                kind, capacity.ratio(ratio, default), host_aggregates,
+                enabled_filters)
             resources.append({"resource": resource, "total": total,
                               "ratio": ratio,
                               "capacity": capacity.limit(total, ratio),

@@ -127,7 +127,8 @@ def host_describe(conf, engine, args) -> None:
         service_down_time=conf.scheduler.service_down_time,
         default_zone=fs.default_availability_zone,
         default_ratios=(fs.cpu_allocation_ratio, fs.ram_allocation_ratio,
-                        fs.disk_allocation_ratio))
+                        fs.disk_allocation_ratio),
+        enabled_filters=fs.enabled_filters)
     _print(args, host, render_host)
 
 

@@ -422,6 +422,29 @@ def test_describe_host_several_nodes_and_default_ratios(register, engine):
     assert [p["project_id"] for p in second["projects"]] == [P1, None]
 
 
+def test_describe_host_shows_the_ratio_the_scheduler_enforces(register,
+                                                              engine):
+    # The same rule as the audit and the claim: an aggregate's ratio under
+    # AggregateRamFilter, the node's own under RamFilter alone.
+    register(node("h1", memory_mb=4096, ram_ratio=1.0))
+    admin.create_aggregate(engine, "overcommit")
+    admin.add_aggregate_host(engine, "overcommit", "h1")
+    admin.set_aggregate_metadata(engine, "overcommit",
+                                 {"ram_allocation_ratio": "2.0"})
+
+    def memory(filters):
+        info = admin.describe_host(engine, "h1", service_down_time=60,
+                                   default_zone="nova",
+                                   default_ratios=DEFAULTS,
+                                   enabled_filters=filters)
+        [resource] = [r for r in info["nodes"][0]["resources"]
+                      if r["resource"] == "memory_mb"]
+        return resource["ratio"], resource["capacity"]
+
+    assert memory(["AggregateRamFilter"]) == (2.0, 8192.0)
+    assert memory(["RamFilter"]) == (1.0, 4096.0)
+
+
 def test_describe_host_state_and_status(register, engine):
     register(node("h1"))
     admin.remove_aggregate_host(engine, "az1", "h1")
