@@ -213,8 +213,9 @@ def test_return_alternates_are_ranked_but_never_claimed(make_deployment):
         alternates = d["alternates"]
         assert len(alternates) == 2          # [scheduler] max_attempts - 1
         assert d["host"] not in [a["host"] for a in alternates]
-        assert all(set(a) == {"host", "nodename", "limits"}
-                   for a in alternates)
+        # compute_node_uuid: nova's Selection needs it for an alternate.
+        assert all(set(a) == {"host", "nodename", "limits",
+                              "compute_node_uuid"} for a in alternates)
         assert all(a["limits"]["memory_mb"] > 0 for a in alternates)
     # the first instance gets the best host, its alternates the next two
     assert dests[0]["host"] == "h5"
