@@ -31,3 +31,9 @@ class ConfigError(SchedulerException):
 
 class NotFound(SchedulerException):
     """An admin command named a host, service or aggregate that is absent."""
+
+
+class ServiceUnavailable(SchedulerException):
+    """The scheduler cannot answer now for a reason outside the request
+    (its database is read-only, gone, or without a schema); the message
+    names it and the fix. Nothing was claimed."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from typing import Callable
 import uuid as uuidlib
 
 import sqlalchemy as sa
@@ -24,6 +25,10 @@ CPU_RATIOS = (16.0, 4.0, 1.0)
 RAM_RATIOS = (1.0, 1.5)
 ZONES = ("az1", "az2", "az3")
 BATCH = 2000
+
+#: ``progress(total)`` returns a callback called with the number of new
+#: nodes registered so far, after each batch.
+Progress = Callable[[int], Callable[[int], None]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,10 +58,13 @@ def make_nodes(count: int, seed: int = 0, first: int = 1) -> list[Node]:
     return nodes
 
 
-def register(engine: sa.Engine, nodes: list[Node]) -> int:
+def register(engine: sa.Engine, nodes: list[Node],
+             progress: Progress | None = None) -> int:
     """Create the service, compute node and zone membership of every node
     not registered yet. Existing hosts are left as they are, so
     registering again (a restarted fleet) keeps their usage.
+    :param progress: told the number of new nodes, then called after each
+        batch with how many are registered.
     :returns: how many hosts were new.
     """
     services = models.services
@@ -69,6 +77,7 @@ def register(engine: sa.Engine, nodes: list[Node]) -> int:
         zone_ids = _zone_aggregates(conn)
         now = db.db_time(conn)
     new = [n for n in nodes if n.host not in known]
+    report = progress(len(new)) if progress else None
     # One transaction per batch: on PostgreSQL the change-tracking trigger
     # updates one counter row per node, and thousands of updates of one row
     # in one transaction grow quadratically. A batch is all or nothing, and
@@ -98,6 +107,8 @@ def register(engine: sa.Engine, nodes: list[Node]) -> int:
             conn.execute(models.aggregate_hosts.insert(), [
                 {"host": n.host, "aggregate_id": zone_ids[n.zone],
                  "created_at": now, "deleted": 0} for n in batch])
+        if report:
+            report(start + len(batch))
     return len(new)
 
 

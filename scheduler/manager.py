@@ -16,6 +16,7 @@ import sqlalchemy as sa
 
 from scheduler import claims
 from scheduler import exception
+from scheduler import instrument
 from scheduler import plugins
 from scheduler import rpc
 from scheduler.db import retry as db_retry
@@ -50,6 +51,7 @@ class SchedulerManager:
     @messaging.expose
     @messaging.expected_exceptions(exception.NoValidHost,
                                    exception.InvalidRequest)
+    @instrument.rpc_method
     def select_destinations(self, ctxt: Any, spec: Any = None,
                             request_spec: Any = None,
                             filter_properties: Any = None
@@ -74,6 +76,7 @@ class SchedulerManager:
 
     @messaging.expose
     @messaging.expected_exceptions(exception.InvalidRequest)
+    @instrument.rpc_method
     def rank_destinations(self, ctxt: Any, spec: Any = None,
                           limit: Any = 20) -> dict[str, Any]:
         """Dry run: the hosts that would be chosen, best first, with their
@@ -92,6 +95,7 @@ class SchedulerManager:
 
     @messaging.expose
     @messaging.expected_exceptions(exception.InvalidRequest)
+    @instrument.rpc_method
     def release(self, ctxt: Any, consumer_uuids: Any = None) -> int:
         """Give back the claims of these consumers; idempotent.
         :returns: how many claims were released now."""
@@ -103,6 +107,7 @@ class SchedulerManager:
 
     @messaging.expose
     @messaging.expected_exceptions(exception.InvalidRequest)
+    @instrument.rpc_method
     def confirm(self, ctxt: Any, consumer_uuids: Any = None) -> int:
         """Make provisional claims permanent (the instances were built), so
         ``[scheduler] unconfirmed_claim_ttl`` no longer releases them.
@@ -113,6 +118,7 @@ class SchedulerManager:
     @messaging.expose
     @messaging.expected_exceptions(exception.NoValidHost,
                                    exception.InvalidRequest)
+    @instrument.rpc_method
     def select_stack(self, ctxt: Any, stack: Any = None) -> dict[str, Any]:
         """Place and claim every resource of a stack, all or nothing
         (DESIGN.md "Stacks"); a re-sent stack returns what it holds.
@@ -126,6 +132,7 @@ class SchedulerManager:
     @messaging.expose
     @messaging.expected_exceptions(exception.NoValidHost,
                                    exception.InvalidRequest)
+    @instrument.rpc_method
     def rank_stack(self, ctxt: Any, stack: Any = None) -> dict[str, Any]:
         """Dry run of select_stack: the order and the plan, nothing
         claimed. Raises as select_stack."""
@@ -133,6 +140,7 @@ class SchedulerManager:
 
     @messaging.expose
     @messaging.expected_exceptions(exception.InvalidRequest)
+    @instrument.rpc_method
     def release_stack(self, ctxt: Any, stack_id: Any = None) -> int:
         """Release every claim of the stack and forget it; idempotent.
         :returns: how many claims were released now."""
@@ -161,6 +169,7 @@ class SchedulerManager:
 
     @messaging.expose
     @messaging.expected_exceptions(exception.InvalidRequest)
+    @instrument.rpc_method
     def confirm_move(self, ctxt: Any, consumer_uuids: Any = None) -> int:
         """The consumers' moves are done: give back their sources, keep
         their destinations (confirmed). Consumers not moving are left alone.
@@ -173,6 +182,7 @@ class SchedulerManager:
 
     @messaging.expose
     @messaging.expected_exceptions(exception.InvalidRequest)
+    @instrument.rpc_method
     def revert_move(self, ctxt: Any, consumer_uuids: Any = None) -> int:
         """The consumers' moves are undone: give back their destinations;
         their sources are their claims again. Consumers not moving are left
@@ -185,6 +195,7 @@ class SchedulerManager:
         return done
 
     @messaging.expose
+    @instrument.rpc_method
     def ping(self, ctxt: Any) -> dict[str, str]:
         """Who answered: this server's host, API version and driver."""
         return {"host": self.conf.host, "version": rpc.API_VERSION,
@@ -206,6 +217,10 @@ class SchedulerManager:
                 or len(consumer_uuids) > limit):
             raise exception.InvalidRequest(
                 f"consumer_uuids: expected a list of at most {limit} uuids")
+        bad = [u for u in consumer_uuids if not _is_uuid(u)]
+        if bad:
+            raise exception.InvalidRequest(
+                f"consumer_uuids: {bad[0]!r} is not a UUID")
 
     def _parse(self, spec, request_spec, filter_properties) -> RequestSpec:
         limit = self.conf.scheduler.max_instances_per_request

@@ -49,7 +49,14 @@ def apply(spec: RequestSpec, view: HostView, idx: np.ndarray
     forced = bool(spec.force_hosts or spec.force_nodes)
     if spec.force_hosts:
         wanted = [h.lower() for h in spec.force_hosts]
-        idx = _narrow("force_hosts", "not a forced host", view, idx,
+        # Name a forced host that does not exist: a typo would otherwise
+        # read as "no room".
+        unknown = [h for h, known in zip(spec.force_hosts,
+                                         np.isin(wanted, lower)) if not known]
+        reason = "not a forced host"
+        if unknown:
+            reason += f" (no compute host is named {', '.join(unknown)})"
+        idx = _narrow("force_hosts", reason, view, idx,
                       np.isin(lower[idx], wanted), steps)
     if spec.force_nodes:
         idx = _narrow("force_nodes", "not a forced node", view, idx,

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any, Mapping, Sequence
 
 from oslo_config import cfg
+from oslo_log import log as logging
+import sqlalchemy as sa
 
 from scheduler import conf as sched_conf
+from scheduler import exception
+
+
+def version() -> str:
+    """This package's version, as pbr derives it from git or metadata."""
+    from pbr import version as pbr_version
+    return pbr_version.VersionInfo("scheduler").version_string()
 
 
 def key_value(text: str) -> tuple[str, str]:
@@ -23,19 +33,113 @@ def key_value(text: str) -> tuple[str, str]:
 
 
 def add_config_args(parser: argparse.ArgumentParser) -> None:
+    """``--config-file``, ``--config-dir`` and ``--version``."""
     parser.add_argument("--config-file", action="append", default=[],
                         metavar="PATH", help="configuration file (repeatable)")
     parser.add_argument("--config-dir", action="append", default=[],
                         metavar="DIR", help="directory of *.conf files")
+    parser.add_argument("--version", action="version",
+                        version=f"%(prog)s {version()}")
+
+
+def add_to_every_command(parser: argparse.ArgumentParser, *flags: str,
+                         **kwargs: Any) -> None:
+    """Add an option to ``parser`` and to every (sub)command below it, so
+    it is accepted before or after the command name (``service list
+    --json`` as well as ``--json service list``). Sub-commands default to
+    SUPPRESS so they never reset a value given earlier on the line."""
+    parser.add_argument(*flags, **kwargs)
+    sub_kwargs = dict(kwargs, default=argparse.SUPPRESS)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in set(action.choices.values()):
+                _add_below(sub, flags, sub_kwargs)
+
+
+def _add_below(parser: argparse.ArgumentParser, flags: tuple[str, ...],
+               kwargs: dict[str, Any]) -> None:
+    parser.add_argument(*flags, **kwargs)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in set(action.choices.values()):
+                _add_below(sub, flags, kwargs)
+
+
+def sqlite_path(conf: cfg.ConfigOpts) -> str | None:
+    """The file of a SQLite ``[database] connection``, else None."""
+    url = sa.engine.make_url(conf.database.connection)
+    if url.get_backend_name() != "sqlite" or url.database in (
+            None, "", ":memory:"):
+        return None
+    return url.database
+
+
+def check_database(conf: cfg.ConfigOpts, create: bool = False,
+                   config_given: bool = True) -> None:
+    """Refuse a SQLite file that is not there before SQLite creates it
+    empty: only ``db sync`` (``create``) may, and only in an existing
+    directory.
+
+    :raises ConfigError: naming the path and what to do.
+    """
+    path = sqlite_path(conf)
+    if path is None or os.path.exists(path):
+        return
+    hint = "" if config_given else (
+        " (no --config-file given, so [database] connection is the "
+        "default under [DEFAULT] state_path)")
+    directory = os.path.dirname(os.path.abspath(path))
+    if not create:
+        raise exception.ConfigError(
+            f"database file {path} does not exist{hint}; run "
+            f"'scheduler-manage db sync' to create it, or point [database] "
+            f"connection at the right file")
+    if not os.path.isdir(directory):
+        raise exception.ConfigError(
+            f"cannot create database file {path}: directory {directory} "
+            f"does not exist{hint}; create it or fix [database] connection")
+
+
+def require_schema(conf: cfg.ConfigOpts, engine: sa.Engine) -> None:
+    """Everything but ``db sync``/``db version`` needs our tables.
+
+    :raises ConfigError: naming the database and the fix.
+    """
+    from scheduler import errors
+    from scheduler.db import migration
+
+    if migration.version(engine) is None:
+        raise exception.ConfigError(
+            f"no scheduler schema in {errors.database_name(conf)}; run "
+            f"'scheduler-manage db sync' first")
 
 
 def conf_from_args(args: argparse.Namespace) -> cfg.ConfigOpts:
+    """Load the configuration named by ``--config-file``/``--config-dir``.
+
+    :raises cfg.Error: a file is missing, unreadable or malformed (see
+        :mod:`scheduler.errors`).
+    """
     argv = []
     for path in args.config_file:
         argv += ["--config-file", path]
     for path in args.config_dir:
         argv += ["--config-dir", path]
     return sched_conf.load(argv)
+
+
+def setup_logging(conf: cfg.ConfigOpts, debug: bool, name: str) -> None:
+    """oslo.log for a command: to stderr (stdout is the command's output)
+    unless the configuration says otherwise; DEBUG with ``--debug``, else
+    WARNING and up."""
+    import logging as pylogging
+
+    conf.set_default("use_stderr", True)
+    if debug:
+        conf.set_override("debug", True)
+    logging.setup(conf, name)
+    if not debug:
+        pylogging.getLogger().setLevel(pylogging.WARNING)
 
 
 def format_table(rows: Sequence[Mapping[str, Any]],

@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging as pylogging
 from pathlib import Path
 import sys
+import threading
 import time
-import traceback
 from typing import Any, Callable
 
 from oslo_config import cfg
-from oslo_log import log as logging
 import oslo_messaging as messaging
 
+from scheduler import broker
 from scheduler import cmd
+from scheduler import errors
 from scheduler import exception
 from scheduler.request_spec import POLICIES
 from scheduler.rpcapi import SchedulerAPI
@@ -121,8 +121,6 @@ def build_parser() -> argparse.ArgumentParser:
         description="Ask the scheduler service where instances would go, "
                     "over its RPC API.")
     cmd.add_config_args(parser)
-    parser.add_argument("--json", action="store_true",
-                        help="print the raw RPC result as JSON")
     parser.add_argument("--debug", action="store_true",
                         help="debug logging; tracebacks on unexpected "
                              "errors")
@@ -229,8 +227,12 @@ def _stack_commands(commands) -> None:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    """Parse and cross-check ``argv``; exits 2 with usage on bad input."""
+    """Parse and cross-check ``argv``; exits 2 with usage on bad input.
+    ``--json`` is accepted before or after the command."""
     parser = build_parser()
+    cmd.add_to_every_command(parser, "--json", action="store_true",
+                             default=False,
+                             help="print the raw RPC result as JSON")
     args = parser.parse_args(argv)
     if getattr(args, "group_uuid", None) and not args.group_policy:
         parser.error("--group-uuid needs --group-policy")
@@ -412,6 +414,8 @@ def render_stack(result: dict[str, Any]) -> str:
              "nodename": d.get("nodename")}
             for name in names for d in placed.get(name) or []]
     return "\n".join(lines + ["", cmd.format_table(rows, STACK_COLUMNS)])
+
+
 def call_confirm_move(api: Any, args: argparse.Namespace) -> int:
     return api.confirm_move({}, list(args.uuids))
 
@@ -445,12 +449,7 @@ def render_ping(result: dict[str, str]) -> str:
 def setup_logging(conf: cfg.ConfigOpts, debug: bool) -> None:
     """oslo.log to stderr (stdout is the command's output) unless the
     configuration says otherwise; DEBUG with ``--debug``, else WARNING."""
-    conf.set_default("use_stderr", True)
-    if debug:
-        conf.set_override("debug", True)
-    logging.setup(conf, "scheduler-client")
-    if not debug:
-        pylogging.getLogger().setLevel(pylogging.WARNING)
+    cmd.setup_logging(conf, debug, "scheduler-client")
 
 
 def timeout_message(conf: cfg.ConfigOpts, args: argparse.Namespace) -> str:
@@ -482,57 +481,112 @@ def invoke(api: Any, args: argparse.Namespace) -> Any:
 
 
 def _close(api: Any) -> None:
-    """Clean up the API's transport, if it has one."""
+    """Clean up the API's transport, if it has one; give up after a few
+    seconds (a broker gone in mid-call would make it wait for ever)."""
     transport = getattr(api, "transport", None)
     if transport is not None:
-        transport.cleanup()
+        thread = threading.Thread(target=transport.cleanup, daemon=True,
+                                  name="transport-cleanup")
+        thread.start()
+        thread.join(5)
 
 
-def _error(message: str) -> int:
-    print(f"ERROR: {message}", file=sys.stderr)
-    return 1
+def rpc_timeout(conf: cfg.ConfigOpts, args: argparse.Namespace) -> float:
+    """``--timeout``, else ``[DEFAULT] rpc_response_timeout``."""
+    if args.timeout is not None:
+        return args.timeout
+    try:
+        return conf.rpc_response_timeout
+    except cfg.NoSuchOptError:   # registered with a transport only
+        return 60   # oslo.messaging's default
+
+
+def budget(conf: cfg.ConfigOpts, args: argparse.Namespace) -> float:
+    """Seconds the whole command may wait for the broker and the replies:
+    the RPC timeout per attempt."""
+    timeout = rpc_timeout(conf, args)
+    if args.method in ("select_destinations", "select_stack"):
+        timeout *= conf.scheduler.max_attempts
+    return timeout
+
+
+def default_api(conf: cfg.ConfigOpts, args: argparse.Namespace
+                ) -> SchedulerAPI:
+    """A SchedulerAPI with ``--timeout``, once the broker has answered
+    within the timeout (oslo.messaging alone would retry it for ever).
+
+    :raises broker.BrokerUnavailable: no broker within the timeout.
+    :raises broker.BrokerRefused: the broker refused the credentials.
+    """
+    broker.check(conf, rpc_timeout(conf, args))
+    return SchedulerAPI(conf, timeout=args.timeout)
+
+
+def with_deadline(func: Callable[[], Any], seconds: float,
+                  message: Callable[[], str]) -> Any:
+    """``func()``, or CommandFailed(``message()``) if it has not returned
+    after ``seconds``: a broker lost in mid-call makes oslo.messaging
+    reconnect for ever, and a command must not hang. The abandoned thread
+    is a daemon, so it does not keep the process alive."""
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = func()
+        except BaseException as e:   # re-raised in the caller's thread
+            outcome["error"] = e
+
+    thread = threading.Thread(target=target, name="rpc-call", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        raise errors.CommandFailed(message())
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def main(argv: list[str] | None = None,
          api_factory: ApiFactory | None = None) -> int:
     """Run one command. Returns 0, or 1 after one ``ERROR:`` line on
-    stderr; bad command-line input exits 2 with argparse's usage error.
+    stderr (:mod:`scheduler.errors`); bad command-line input exits 2
+    with argparse's usage error. The broker connection and the call are
+    bounded by ``--timeout`` (per attempt of a select).
 
     :param api_factory: ``api_factory(conf)`` returns the object whose
         ``select_destinations``/``rank_destinations``/``release``/``ping``
         (and ``*_stack``) are called; defaults to ``SchedulerAPI`` with ``--timeout``.
     """
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    factory = api_factory or (
-        lambda conf: SchedulerAPI(conf, timeout=args.timeout))
-    conf = None
-    try:
+    factory = api_factory or (lambda conf: default_api(conf, args))
+    loaded: list[cfg.ConfigOpts] = []
+
+    def body() -> int:
         conf = cmd.conf_from_args(args)
+        loaded.append(conf)
         setup_logging(conf, args.debug)
-        api = factory(conf)
+        # --timeout is the whole budget: the broker check spends part of
+        # it, the call gets what is left (plus a second for the reply).
+        deadline = time.monotonic() + budget(conf, args)
         try:
-            result = invoke(api, args)
-        finally:
-            _close(api)
-    except exception.SchedulerException as e:
-        return _error(e.message)
-    except messaging.MessagingTimeout:
-        return _error(timeout_message(conf, args))
-    except cfg.Error as e:
-        return _error(str(e))
-    except KeyboardInterrupt:
-        return 130
-    except Exception as e:
-        if args.debug:
-            traceback.print_exc()
-        if isinstance(e, messaging.RemoteError):
-            return _error(f"the scheduler failed: {e.exc_type}: {e.value}")
-        return _error(f"{type(e).__name__}: {e}")
-    if args.json:
-        print(json.dumps(result, indent=2, sort_keys=True))
-    else:
-        print(args.render(result))
-    return 0
+            api = factory(conf)
+            try:
+                result = with_deadline(
+                    lambda: invoke(api, args),
+                    max(deadline - time.monotonic(), 0) + 1,
+                    lambda: timeout_message(conf, args))
+            finally:
+                _close(api)
+        except messaging.MessagingTimeout:
+            raise errors.CommandFailed(timeout_message(conf, args))
+        if args.json:
+            print(json.dumps(result, indent=2, sort_keys=True))
+        else:
+            print(args.render(result))
+        return 0
+
+    return errors.run(body, debug=args.debug,
+                      conf=lambda: loaded[0] if loaded else None)
 
 
 if __name__ == "__main__":

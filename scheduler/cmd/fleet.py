@@ -7,9 +7,11 @@ import signal
 import sys
 import threading
 import time
+from typing import Callable
 
 from scheduler import cmd
 from scheduler import fleet
+from scheduler import errors
 from scheduler.db import api as db
 
 
@@ -32,12 +34,42 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--nodes must not be negative")
     if args.heartbeat_interval <= 0:
         parser.error("--heartbeat-interval must be positive")
-    conf = cmd.conf_from_args(args)
-    engine = db.create_engine(conf)
+    loaded: list = []
+
+    def body() -> int:
+        conf = cmd.conf_from_args(args)
+        loaded.append(conf)
+        cmd.check_database(conf, config_given=bool(args.config_file
+                                                   or args.config_dir))
+        engine = db.create_engine(conf)
+        try:
+            cmd.require_schema(conf, engine)
+            return run(engine, args)
+        finally:
+            engine.dispose()
+
+    return errors.run(body, conf=lambda: loaded[0] if loaded else None)
+
+
+def _progress(total: int) -> Callable[[int], None]:
+    """A progress callback printing to stderr at most once a second."""
+    last = [time.monotonic()]
+
+    def report(done: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= 1.0 and done < total:
+            last[0] = now
+            print(f"fleet: registered {done} of {total} new nodes",
+                  file=sys.stderr, flush=True)
+    return report
+
+
+def run(engine, args: argparse.Namespace) -> int:
+    """Register, heartbeat once, then (unless ``--once``) until SIGTERM."""
     nodes = fleet.make_nodes(args.nodes, args.seed)
     hosts = [n.host for n in nodes]
     started = time.monotonic()
-    new = fleet.register(engine, nodes)
+    new = fleet.register(engine, nodes, progress=_progress)
     fleet.heartbeat(engine, hosts)
     print(f"fleet: {len(nodes)} nodes ({new} new) registered in "
           f"{time.monotonic() - started:.2f}s", flush=True)
@@ -52,7 +84,6 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as e:  # the database may be restarting
             print(f"fleet: heartbeat failed: {e}", file=sys.stderr,
                   flush=True)
-    engine.dispose()
     return 0
 
 

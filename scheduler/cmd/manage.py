@@ -1,9 +1,9 @@
 """scheduler-manage: database, host and aggregate administration.
 
-Results are plain tables (``--json`` before the command: machine-readable
-output of the list and describe commands); an unknown host or aggregate or
-a request that cannot be done is one ``ERROR: ...`` line on stderr and exit
-status 1.
+Results are plain tables (``--json``, before or after the command:
+machine-readable output of every command); an unknown host or aggregate, a
+request that cannot be done or any other operator error is one ``ERROR:
+...`` line on stderr and exit status 1 (:mod:`scheduler.errors`).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from scheduler import admin
 from scheduler import cmd
-from scheduler import exception
+from scheduler import errors
 from scheduler.db import api as db
 from scheduler.db import migration
 from scheduler.db import retry as db_retry
@@ -41,11 +41,18 @@ def _metadata(metadata: dict[str, str]) -> str:
 
 def db_sync(conf, engine, args) -> None:
     migration.upgrade(engine)
-    print(f"database at revision {migration.version(engine)}")
+    revision = migration.version(engine)
+    _print(args, {"revision": revision},
+           lambda _: f"database at revision {revision}")
 
 
-def db_version(conf, engine, args) -> None:
-    print(migration.version(engine) or "none (run 'db sync')")
+def db_version(conf, engine, args) -> int:
+    """The schema revision; exit 1 without a schema, so a pre-start check
+    (the unit's ExecStartPre) fails before the service does."""
+    revision = migration.version(engine)
+    _print(args, {"revision": revision},
+           lambda _: revision or "none (run 'scheduler-manage db sync')")
+    return 0 if revision else 1
 
 
 def service_list(conf, engine, args) -> None:
@@ -174,15 +181,22 @@ def allocations_audit(conf, engine, args) -> int:
                                        fs.ram_allocation_ratio,
                                        fs.disk_allocation_ratio,
                                        fs.enabled_filters)
-    if not problems:
+    fixed = admin.fix_usage(engine) if problems and args.fix else None
+    if args.json:
+        _print(args, {"problems": problems, "fixed_nodes": fixed}, str)
+    elif not problems:
         print("audit: usage equals allocations on every node; no node is "
               "over capacity")
+    else:
+        print(cmd.format_table(problems, ["host", "node", "resource",
+                                          "problem", "used", "allocated",
+                                          "capacity"]))
+        if fixed is not None:
+            print(f"audit: recomputed usage from allocations on {fixed} "
+                  f"node(s)")
+    if not problems:
         return 0
-    print(cmd.format_table(problems, ["host", "node", "resource", "problem",
-                                      "used", "allocated", "capacity"]))
     if args.fix:
-        fixed = admin.fix_usage(engine)
-        print(f"audit: recomputed usage from allocations on {fixed} node(s)")
         # Over-capacity cannot be fixed by recomputing; it stays an error.
         return int(any(p["problem"] == "over capacity" for p in problems))
     return 1
@@ -191,8 +205,9 @@ def allocations_audit(conf, engine, args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="scheduler-manage")
     cmd.add_config_args(parser)
-    parser.add_argument("--json", action="store_true",
-                        help="print list and describe results as JSON")
+    parser.add_argument("--debug", action="store_true",
+                        help="debug logging; tracebacks of unexpected "
+                             "errors")
     groups = parser.add_subparsers(dest="group", required=True)
 
     dbp = groups.add_parser("db", help="schema").add_subparsers(
@@ -267,24 +282,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fix", action="store_true",
                    help="recompute usage from allocations")
     p.set_defaults(func=allocations_audit)
+    # Last, so every command above gets it.
+    cmd.add_to_every_command(parser, "--json", action="store_true",
+                             default=False,
+                             help="print the result as JSON")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command: 0, or 1 after one ``ERROR:`` line on stderr."""
     args = build_parser().parse_args(argv)
-    conf = cmd.conf_from_args(args)
-    try:
+    loaded: list = []
+
+    def body() -> int:
+        conf = cmd.conf_from_args(args)
+        loaded.append(conf)
+        cmd.setup_logging(conf, args.debug, "scheduler-manage")
+        cmd.check_database(conf, create=args.func is db_sync,
+                           config_given=bool(args.config_file
+                                             or args.config_dir))
         engine = db.create_engine(conf)
-    except exception.ConfigError as e:
-        print(f"ERROR: {e}", file=sys.stderr)
-        return 1
-    try:
-        return args.func(conf, engine, args) or 0
-    except exception.SchedulerException as e:
-        print(f"ERROR: {e}", file=sys.stderr)
-        return 1
-    finally:
-        engine.dispose()
+        try:
+            if args.group != "db":
+                cmd.require_schema(conf, engine)
+            return args.func(conf, engine, args) or 0
+        finally:
+            engine.dispose()
+
+    return errors.run(body, debug=args.debug,
+                      conf=lambda: loaded[0] if loaded else None)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ import threading
 
 from oslo_service import backend
 
-from scheduler import exception
 
 # The threading backend must be chosen before anything imports
 # oslo_service.service (the default backend is still eventlet).
@@ -21,11 +20,12 @@ backend.init_backend(backend.BackendType.THREADING)
 from oslo_log import log as logging  # noqa: E402
 from oslo_service import service  # noqa: E402
 
+from scheduler import cmd  # noqa: E402
 from scheduler import conf as sched_conf  # noqa: E402
+from scheduler import errors  # noqa: E402
 from scheduler import plugins  # noqa: E402
 from scheduler import rpc  # noqa: E402
 from scheduler.db import api as db  # noqa: E402
-from scheduler.db import migration  # noqa: E402
 from scheduler.manager import SchedulerManager  # noqa: E402
 from scheduler.nova.endpoint import NovaSchedulerEndpoint  # noqa: E402
 
@@ -87,36 +87,42 @@ class SchedulerService(service.ServiceBase):
         pass
 
 
-def check_startup(conf) -> None:
+def check_startup(conf, config_given: bool = True) -> None:
     """Fail before forking on what no worker could survive: plugins that
-    do not load, a database without our schema."""
+    do not load, a database that is missing or without our schema.
+
+    :raises ConfigError: naming the option or the database, and the fix.
+    """
     plugins.load_filters(conf)
     plugins.load_weighers(conf)
     plugins.check_driver(conf)
+    cmd.check_database(conf, config_given=config_given)
     engine = db.create_engine(conf)
     try:
-        if migration.version(engine) is None:
-            raise exception.ConfigError(
-                f"[database] connection: no scheduler schema in "
-                f"{engine.url!r}; run 'scheduler-manage db sync' first")
+        cmd.require_schema(conf, engine)
     finally:
         engine.dispose()
 
 
 def main(argv: list[str] | None = None) -> int:
-    conf = sched_conf.load(sys.argv[1:] if argv is None else argv,
-                           description="Scheduler RPC server")
-    logging.setup(conf, "scheduler")
-    try:
-        check_startup(conf)
-    except exception.ConfigError as e:
-        LOG.error("Cannot start: %s", e)
-        print(f"ERROR: {e}", file=sys.stderr)
-        return 1
-    launcher = service.launch(conf, SchedulerService(conf),
-                              workers=conf.scheduler.workers,
-                              restart_method="mutate")
-    return launcher.wait() or 0
+    """Run the server until SIGTERM: 0, or 1 after one ``ERROR:`` line
+    (:mod:`scheduler.errors`) when it cannot start."""
+    argv = sys.argv[1:] if argv is None else argv
+    loaded: list = []
+
+    def body() -> int:
+        conf = sched_conf.load(argv, description="Scheduler RPC server",
+                               version=cmd.version())
+        loaded.append(conf)
+        logging.setup(conf, "scheduler")
+        check_startup(conf, config_given=bool(conf.config_file
+                                              or conf.config_dir))
+        launcher = service.launch(conf, SchedulerService(conf),
+                                  workers=conf.scheduler.workers,
+                                  restart_method="mutate")
+        return launcher.wait() or 0
+
+    return errors.run(body, conf=lambda: loaded[0] if loaded else None)
 
 
 if __name__ == "__main__":

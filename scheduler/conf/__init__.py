@@ -45,13 +45,15 @@ def new_conf() -> cfg.ConfigOpts:
 
 
 def load(argv: list[str], project: str = "scheduler",
-         description: str | None = None) -> cfg.ConfigOpts:
+         description: str | None = None,
+         version: str | None = None) -> cfg.ConfigOpts:
     """Parse ``--config-file``/``--config-dir`` and friends from ``argv``
-    into a new ConfigOpts with every option registered (and oslo.log's)."""
+    into a new ConfigOpts with every option registered (and oslo.log's);
+    ``version`` adds ``--version``."""
     from oslo_log import log as logging
 
     conf = new_conf()
     logging.register_options(conf)
     conf(argv, project=project, description=description,
-         default_config_files=[])
+         default_config_files=[], version=version)
     return conf

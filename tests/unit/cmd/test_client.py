@@ -537,9 +537,14 @@ def test_default_factory_is_scheduler_api_with_the_timeout(monkeypatch):
             made.append((conf, timeout))
 
     monkeypatch.setattr(client, "SchedulerAPI", Recorder)
+    budgets = []
+    monkeypatch.setattr(client.broker, "check",
+                        lambda conf, budget: budgets.append(budget))
     assert client.main(["--timeout", "7", "ping"]) == 0
     assert client.main(["ping"]) == 0
     assert [t for _, t in made] == [7.0, None]
+    # The broker is asked first, within the same timeout.
+    assert budgets == [7.0, 60]
     assert made[0][0].scheduler.topic == "scheduler"
 
 
@@ -559,7 +564,7 @@ def test_the_transport_is_cleaned_up():
 
 def test_setup_logging_debug_to_stderr(monkeypatch):
     seen = []
-    monkeypatch.setattr(client.logging, "setup",
+    monkeypatch.setattr(cmd.logging, "setup",
                         lambda conf, name: seen.append(
                             (conf.debug, conf.use_stderr, name)))
     conf = cmd.conf_from_args(client.parse_args(["ping"]))

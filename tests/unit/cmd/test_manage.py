@@ -54,8 +54,13 @@ def _claim(engine, host, consumer, vcpus=2, memory_mb=1024, disk_gb=10):
 
 def test_db_sync_and_version(config, capsys, tmp_path):
     args = config()
+    # A missing file is named, not created empty.
+    db_file = tmp_path / "scheduler.sqlite"
     assert _run(capsys, args + ["db", "version"]) == (
-        0, "none (run 'db sync')\n", "")
+        1, "", f"ERROR: database file {db_file} does not exist; run "
+               f"'scheduler-manage db sync' to create it, or point "
+               f"[database] connection at the right file\n")
+    assert not db_file.exists()
     assert _run(capsys, args + ["db", "sync"]) == (
         0, "database at revision 0005\n", "")
     assert (tmp_path / "scheduler.sqlite").exists()

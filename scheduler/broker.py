@@ -1,0 +1,99 @@
+"""Is the message broker there, and does it take our credentials?
+
+oslo.messaging retries a lost broker for ever (its reply listener ignores
+``retry``), which is right for a running service and wrong for a command
+with a deadline or for deciding whether a restart could ever help. This
+module asks once, within a time budget, with kombu directly (the library
+oslo.messaging's rabbit driver is built on).
+"""
+from __future__ import annotations
+
+import time
+from urllib import parse
+
+from oslo_config import cfg
+import oslo_messaging as messaging
+
+from scheduler import exception
+
+
+class BrokerUnavailable(exception.SchedulerException):
+    """No broker answered within the budget; a later try may succeed."""
+
+
+class BrokerRefused(BrokerUnavailable):
+    """The broker answered and refused the credentials or virtual host: no
+    retry or restart can fix that, only the configuration."""
+
+
+def kombu_urls(conf: cfg.ConfigOpts) -> list[str]:
+    """``[DEFAULT] transport_url`` as one kombu ``amqp://`` URL per host."""
+    url = messaging.TransportURL.parse(conf)
+    vhost = parse.quote(url.virtual_host or "/", safe="")
+    urls = []
+    for host in url.hosts or [messaging.TransportHost(hostname="localhost")]:
+        auth = ""
+        if host.username:
+            auth = parse.quote(host.username, safe="")
+            if host.password:
+                auth += ":" + parse.quote(host.password, safe="")
+            auth += "@"
+        urls.append(f"amqp://{auth}{host.hostname or 'localhost'}:"
+                    f"{host.port or 5672}/{vhost}")
+    return urls
+
+
+def describe_hosts(conf: cfg.ConfigOpts) -> str:
+    """The broker host(s) for messages, without credentials."""
+    try:
+        url = messaging.TransportURL.parse(conf)
+    except Exception:
+        return "[DEFAULT] transport_url"
+    hosts = ", ".join(f"{h.hostname}:{h.port or 5672}" for h in url.hosts)
+    return hosts or "localhost:5672"
+
+
+def check(conf: cfg.ConfigOpts, budget: float) -> None:
+    """Connect to the broker (any host of ``transport_url``) and log in,
+    retrying for at most ``budget`` seconds.
+
+    :raises BrokerRefused: the broker rejected the user, password or
+        virtual host.
+    :raises BrokerUnavailable: nothing answered within ``budget``.
+    """
+    import amqp.exceptions
+    import kombu
+
+    urls = kombu_urls(conf)
+    deadline = time.monotonic() + budget
+    where = describe_hosts(conf)
+    last: Exception | None = None
+    while True:
+        for url in urls:
+            left = deadline - time.monotonic()
+            connection = kombu.Connection(
+                url, connect_timeout=max(0.2, min(left, 5.0)))
+            try:
+                connection.connect()
+                return
+            except amqp.exceptions.AccessRefused as e:
+                raise BrokerRefused(
+                    f"the message broker at {where} refused the login "
+                    f"({e.reply_text if hasattr(e, 'reply_text') else e}); "
+                    f"fix the user, password or virtual host in [DEFAULT] "
+                    f"transport_url") from None
+            except amqp.exceptions.NotAllowed as e:
+                raise BrokerRefused(
+                    f"the message broker at {where} does not allow this "
+                    f"virtual host ({e}); fix [DEFAULT] transport_url"
+                ) from None
+            except Exception as e:   # refused, reset, timed out, DNS
+                last = e
+            finally:
+                connection.release()
+        if time.monotonic() + 0.5 > deadline:
+            break
+        time.sleep(0.5)
+    raise BrokerUnavailable(
+        f"cannot reach the message broker at {where} within {budget:g}s "
+        f"({last}); start RabbitMQ or fix [DEFAULT] transport_url")

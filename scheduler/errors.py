@@ -1,0 +1,182 @@
+"""The one place that turns an operator's mistake into one line.
+
+Every console script runs its body through :func:`run`. An error the
+operator can cause (a missing or unreadable config file, a database that
+does not exist, has no schema or is read-only, an unreachable broker, a bad
+value the server refused) becomes ``ERROR: <problem>; <fix>`` on stderr and
+exit status 1. Anything else is a bug: one line too (``Type: text``), plus
+the traceback with ``--debug``. A closed stdout (``| head``) ends the command quietly.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from typing import Callable
+
+from oslo_config import cfg
+from oslo_db import exception as db_exc
+import oslo_messaging as messaging
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+
+from scheduler import broker
+from scheduler import exception
+
+#: Text of driver errors that mean "the schema is not there".
+_NO_SCHEMA = ("no such table", "does not exist", "doesn't exist",
+              "undefinedtable")
+#: ... "the database refuses writes from this user".
+_READ_ONLY = ("readonly database", "read-only", "permission denied",
+              "insufficientprivilege", "command denied")
+#: ... "the database file or server cannot be opened".
+_CANNOT_OPEN = ("unable to open database file", "could not connect",
+                "connection refused", "can't connect", "no such file")
+
+# Broker errors: kombu/amqp raise these while connecting.
+try:
+    from amqp import exceptions as amqp_exc
+    _BROKER_AUTH: tuple[type[BaseException], ...] = (
+        amqp_exc.AccessRefused,)
+except ImportError:  # pragma: no cover - amqp is oslo.messaging's dep
+    _BROKER_AUTH = ()
+
+
+class CommandFailed(Exception):
+    """A command's own one-line failure; the message says it all."""
+
+
+def database_name(conf: cfg.ConfigOpts | None) -> str:
+    """``[database] connection`` for messages: a SQLite file's path, else
+    the URL without its password."""
+    if conf is None:
+        return "the database"
+    try:
+        url = sa.engine.make_url(conf.database.connection)
+    except Exception:
+        return "[database] connection"
+    if url.get_backend_name() == "sqlite" and url.database:
+        return url.database
+    return url.render_as_string(hide_password=True)
+
+
+def _db_text(exc: BaseException) -> str:
+    inner = getattr(exc, "inner_exception", None) or exc
+    return f"{type(getattr(inner, 'orig', inner)).__name__} " \
+           f"{getattr(inner, 'orig', inner)}".lower()
+
+
+def describe(exc: BaseException, conf: cfg.ConfigOpts | None = None
+             ) -> str | None:
+    """One line naming the problem and its fix for an operator error, or
+    None when ``exc`` is not one (a bug: the caller shows the traceback).
+
+    :param conf: the loaded configuration, if it got that far; it lets the
+        line name the database or broker concerned.
+    """
+    if isinstance(exc, exception.SchedulerException):
+        return exc.message
+    if isinstance(exc, CommandFailed):
+        return str(exc)
+    if isinstance(exc, cfg.ConfigFilesNotFoundError):
+        return (f"configuration file {', '.join(exc.config_files)} not "
+                f"found; pass --config-file with the path of an existing "
+                f"file (etc/scheduler/scheduler.conf.sample is a template)")
+    if isinstance(exc, cfg.ConfigFilesPermissionDeniedError):
+        return (f"cannot read configuration file "
+                f"{', '.join(exc.config_files)} (permission denied); run "
+                f"as a user that may read it, e.g. sudo -u scheduler")
+    if isinstance(exc, cfg.ConfigDirNotFoundError):
+        return (f"configuration directory {exc.config_dir} not found; "
+                f"create it or drop --config-dir")
+    if isinstance(exc, cfg.ConfigFileParseError):
+        return (f"cannot parse configuration file {exc.config_file}: "
+                f"{exc.msg}; fix the file")
+    if isinstance(exc, cfg.ConfigFileValueError):
+        return f"{exc}; fix the value in the configuration file"
+    if isinstance(exc, cfg.Error):
+        return str(exc)
+    if isinstance(exc, (db_exc.DBError, sa_exc.DBAPIError,
+                        sa_exc.OperationalError)):
+        return _describe_db(exc, conf)
+    if isinstance(exc, messaging.MessagingTimeout):
+        return ("no reply within the RPC timeout; is a scheduler-server "
+                "running on the same transport_url and topic?")
+    if isinstance(exc, messaging.MessageDeliveryFailure) or (
+            _BROKER_AUTH and isinstance(exc, _BROKER_AUTH)):
+        where = broker.describe_hosts(conf) if conf else "transport_url"
+        return (f"cannot reach the message broker at {where}: {exc}; "
+                f"check [DEFAULT] transport_url (host, port, user, "
+                f"password) and that RabbitMQ is running")
+    if isinstance(exc, messaging.RemoteError):
+        return f"the scheduler failed: {exc.exc_type}: {exc.value}"
+    if isinstance(exc, PermissionError):
+        return (f"permission denied: {exc.filename}; run as a user that "
+                f"may use it")
+    return None
+
+
+def _describe_db(exc: BaseException, conf: cfg.ConfigOpts | None) -> str:
+    name = database_name(conf)
+    text = _db_text(exc)
+    detail = text.split(" ", 1)[-1][:300]
+    # PostgreSQL says 'database "x" does not exist' for a missing database
+    # and 'relation "x" does not exist' for a missing table.
+    missing_database = 'database "' in text and "does not exist" in text
+    if not missing_database and (
+            isinstance(exc, db_exc.DBNonExistentTable)
+            or any(t in text for t in _NO_SCHEMA)):
+        return (f"no scheduler schema in {name}; run 'scheduler-manage db "
+                f"sync' first")
+    if any(t in text for t in _READ_ONLY):
+        return (f"database {name} is read-only for this user; run as the "
+                f"user that owns it (e.g. sudo -u scheduler) or grant "
+                f"write access")
+    if missing_database or isinstance(exc, db_exc.DBConnectionError) or any(
+            t in text for t in _CANNOT_OPEN):
+        return (f"cannot open database {name}: {detail}; check [database] "
+                f"connection and that the database server is up")
+    return f"database {name} failed: {detail}; check [database] connection"
+
+
+def run(body: Callable[[], int], debug: bool = False,
+        conf: Callable[[], cfg.ConfigOpts | None] = lambda: None) -> int:
+    """Run a command's ``body``; map what it raises to one line and exit
+    status 1 (130 on Ctrl-C).
+
+    :param debug: print the traceback of unexpected errors too.
+    :param conf: returns the configuration once loaded (None before), so
+        the line can name the database or broker.
+    """
+    try:
+        code = body()
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        return _broken_pipe()
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:
+        message = describe(e, conf())
+        if debug:
+            traceback.print_exc()
+        if message is None:
+            message = f"{type(e).__name__}: {e}"
+        return error(message)
+
+
+def error(message: str) -> int:
+    """Print ``ERROR: message`` on stderr (one line); returns 1."""
+    try:
+        print(f"ERROR: {' '.join(message.split())}", file=sys.stderr)
+    except BrokenPipeError:
+        pass
+    return 1
+
+
+def _broken_pipe() -> int:
+    # The reader went away (| head): nothing more to say. Point stdout at
+    # /dev/null so the interpreter's final flush does not raise again.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 1

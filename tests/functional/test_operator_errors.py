@@ -1,0 +1,227 @@
+"""Every operator mistake ends in one line naming the problem and the
+fix, exit status 1: real commands, real files, a real broker and
+database."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+from tests.fixtures.config import write_config
+
+COMMANDS = ("server", "manage", "client", "fleet")
+#: Arguments that make each command do real work once configured.
+WORK = {"server": (), "manage": ("service", "list"), "client": ("ping",),
+        "fleet": ("--nodes", "1", "--once")}
+
+
+def run(command: str, *args: str, as_nobody: bool = False,
+        timeout: float = 60) -> subprocess.CompletedProcess:
+    argv = [sys.executable, "-m", f"scheduler.cmd.{command}", *args]
+    if as_nobody:
+        argv = ["setpriv", "--reuid=nobody", "--regid=nogroup",
+                "--clear-groups", *argv]
+    return subprocess.run(argv, capture_output=True, text=True,
+                          timeout=timeout, cwd="/")
+
+
+def one_line_error(result: subprocess.CompletedProcess) -> str:
+    """The single ERROR line; fails on anything else (a traceback, a
+    second line, a zero exit)."""
+    assert result.returncode == 1, (result.returncode, result.stderr)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ERROR: "), result.stderr
+    assert "Traceback" not in result.stderr
+    return lines[0]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def shared_dir():
+    """A directory user nobody may enter (pytest's tmp_path is 0700)."""
+    path = Path(tempfile.mkdtemp(prefix="sched-ops-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path)
+
+
+@pytest.fixture
+def sqlite_config(shared_dir, rabbitmq):
+    def make(db: Path | None = None, **extra) -> Path:
+        return write_config(shared_dir, {
+            "state_path": shared_dir,
+            "transport_url": rabbitmq.transport_url,
+            "scheduler.topic": f"ops-{os.getpid()}-{time.monotonic_ns()}",
+            "database.connection": f"sqlite:///{db or shared_dir / 'db.sqlite'}",
+            **extra})
+    return make
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_missing_config_file_names_it(command, tmp_path):
+    missing = tmp_path / "nope.conf"
+    line = one_line_error(run(command, "--config-file", str(missing),
+                              *WORK[command]))
+    assert str(missing) in line and "not found" in line
+    assert "--config-file" in line
+
+
+@pytest.mark.parametrize("command", ("manage", "server", "fleet"))
+def test_no_config_file_at_all_names_the_default_database(command):
+    line = one_line_error(run(command, *WORK[command]))
+    assert "/var/lib/scheduler/scheduler.sqlite does not exist" in line
+    assert "no --config-file given" in line
+
+
+def test_unreadable_config_file(sqlite_config):
+    config = sqlite_config()
+    config.chmod(0o600)
+    line = one_line_error(run("manage", "--config-file", str(config),
+                              "service", "list", as_nobody=True))
+    assert f"cannot read configuration file {config}" in line
+    assert "permission denied" in line
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_version_everywhere(command):
+    result = run(command, "--version")
+    assert result.returncode == 0
+    assert result.stdout.strip().split()[-1][0].isdigit()
+
+
+def test_missing_database_file_is_named_and_not_created(sqlite_config,
+                                                        shared_dir):
+    db = shared_dir / "absent.sqlite"
+    config = sqlite_config(db)
+    for args in (("db", "version"), ("service", "list")):
+        line = one_line_error(run("manage", "--config-file", str(config),
+                                  *args))
+        assert f"database file {db} does not exist" in line
+        assert "db sync" in line
+    assert not db.exists()
+    gone = shared_dir / "no" / "such" / "dir" / "x.sqlite"
+    line = one_line_error(run("manage", "--config-file",
+                              str(sqlite_config(gone)), "db", "sync"))
+    assert f"directory {gone.parent} does not exist" in line
+
+
+def test_empty_database_without_schema(sqlite_config, shared_dir):
+    db = shared_dir / "empty.sqlite"
+    sqlite3.connect(db).close()
+    config = str(sqlite_config(db))
+    for command in ("manage", "fleet", "server"):
+        line = one_line_error(run(command, "--config-file", config,
+                                  *WORK[command]))
+        assert line == (f"ERROR: no scheduler schema in {db}; run "
+                        f"'scheduler-manage db sync' first")
+    # db version exits 1, so the unit's ExecStartPre check fails.
+    result = run("manage", "--config-file", config, "db", "version")
+    assert (result.returncode, result.stdout) == (
+        1, "none (run 'scheduler-manage db sync')\n")
+
+
+def test_no_schema_on_every_database(make_deployment):
+    deployment = make_deployment(sync_schema=False)
+    line = one_line_error(deployment.manage("service", "list", check=False))
+    assert "no scheduler schema in " in line and "db sync" in line
+    assert "password" not in line
+
+
+def test_read_only_database(sqlite_config, shared_dir):
+    config = str(sqlite_config())
+    assert run("manage", "--config-file", config, "db", "sync"
+               ).returncode == 0
+    assert run("fleet", "--config-file", config, "--nodes", "2", "--once"
+               ).returncode == 0
+    line = one_line_error(run("manage", "--config-file", config, "service",
+                              "disable", "compute-00001", as_nobody=True))
+    assert f"database {shared_dir / 'db.sqlite'}" in line
+    assert "read-only" in line or "cannot open" in line
+    assert "UPDATE" not in line and "sqlite3" not in line
+
+
+def test_broken_pipe_is_quiet(sqlite_config):
+    config = str(sqlite_config())
+    run("manage", "--config-file", config, "db", "sync")
+    run("fleet", "--config-file", config, "--nodes", "3000", "--once")
+    result = subprocess.run(
+        f"{sys.executable} -m scheduler.cmd.manage --config-file {config} "
+        f"node list | head -1", shell=True, capture_output=True, text=True,
+        timeout=120)
+    assert result.stdout.startswith("host")
+    assert result.stderr == ""
+
+
+def test_json_after_the_command_and_everywhere(sqlite_config):
+    import json
+    config = str(sqlite_config())
+    run("manage", "--config-file", config, "db", "sync")
+    run("fleet", "--config-file", config, "--nodes", "2", "--once")
+    for args in (("service", "list", "--json"), ("--json", "service", "list"),
+                 ("db", "version", "--json"), ("allocations", "audit",
+                                               "--json")):
+        result = run("manage", "--config-file", config, *args)
+        assert result.returncode == 0, result.stderr
+        json.loads(result.stdout)
+    assert json.loads(run("manage", "--config-file", config, "db", "version",
+                          "--json").stdout)["revision"]
+    assert json.loads(run("manage", "--config-file", config, "allocations",
+                          "audit", "--json").stdout)["problems"] == []
+
+
+def test_client_with_a_dead_broker_returns_within_its_timeout(shared_dir):
+    config = write_config(shared_dir, {
+        "state_path": shared_dir,
+        "transport_url": f"rabbit://u:p@127.0.0.1:{free_port()}/"})
+    started = time.monotonic()
+    line = one_line_error(run("client", "--config-file", str(config),
+                              "--timeout", "3", "ping"))
+    elapsed = time.monotonic() - started
+    assert "cannot reach the message broker at 127.0.0.1:" in line
+    assert "within 3s" in line and "transport_url" in line
+    # Interpreter start plus the 3 s budget; the old client never returned.
+    assert elapsed < 30
+
+
+def test_client_with_wrong_broker_password(shared_dir, rabbitmq):
+    config = write_config(shared_dir, {
+        "state_path": shared_dir,
+        "transport_url": f"rabbit://nosuchuser:wrong@127.0.0.1:"
+                         f"{rabbitmq.port}/"})
+    line = one_line_error(run("client", "--config-file", str(config),
+                              "--timeout", "5", "ping"))
+    assert "refused the login" in line and "transport_url" in line
+
+
+def test_server_side_refusals_are_one_line(make_deployment):
+    deployment = make_deployment()
+    deployment.fleet(3)
+    deployment.start_server()
+    line = one_line_error(deployment.client("release", "not-a-uuid"))
+    assert line == "ERROR: consumer_uuids: 'not-a-uuid' is not a UUID"
+    line = one_line_error(deployment.client("select", "--force-host",
+                                            "nosuchhost"))
+    assert "no compute host is named nosuchhost" in line
+
+
+def test_fleet_reports_progress_on_long_work(sqlite_config):
+    config = str(sqlite_config())
+    run("manage", "--config-file", config, "db", "sync")
+    result = run("fleet", "--config-file", config, "--nodes", "40000",
+                 "--once", timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "fleet: registered " in result.stderr
+    assert " of 40000 new nodes" in result.stderr
