@@ -20,6 +20,7 @@ backend.init_backend(backend.BackendType.THREADING)
 from oslo_log import log as logging  # noqa: E402
 from oslo_service import service  # noqa: E402
 
+from scheduler import broker  # noqa: E402
 from scheduler import cmd  # noqa: E402
 from scheduler import conf as sched_conf  # noqa: E402
 from scheduler import errors  # noqa: E402
@@ -89,9 +90,13 @@ class SchedulerService(service.ServiceBase):
 
 def check_startup(conf, config_given: bool = True) -> None:
     """Fail before forking on what no worker could survive: plugins that
-    do not load, a database that is missing or without our schema.
+    do not load, a database that is missing or without our schema, a
+    broker that does not answer within ``[scheduler]
+    broker_startup_timeout`` or refuses the login.
 
     :raises ConfigError: naming the option or the database, and the fix.
+    :raises broker.BrokerUnavailable: naming the broker (BrokerRefused
+        when the credentials are wrong).
     """
     plugins.load_filters(conf)
     plugins.load_weighers(conf)
@@ -102,6 +107,7 @@ def check_startup(conf, config_given: bool = True) -> None:
         cmd.require_schema(conf, engine)
     finally:
         engine.dispose()
+    broker.check(conf, conf.scheduler.broker_startup_timeout)
 
 
 def main(argv: list[str] | None = None) -> int:

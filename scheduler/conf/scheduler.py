@@ -44,6 +44,12 @@ opts = [
                     "permanent at once (for callers that never confirm)."),
     cfg.IntOpt("max_instances_per_request", default=1000, min=1,
                help="Largest number of instances accepted in one request."),
+    cfg.IntOpt("broker_startup_timeout", default=30, min=1,
+               help="Seconds scheduler-server waits at start for the "
+                    "message broker to accept its login. If none does, or "
+                    "the broker refuses the credentials, the server exits "
+                    "with status 1 and one line naming the broker, instead "
+                    "of starting workers that retry for ever."),
 ]
 
 

@@ -225,3 +225,41 @@ def test_fleet_reports_progress_on_long_work(sqlite_config):
     assert result.returncode == 0, result.stderr
     assert "fleet: registered " in result.stderr
     assert " of 40000 new nodes" in result.stderr
+
+
+def test_server_with_a_dead_broker_exits_in_one_line(sqlite_config,
+                                                      shared_dir):
+    config = sqlite_config(**{
+        "transport_url": f"rabbit://u:p@127.0.0.1:{free_port()}/",
+        "scheduler.broker_startup_timeout": 3})
+    assert run("manage", "--config-file", str(config), "db", "sync"
+               ).returncode == 0
+    line = one_line_error(run("server", "--config-file", str(config)))
+    assert line.startswith("ERROR: cannot reach the message broker at "
+                           "127.0.0.1:")
+    assert "within 3s" in line and "start RabbitMQ or fix [DEFAULT] " \
+        "transport_url" in line
+
+
+def test_server_with_a_wrong_broker_password_exits_in_one_line(
+        sqlite_config, rabbitmq):
+    config = sqlite_config(**{
+        "transport_url": f"rabbit://nosuchuser:wrong@127.0.0.1:"
+                         f"{rabbitmq.port}/"})
+    assert run("manage", "--config-file", str(config), "db", "sync"
+               ).returncode == 0
+    line = one_line_error(run("server", "--config-file", str(config)))
+    assert f"the message broker at 127.0.0.1:{rabbitmq.port} refused the " \
+        "login" in line
+    assert "fix the user, password or virtual host in [DEFAULT] " \
+        "transport_url" in line
+
+
+def test_client_json_after_the_command(make_deployment):
+    import json
+    deployment = make_deployment()
+    deployment.start_server()
+    for args in (("ping", "--json"), ("--json", "ping")):
+        result = deployment.client(*args)
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["host"] == deployment.conf.host
