@@ -263,3 +263,19 @@ def test_client_json_after_the_command(make_deployment):
         result = deployment.client(*args)
         assert result.returncode == 0, result.stderr
         assert json.loads(result.stdout)["host"] == deployment.conf.host
+
+
+def test_server_on_a_read_only_database_exits_in_one_line(sqlite_config,
+                                                         shared_dir):
+    """The server's user may read the database file but not write it: the
+    server refuses to start, naming the file, no SQL."""
+    config = str(sqlite_config())
+    assert run("manage", "--config-file", config, "db", "sync"
+               ).returncode == 0
+    assert run("fleet", "--config-file", config, "--nodes", "2", "--once"
+               ).returncode == 0
+    line = one_line_error(run("server", "--config-file", config,
+                              as_nobody=True))
+    assert line == (f"ERROR: database {shared_dir / 'db.sqlite'} is "
+                    f"read-only for this user; run as the user that owns "
+                    f"it (e.g. sudo -u scheduler) or grant write access")
