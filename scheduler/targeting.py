@@ -55,7 +55,7 @@ def apply(spec: RequestSpec, view: HostView, idx: np.ndarray
                                          np.isin(wanted, lower)) if not known]
         reason = "not a forced host"
         if unknown:
-            reason += f" (no compute host is named {', '.join(unknown)})"
+            reason += f"; no compute host is named {', '.join(unknown)}"
         idx = _narrow("force_hosts", reason, view, idx,
                       np.isin(lower[idx], wanted), steps)
     if spec.force_nodes:

@@ -96,9 +96,12 @@ def test_force_hosts_and_nodes_intersect():
 
 
 def test_forced_but_nothing_matches_leaves_no_host():
-    kept, forced, _ = _apply(make_spec(force_hosts=["ghost"]),
-                                      _hosts())
-    assert kept == [] and forced is True
+    kept, forced, steps = _apply(make_spec(force_hosts=["ghost", "HOST1"]),
+                                 _hosts())
+    assert forced is True
+    # A forced host that does not exist is named: a typo is not "no room".
+    assert steps[-1].reason == ("not a forced host; no compute host is "
+                                "named ghost")
 
 
 def test_ignore_wins_over_force():
