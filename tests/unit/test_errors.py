@@ -1,0 +1,69 @@
+"""scheduler.errors: each operator error becomes one line with its fix."""
+from __future__ import annotations
+
+from oslo_config import cfg
+from oslo_db import exception as db_exc
+import pytest
+from sqlalchemy import exc as sa_exc
+
+from scheduler import conf as sched_conf
+from scheduler import errors
+from scheduler import exception
+
+
+@pytest.fixture
+def conf():
+    c = sched_conf.load([])
+    c.set_override("connection", "postgresql://u:secret@db/sched",
+                   group="database")
+    return c
+
+
+def _op(text):
+    return sa_exc.OperationalError("UPDATE compute_nodes SET x=1", {},
+                                   Exception(text))
+
+
+def test_missing_table_is_no_schema(conf):
+    e = db_exc.DBNonExistentTable(_op('relation "services" does not exist'))
+    line = errors.describe(e, conf)
+    assert line == ("no scheduler schema in postgresql://u:***@db/sched; "
+                    "run 'scheduler-manage db sync' first")
+
+
+def test_read_only_names_the_database_not_the_sql(conf):
+    line = errors.describe(_op("attempt to write a readonly database"), conf)
+    assert line.startswith("database postgresql://u:***@db/sched is "
+                           "read-only for this user")
+    assert "UPDATE" not in line and "secret" not in line
+
+
+def test_missing_database_is_not_a_missing_schema(conf):
+    line = errors.describe(_op('database "sched" does not exist'), conf)
+    assert line.startswith("cannot open database postgresql://u:***@db/")
+
+
+def test_config_file_errors():
+    line = errors.describe(cfg.ConfigFilesNotFoundError(["/x.conf"]))
+    assert line.startswith("configuration file /x.conf not found; pass "
+                           "--config-file")
+
+
+def test_run_prints_one_line_without_traceback(capsys):
+    def body():
+        raise RuntimeError("boom")
+    assert errors.run(body) == 1
+    assert capsys.readouterr().err == "ERROR: RuntimeError: boom\n"
+
+
+def test_run_traceback_only_with_debug(capsys):
+    def body():
+        raise exception.InvalidRequest("spec: bad\nsecond line")
+    assert errors.run(body, debug=True) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" in err
+    assert err.splitlines()[-1] == "ERROR: spec: bad second line"
+
+
+def test_run_passes_the_exit_status():
+    assert errors.run(lambda: 3) == 3
