@@ -24,6 +24,7 @@ from scheduler import broker  # noqa: E402
 from scheduler import cmd  # noqa: E402
 from scheduler import conf as sched_conf  # noqa: E402
 from scheduler import errors  # noqa: E402
+from scheduler import malformed  # noqa: E402
 from scheduler import plugins  # noqa: E402
 from scheduler import rpc  # noqa: E402
 from scheduler.db import api as db  # noqa: E402
@@ -121,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
                                version=cmd.version())
         loaded.append(conf)
         logging.setup(conf, "scheduler")
+        # Before forking, so every worker inherits it.
+        malformed.install()
         check_startup(conf, config_given=bool(conf.config_file
                                               or conf.config_dir))
         launcher = service.launch(conf, SchedulerService(conf),
