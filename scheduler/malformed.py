@@ -21,7 +21,7 @@ from typing import Callable
 from oslo_messaging.rpc import dispatcher as rpc_dispatcher
 
 #: oslo.messaging's loggers and the record text that means "this message".
-_DECODE = ("oslo_messaging._drivers.impl_rabbit",
+_DECODE = ("oslo.messaging._drivers.impl_rabbit",
            "Failed to process message ... skipping it.")
 _DISPATCH = ("oslo_messaging.rpc.server", "Exception during message handling")
 
