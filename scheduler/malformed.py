@@ -75,11 +75,13 @@ class MalformedMessageFilter(logging.Filter):
                 return False
             held_back, self._held_back = self._held_back, 0
             self._next = now + self.interval
-        detail = " ".join(str(exc).split())[:200]
         record.levelno, record.levelname = logging.WARNING, "WARNING"
-        record.msg = "Dropped a malformed message on the topic (%s): %s: %s%s"
-        record.args = (what, type(exc).__name__, detail,
-                       f" ({held_back} more dropped since the last warning)"
+        # oslo.log's formatter appends the exception's one-line summary
+        # (": module.Type: text") to a WARNING logged while it is active,
+        # as it is here, so the line names the error without repeating it.
+        record.msg = "Dropped a malformed message on the topic (%s; %s)%s"
+        record.args = (what, type(exc).__name__,
+                       f", {held_back} more since the last warning"
                        if held_back else "")
         record.exc_info = record.exc_text = None
         return True

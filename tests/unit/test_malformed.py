@@ -28,16 +28,15 @@ def test_decode_failure_becomes_one_warning_then_is_rate_limited():
     assert flt.filter(first)
     assert first.levelname == "WARNING" and first.exc_info is None
     assert first.getMessage() == ("Dropped a malformed message on the topic "
-                                  "(cannot decode it): ValueError: "
-                                  "Expecting value: line 1")
+                                  "(cannot decode it; ValueError)")
     assert not flt.filter(_record(*DECODE, ValueError("x")))
     assert not flt.filter(_record(*DECODE, ValueError("y")))
     now[0] += 10
     later = _record(*DISPATCH, rpc_dispatcher.NoSuchMethod("nope"))
     assert flt.filter(later)
-    assert later.getMessage().endswith(
-        "(2 more dropped since the last warning)")
-    assert "(cannot dispatch it): NoSuchMethod" in later.getMessage()
+    assert later.getMessage() == (
+        "Dropped a malformed message on the topic (cannot dispatch it; "
+        "NoSuchMethod), 2 more since the last warning")
 
 
 def _deep_type_error():
