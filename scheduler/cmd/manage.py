@@ -69,12 +69,15 @@ def service_list(conf, engine, args) -> None:
 def service_disable(conf, engine, args) -> None:
     _write(conf, admin.set_service_disabled, engine, args.host, True,
            args.reason)
-    print(f"disabled {args.host}")
+    _print(args, {"host": args.host, "disabled": True,
+                  "reason": args.reason},
+           lambda _: f"disabled {args.host}")
 
 
 def service_enable(conf, engine, args) -> None:
     _write(conf, admin.set_service_disabled, engine, args.host, False)
-    print(f"enabled {args.host}")
+    _print(args, {"host": args.host, "disabled": False},
+           lambda _: f"enabled {args.host}")
 
 
 def node_list(conf, engine, args) -> None:
@@ -149,30 +152,36 @@ def aggregate_list(conf, engine, args) -> None:
 def aggregate_create(conf, engine, args) -> None:
     _write(conf, admin.create_aggregate, engine, args.name, args.zone)
     zone = f" in zone {args.zone}" if args.zone is not None else ""
-    print(f"created aggregate {args.name}{zone}")
+    _print(args, {"name": args.name, "zone": args.zone},
+           lambda _: f"created aggregate {args.name}{zone}")
 
 
 def aggregate_delete(conf, engine, args) -> None:
     hosts = _write(conf, admin.delete_aggregate, engine, args.name,
                    force=args.force)
     removed = f" (removed {len(hosts)} host(s))" if hosts else ""
-    print(f"deleted aggregate {args.name}{removed}")
+    _print(args, {"name": args.name, "removed_hosts": list(hosts or [])},
+           lambda _: f"deleted aggregate {args.name}{removed}")
 
 
 def aggregate_add_host(conf, engine, args) -> None:
     _write(conf, admin.add_aggregate_host, engine, args.name, args.host)
-    print(f"added {args.host} to aggregate {args.name}")
+    _print(args, {"name": args.name, "added": args.host},
+           lambda _: f"added {args.host} to aggregate {args.name}")
 
 
 def aggregate_remove_host(conf, engine, args) -> None:
     _write(conf, admin.remove_aggregate_host, engine, args.name, args.host)
-    print(f"removed {args.host} from aggregate {args.name}")
+    _print(args, {"name": args.name, "removed": args.host},
+           lambda _: f"removed {args.host} from aggregate {args.name}")
 
 
 def aggregate_set_metadata(conf, engine, args) -> None:
     metadata = _write(conf, admin.set_aggregate_metadata, engine, args.name,
                       dict(args.metadata))
-    print(f"aggregate {args.name} metadata: {_metadata(metadata)}")
+    _print(args, {"name": args.name, "metadata": metadata},
+           lambda _: f"aggregate {args.name} metadata: "
+                     f"{_metadata(metadata)}")
 
 
 def allocations_audit(conf, engine, args) -> int:

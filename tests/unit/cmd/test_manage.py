@@ -423,3 +423,30 @@ def test_writes_retry_a_locked_database(config, capsys, register, engine,
     assert _run(capsys, config() + ["aggregate", "create", "fast"]) == (
         0, "created aggregate fast\n", "")
     assert len(calls) == 2
+
+
+def test_json_after_the_command_on_every_write(config, capsys, register):
+    import json
+    register(node("h1"))
+    args = config()
+    steps = [
+        (["service", "disable", "h1", "--reason", "rack", "--json"],
+         {"host": "h1", "disabled": True, "reason": "rack"}),
+        (["service", "enable", "h1", "--json"],
+         {"host": "h1", "disabled": False}),
+        (["aggregate", "create", "agg", "--zone", "az9", "--json"],
+         {"name": "agg", "zone": "az9"}),
+        (["aggregate", "add-host", "agg", "h1", "--json"],
+         {"name": "agg", "added": "h1"}),
+        (["aggregate", "set-metadata", "agg", "k=v", "--json"],
+         {"name": "agg", "metadata": {"availability_zone": "az9",
+                                      "k": "v"}}),
+        (["aggregate", "remove-host", "agg", "h1", "--json"],
+         {"name": "agg", "removed": "h1"}),
+        (["--json", "aggregate", "delete", "agg"],
+         {"name": "agg", "removed_hosts": []}),
+    ]
+    for argv, expected in steps:
+        code, out, err = _run(capsys, args + argv)
+        assert (code, err) == (0, ""), argv
+        assert json.loads(out) == expected, argv
