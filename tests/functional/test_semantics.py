@@ -165,7 +165,7 @@ def test_forcing_skips_the_filters_but_not_capacity(make_deployment):
         _one(deployment, force_hosts=["nowhere"])
     assert caught.value.message == (
         "No valid host: 0/3 hosts passed. force_hosts removed 3 (not a "
-        "forced host)")
+        "forced host; no compute host is named nowhere)")
     with pytest.raises(exception.NoValidHost) as caught:
         _one(deployment, force_hosts=["tiny"])
     assert "the forced host has no room" in caught.value.message
