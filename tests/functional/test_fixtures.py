@@ -233,19 +233,43 @@ def test_mariadb_restart_keeps_data(mariadb: MariaDBServer) -> None:
         mariadb.drop_database(name)
 
 
-def test_mariadb_recovers_after_kill_and_stop_leaves_nothing() -> None:
-    server = MariaDBServer()
-    if server.unavailable_reason():
-        availability.require("MariaDB", server.unavailable_reason())
+def _amqp_login(server: RabbitMQServer) -> bool:
+    import kombu
+
+    with kombu.Connection(server.transport_url.replace("rabbit://", "amqp://"),
+                          connect_timeout=10) as conn:
+        conn.connect()
+        return conn.connected
+
+
+# The life cycle all three share (tests/fixtures/_loopback.py).
+@pytest.mark.parametrize("make,answers", [
+    (PostgreSQLServer, lambda s: _scalar(s.url, "select 1") == 1),
+    (MariaDBServer, lambda s: _scalar(s.url, "select 1") == 1),
+    (RabbitMQServer, _amqp_login),
+], ids=["postgresql", "mariadb", "rabbitmq"])
+def test_a_server_recovers_after_kill_and_stop_leaves_nothing(make, answers
+                                                              ) -> None:
+    server = make()
+    reason = server.unavailable_reason()
+    if reason:
+        availability.require(make.__name__, reason)
     server.start()
-    base = server.base_dir
-    assert base is not None and base.exists()
-    server.kill()
-    server.start()            # crash recovery, same data and port
-    assert _scalar(server.url, "select 1") == 1
-    server.stop()
+    try:
+        base, port = server.base_dir, server.port
+        assert base is not None and base.exists()
+        server.kill()
+        assert not server.is_running
+        server.start()            # crash recovery, same data and port
+        assert server.port == port
+        assert answers(server)
+        with pytest.raises(make.Error, match="already running"):
+            server.start()
+    finally:
+        server.stop()
     assert not base.exists()
     assert not server.is_running
+    server.stop()                 # idempotent
 
 
 # -- availability policy ------------------------------------------------------
