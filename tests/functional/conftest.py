@@ -23,6 +23,7 @@ import sqlalchemy as sa
 from scheduler import conf as sched_conf
 from scheduler import fleet
 from scheduler.db import api as db
+from scheduler.db import migration
 from scheduler.db import models
 from scheduler.rpcapi import SchedulerAPI
 from tests.fixtures.config import write_config
@@ -169,6 +170,21 @@ def database_url(request, tmp_path) -> str:
     """Every functional test runs on SQLite (a file), on PostgreSQL and on
     MariaDB (``mysql``; a database of its own on the session's server)."""
     return _new_database(request, request.param, tmp_path)
+
+
+@pytest.fixture
+def engine(database_url, tmp_path):
+    """An engine made the way the service makes it, on ``database_url``,
+    with the schema at head and no rows. A test file that needs rows
+    overrides it with a fixture of the same name that asks for this one."""
+    conf = sched_conf.new_conf()
+    conf([], default_config_files=[])
+    conf.set_override("state_path", str(tmp_path))
+    conf.set_override("connection", database_url, group="database")
+    engine = db.create_engine(conf)
+    migration.upgrade(engine)
+    yield engine
+    engine.dispose()
 
 
 @pytest.fixture

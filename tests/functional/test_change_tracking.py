@@ -8,30 +8,19 @@ from oslo_db import exception as db_exc
 import pytest
 import sqlalchemy as sa
 
-import scheduler.conf
 from scheduler import fleet
 from scheduler.db import api as db_api
-from scheduler.db import migration
 from scheduler.db import models
+from tests.functional.conftest import node
 
 nodes = models.compute_nodes
 services = models.services
 
 
 @pytest.fixture
-def engine(database_url, tmp_path):
-    conf = scheduler.conf.new_conf()
-    conf([], default_config_files=[])
-    conf.set_override("state_path", str(tmp_path))
-    conf.set_override("connection", database_url, group="database")
-    engine = db_api.create_engine(conf)
-    migration.upgrade(engine)
-    fleet.register(engine, [
-        fleet.Node(host=h, vcpus=4, memory_mb=4096, local_gb=100,
-                   cpu_allocation_ratio=1.0, ram_allocation_ratio=1.0,
-                   zone="az1", host_ip="192.0.2.1") for h in ("h1", "h2")])
-    yield engine
-    engine.dispose()
+def engine(engine):
+    fleet.register(engine, [node(h) for h in ("h1", "h2")])
+    return engine
 
 
 def _write(engine: sa.Engine, statement) -> None:

@@ -8,30 +8,18 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-import scheduler.conf
 from scheduler import claims
 from scheduler import fleet
-from scheduler.db import api as db_api
-from scheduler.db import migration
 from scheduler.db import models
+from tests.functional.conftest import node
 
 HOSTS = 8
 
 
 @pytest.fixture
-def engine(database_url, tmp_path):
-    conf = scheduler.conf.new_conf()
-    conf([], default_config_files=[])
-    conf.set_override("state_path", str(tmp_path))
-    conf.set_override("connection", database_url, group="database")
-    engine = db_api.create_engine(conf)
-    migration.upgrade(engine)
-    fleet.register(engine, [
-        fleet.Node(host=f"h{i}", vcpus=4, memory_mb=4096, local_gb=100,
-                   cpu_allocation_ratio=1.0, ram_allocation_ratio=1.0,
-                   zone="az1", host_ip="192.0.2.1") for i in range(HOSTS)])
-    yield engine
-    engine.dispose()
+def engine(engine):
+    fleet.register(engine, [node(f"h{i}") for i in range(HOSTS)])
+    return engine
 
 
 def _claim(engine: sa.Engine, host: str, group: claims.GroupRule) -> None:

@@ -9,9 +9,6 @@ from oslo_db import exception as db_exc
 import pytest
 import sqlalchemy as sa
 
-import scheduler.conf
-from scheduler.db import api as db_api
-from scheduler.db import migration
 from scheduler.db import models
 from scheduler.db import retry
 
@@ -21,20 +18,12 @@ groups = models.claim_groups
 
 
 @pytest.fixture
-def engine(database_url, tmp_path):
-    """An engine made the way the service makes it, schema at head, with
-    claim_groups rows "a" and "b" to fight over."""
-    conf = scheduler.conf.new_conf()
-    conf([], default_config_files=[])
-    conf.set_override("state_path", str(tmp_path))
-    conf.set_override("connection", database_url, group="database")
-    engine = db_api.create_engine(conf)
-    migration.upgrade(engine)
+def engine(engine):
+    """Claim_groups rows "a" and "b" to fight over."""
     with engine.begin() as conn:
         conn.execute(groups.insert(), [{"uuid": "a", "generation": 0},
                                        {"uuid": "b", "generation": 0}])
-    yield engine
-    engine.dispose()
+    return engine
 
 
 def _bump(conn: sa.Connection, uuid: str) -> None:
