@@ -18,19 +18,9 @@ from __future__ import annotations
 import numpy as np
 
 from scheduler.filters.base import FilterStep
-from scheduler.filters.base import SAMPLE_SIZE
+from scheduler.filters.base import narrow
 from scheduler.host_table import HostView
 from scheduler.request_spec import RequestSpec
-
-
-def _narrow(name: str, reason: str, view: HostView, idx: np.ndarray,
-            keep: np.ndarray, steps: list[FilterStep]) -> np.ndarray:
-    if keep.all():
-        return idx
-    dropped = tuple(view.host_names[idx[~keep]][:SAMPLE_SIZE])
-    steps.append(FilterStep(name, len(idx), int(keep.sum()), reason,
-                            dropped))
-    return idx[keep]
 
 
 def apply(spec: RequestSpec, view: HostView, idx: np.ndarray
@@ -44,8 +34,8 @@ def apply(spec: RequestSpec, view: HostView, idx: np.ndarray
     lower = view.host_names_lower
     if spec.ignore_hosts:
         ignored = [h.lower() for h in spec.ignore_hosts]
-        idx = _narrow("ignore_hosts", "ignored by the request", view, idx,
-                      ~np.isin(lower[idx], ignored), steps)
+        idx = narrow(view, idx, ~np.isin(lower[idx], ignored),
+                     "ignore_hosts", "ignored by the request", steps)
     forced = bool(spec.force_hosts or spec.force_nodes)
     if spec.force_hosts:
         wanted = [h.lower() for h in spec.force_hosts]
@@ -56,24 +46,26 @@ def apply(spec: RequestSpec, view: HostView, idx: np.ndarray
         reason = "not a forced host"
         if unknown:
             reason += f"; no compute host is named {', '.join(unknown)}"
-        idx = _narrow("force_hosts", reason, view, idx,
-                      np.isin(lower[idx], wanted), steps)
+        idx = narrow(view, idx, np.isin(lower[idx], wanted),
+                     "force_hosts", reason, steps)
     if spec.force_nodes:
-        idx = _narrow("force_nodes", "not a forced node", view, idx,
-                      np.isin(view.node_names[idx], list(spec.force_nodes)),
-                      steps)
+        keep = np.isin(view.node_names[idx], list(spec.force_nodes))
+        idx = narrow(view, idx, keep, "force_nodes", "not a forced node",
+                     steps)
     dest = spec.requested_destination
     if dest and dest.get("host"):
-        idx = _narrow("requested_destination", "not the requested host",
-                      view, idx, lower[idx] == dest["host"].lower(), steps)
+        idx = narrow(view, idx, lower[idx] == dest["host"].lower(),
+                     "requested_destination", "not the requested host",
+                     steps)
     if dest and dest.get("node"):
-        idx = _narrow("requested_destination", "not the requested node",
-                      view, idx, view.node_names[idx] == dest["node"], steps)
+        idx = narrow(view, idx, view.node_names[idx] == dest["node"],
+                     "requested_destination", "not the requested node",
+                     steps)
     for wanted in spec.required_aggregates():
-        idx = _narrow("requested_destination",
-                      f"in none of the requested aggregates "
-                      f"{', '.join(sorted(wanted))[:80]}",
-                      view, idx, _in_aggregates(view, idx, wanted), steps)
+        idx = narrow(view, idx, _in_aggregates(view, idx, wanted),
+                     "requested_destination",
+                     f"in none of the requested aggregates "
+                     f"{', '.join(sorted(wanted))[:80]}", steps)
     return idx, forced, steps
 
 

@@ -88,6 +88,23 @@ class FilterStep:
                 "reason": self.reason, "sample": list(self.sample)}
 
 
+def narrow(view: HostView, idx: np.ndarray, keep: np.ndarray, name: str,
+           reason: str, steps: list[FilterStep]) -> np.ndarray:
+    """Keep the hosts at positions ``idx`` where ``keep`` (a mask aligned
+    with ``idx``) is true, and append a FilterStep to ``steps`` when that
+    removed any.
+
+    For narrowing that is not a filter plugin (the request's targeting,
+    a stack's relations), so a refusal explains it like a filter's.
+    """
+    if keep.all():
+        return idx
+    dropped = tuple(view.host_names[idx[~keep]][:SAMPLE_SIZE])
+    steps.append(FilterStep(name, len(idx), int(keep.sum()), reason,
+                            dropped))
+    return idx[keep]
+
+
 def run_filters(filters: Sequence[BaseFilter], view: HostView,
                 idx: np.ndarray, spec: RequestSpec, index: int = 0
                 ) -> tuple[np.ndarray, list[FilterStep]]:

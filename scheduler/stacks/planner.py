@@ -29,6 +29,7 @@ from scheduler import exception
 from scheduler import targeting
 from scheduler.drivers.base import Selection
 from scheduler.filters.base import FilterStep
+from scheduler.filters.base import narrow
 from scheduler.filters.base import run_filters
 from scheduler.filters.base import SAMPLE_SIZE
 from scheduler.host_table import HostTable
@@ -175,30 +176,20 @@ def _relations(name: str, same: set[str], apart: set[str],
     if not near and not away:
         return None
 
-    def narrow(view: HostView, idx: np.ndarray):
+    def by_relations(view: HostView, idx: np.ndarray):
         steps: list[FilterStep] = []
         for other in near:
             # Where ``other``'s instances are (one host: see parts above).
             keep = view.on_hosts(hosts[other])[idx]
-            idx = _step(view, idx, keep, "stack same_host",
-                        f"holds no instance of {other}", steps)
+            idx = narrow(view, idx, keep, "stack same_host",
+                         f"holds no instance of {other}", steps)
         if away:
             taken = [h for other in away for h in hosts[other]]
             keep = ~view.on_hosts(taken)[idx]
-            idx = _step(view, idx, keep, "stack different_host",
-                        "holds an instance of " + _names(away), steps)
+            idx = narrow(view, idx, keep, "stack different_host",
+                         "holds an instance of " + _names(away), steps)
         return idx, steps
-    return narrow
-
-
-def _step(view: HostView, idx: np.ndarray, keep: np.ndarray, name: str,
-          reason: str, steps: list[FilterStep]) -> np.ndarray:
-    if keep.all():
-        return idx
-    dropped = tuple(view.host_names[idx[~keep]][:SAMPLE_SIZE])
-    steps.append(FilterStep(name, len(idx), int(keep.sum()), reason,
-                            dropped))
-    return idx[keep]
+    return by_relations
 
 
 def _names(names: list[str]) -> str:

@@ -1,6 +1,7 @@
 """The filter loop: order, early stop, once-per-request, steps, explain."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from scheduler.filters import base
@@ -8,6 +9,8 @@ from scheduler.filters.base import BaseFilter
 from scheduler.filters.base import FilterStep
 from scheduler.filters.base import explain
 from scheduler.filters.base import filter_hosts
+from scheduler.host_table import HostTable
+from scheduler.host_table import HostView
 from tests.unit.fakes import make_host
 from tests.unit.fakes import make_spec
 
@@ -198,3 +201,17 @@ def test_base_filter_defaults(conf, hosts):
 def test_base_filter_requires_host_passes(conf, hosts):
     with pytest.raises(NotImplementedError):
         BaseFilter(conf).host_passes(hosts[0], make_spec())
+
+
+def test_narrow_records_a_step_only_when_it_removes_hosts():
+    view = HostView(HostTable([make_host(f"h{i}") for i in range(4)]))
+    idx = np.arange(4)
+    steps: list[FilterStep] = []
+    assert base.narrow(view, idx, np.ones(4, bool), "x", "why",
+                       steps) is idx
+    assert steps == []
+    kept = base.narrow(view, idx, np.array([True, False, True, False]),
+                       "ignore_hosts", "ignored by the request", steps)
+    assert list(kept) == [0, 2]
+    assert steps == [FilterStep("ignore_hosts", 4, 2,
+                                "ignored by the request", ("h1", "h3"))]
