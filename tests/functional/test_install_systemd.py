@@ -1,0 +1,140 @@
+"""tools/install-systemd into a staging root, and the unit it renders:
+systemd-analyze accepts it and scores it at most 2.0 ("OK"), and its
+pre-start check refuses a database without the scheduler schema."""
+from __future__ import annotations
+
+from pathlib import Path
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.fixtures.availability import require
+from tests.functional.conftest import run_command
+
+REPO = Path(__file__).resolve().parents[2]
+TOOL = REPO / "tools" / "install-systemd"
+BINDIR = Path(sys.executable).parent
+UNIT = "etc/systemd/system/scheduler-server.service"
+
+
+def install(root: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(TOOL), "--root", str(root),
+                           "--bindir", str(BINDIR)],
+                          capture_output=True, text=True, timeout=60)
+
+
+def systemd_analyze(*args: str) -> subprocess.CompletedProcess:
+    if shutil.which("systemd-analyze") is None:
+        require("systemd-analyze", "not on PATH (Debian package systemd)")
+    return subprocess.run(["systemd-analyze", *args], capture_output=True,
+                          text=True, timeout=120)
+
+
+@pytest.fixture
+def root(tmp_path) -> Path:
+    root = tmp_path / "root"
+    result = install(root)
+    assert result.returncode == 0, result.stderr
+    return root
+
+
+def unit_line(root: Path, key: str) -> str:
+    for line in (root / UNIT).read_text().splitlines():
+        if line.startswith(f"{key}="):
+            return line.split("=", 1)[1]
+    raise AssertionError(f"no {key}= in the unit")
+
+
+def test_install_creates_user_directories_config_and_unit(root):
+    passwd = (root / "etc/passwd").read_text()
+    assert re.search(r"^scheduler:x:\d+:\d+:", passwd, re.M)
+    assert re.search(r"^scheduler:x:\d+:", (root / "etc/group").read_text(),
+                     re.M)
+    for d in ("etc/scheduler/conf.d", "var/lib/scheduler",
+              "var/log/scheduler"):
+        assert (root / d).is_dir(), d
+    config = (root / "etc/scheduler/scheduler.conf").read_text()
+    assert "sqlite:////var/lib/scheduler/scheduler.sqlite" in config
+    assert "localhost:5672" in config
+    # The unit names the scripts that are installed, not /usr/bin.
+    assert unit_line(root, "ExecStart").startswith(
+        f"{BINDIR}/scheduler-server ")
+    assert (BINDIR / "scheduler-server").exists()
+    assert "@BINDIR@" not in (root / UNIT).read_text()
+
+
+def test_install_again_keeps_the_operators_config(root):
+    config = root / "etc/scheduler/scheduler.conf"
+    config.write_text("[DEFAULT]\ntransport_url = rabbit://me@broker//\n")
+    result = install(root)
+    assert result.returncode == 0, result.stderr
+    assert config.read_text() == \
+        "[DEFAULT]\ntransport_url = rabbit://me@broker//\n"
+    assert f"kept {config}" in result.stdout
+
+
+def test_install_without_the_scripts_is_one_line(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(TOOL), "--root", str(tmp_path / "r"),
+         "--bindir", str(tmp_path)], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith(
+        f"ERROR: {tmp_path}/scheduler-server is not an installed script")
+
+
+def test_rendered_unit_passes_systemd_analyze_verify(root):
+    result = systemd_analyze("verify", str(root / UNIT))
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+
+
+def test_rendered_unit_scores_at_most_2_in_systemd_analyze_security(root):
+    result = systemd_analyze("security", "--offline=yes", "--no-pager",
+                             str(root / UNIT))
+    match = re.search(r"Overall exposure level for \S+: (\d+\.\d+) (\w+)",
+                      result.stdout)
+    assert match, result.stdout + result.stderr
+    assert float(match.group(1)) <= 2.0, result.stdout
+    # The checks the issue asks for are on, not traded for others.
+    for check in ("SystemCallFilter=~@privileged", "IPAddressDeny=",
+                  "NotifyAccess="):
+        line = next(x for x in result.stdout.splitlines() if check in x)
+        assert not line.startswith("✗") or "only localhost" in line, line
+
+
+def test_unit_is_notify_with_watchdog_and_reload(root):
+    assert unit_line(root, "Type") == "notify"
+    assert unit_line(root, "NotifyAccess") == "main"
+    assert unit_line(root, "WatchdogSec") == "30"
+    assert unit_line(root, "ExecReload") == "/bin/kill -HUP $MAINPID"
+
+
+def pre_start(root: Path, database_url: str) -> subprocess.CompletedProcess:
+    """The unit's ExecStartPre, run as written but with /etc/scheduler
+    inside ``root`` and a conf.d file pointing at ``database_url``."""
+    (root / "etc/scheduler/conf.d/test.conf").write_text(
+        f"[database]\nconnection = {database_url}\n")
+    argv = [arg.replace("/etc/scheduler", f"{root}/etc/scheduler")
+            for arg in shlex.split(unit_line(root, "ExecStartPre"))]
+    assert argv[0] == f"{BINDIR}/scheduler-manage"
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60)
+
+
+def test_pre_start_fails_in_one_line_without_schema_and_passes_with(
+        root, database_url, tmp_path):
+    result = pre_start(root, database_url)
+    assert result.returncode != 0
+    output = (result.stdout + result.stderr).strip()
+    assert len(output.splitlines()) == 1, output
+    assert "db sync" in output
+    assert "Traceback" not in output
+
+    config = root / "etc/scheduler/conf.d/test.conf"
+    run_command("manage", "--config-file", str(config), "db", "sync")
+    result = pre_start(root, database_url)
+    assert result.returncode == 0, result.stdout + result.stderr
