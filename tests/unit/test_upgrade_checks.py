@@ -1,0 +1,45 @@
+"""scheduler.upgrade_checks: operator errors become a FAILURE naming
+them; a bug in a check still raises (oslo.upgradecheck's exit 255)."""
+from __future__ import annotations
+
+import pytest
+
+from scheduler import conf as sched_conf
+from scheduler import exception
+from scheduler import upgrade_checks
+
+
+class _Checks(upgrade_checks.Checks):
+    @upgrade_checks._failure_for_operator_errors
+    def operator_error(self):
+        raise exception.ConfigError("[x] y: wrong; fix it")
+
+    @upgrade_checks._failure_for_operator_errors
+    def bug(self):
+        raise KeyError("oops")
+
+
+def test_operator_error_is_a_failure_with_its_line():
+    result = _Checks(sched_conf.new_conf()).operator_error()
+    assert result.code == upgrade_checks.Code.FAILURE
+    assert result.details == "[x] y: wrong; fix it"
+
+
+def test_bug_raises():
+    with pytest.raises(KeyError):
+        _Checks(sched_conf.new_conf()).bug()
+
+
+def test_unknown_filter_fails_the_config_check_naming_it():
+    conf = sched_conf.new_conf()
+    conf([], default_config_files=[])
+    conf.set_override("enabled_filters", ["NoSuchFilter"],
+                      group="filter_scheduler")
+    result = upgrade_checks.Checks(conf).check_config()
+    assert result.code == upgrade_checks.Code.FAILURE
+    assert "no plugin named NoSuchFilter" in result.details
+
+
+def test_checks_are_named_in_order():
+    assert [name for name, _ in upgrade_checks.Checks._upgrade_checks] == [
+        "Database", "Schema revision", "Message broker", "Configuration"]
