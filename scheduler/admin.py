@@ -26,6 +26,7 @@ from scheduler import exception
 from scheduler import liveness
 from scheduler.db import api as db
 from scheduler.db import models
+from scheduler.progress import Start
 
 
 def list_services(engine: sa.Engine) -> list[dict]:
@@ -82,13 +83,17 @@ def list_nodes(engine: sa.Engine) -> list[dict]:
 
 def audit_allocations(engine: sa.Engine, cpu_ratio: float, ram_ratio: float,
                       disk_ratio: float,
-                      enabled_filters: Sequence[str] = ()) -> list[dict]:
+                      enabled_filters: Sequence[str] = (),
+                      progress: Start | None = None) -> list[dict]:
     """Nodes whose usage differs from the sum of their allocations, or whose
     allocations exceed capacity times ratio: the ratio a scheduler with
     ``enabled_filters`` holds the node to
     (:func:`scheduler.capacity.ratio_in_force`: an aggregate's ratio under
     the Aggregate* filters), from the node's own ratio, else the given
     defaults. An empty list means the books balance.
+
+    :param progress: told the number of nodes; the report it returns is
+        called with the number checked so far, after each node.
     """
     n = models.compute_nodes
     # Both sides of a move in flight hold usage on their nodes.
@@ -106,7 +111,11 @@ def audit_allocations(engine: sa.Engine, cpu_ratio: float, ram_ratio: float,
     problems = []
     with engine.connect() as conn:
         aggregates = db.aggregates_by_host(conn)
-        for row in conn.execute(query):
+        report = progress(conn.execute(
+            sa.select(sa.func.count()).select_from(n).where(n.c.deleted == 0)
+        ).scalar_one()) if progress else (lambda done: None)
+        report(0)
+        for checked, row in enumerate(conn.execute(query), 1):
             host_aggregates = aggregates.get(row.host, ())
 
             def limit(resource, total, own, default):
@@ -138,6 +147,7 @@ def audit_allocations(engine: sa.Engine, cpu_ratio: float, ram_ratio: float,
                         "resource": resource, "problem": "over capacity",
                         "used": used, "allocated": allocated,
                         "capacity": most})
+            report(checked)
     return problems
 
 

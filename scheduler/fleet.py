@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from typing import Callable
 import uuid as uuidlib
 
 import sqlalchemy as sa
 
 from scheduler.db import api as db
 from scheduler.db import models
+from scheduler.progress import Start
 
 #: (vcpus, memory_mb, local_gb) of the node sizes a fleet mixes.
 NODE_SIZES = ((8, 16384, 200), (16, 65536, 500), (32, 131072, 1000),
@@ -25,10 +25,6 @@ CPU_RATIOS = (16.0, 4.0, 1.0)
 RAM_RATIOS = (1.0, 1.5)
 ZONES = ("az1", "az2", "az3")
 BATCH = 2000
-
-#: ``progress(total)`` returns a callback called with the number of new
-#: nodes registered so far, after each batch.
-Progress = Callable[[int], Callable[[int], None]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,12 +55,13 @@ def make_nodes(count: int, seed: int = 0, first: int = 1) -> list[Node]:
 
 
 def register(engine: sa.Engine, nodes: list[Node],
-             progress: Progress | None = None) -> int:
+             progress: Start | None = None) -> int:
     """Create the service, compute node and zone membership of every node
     not registered yet. Existing hosts are left as they are, so
     registering again (a restarted fleet) keeps their usage.
-    :param progress: told the number of new nodes, then called after each
-        batch with how many are registered.
+    :param progress: told the number of new nodes; the report it returns
+        is called with 0, then after each batch with how many are
+        registered.
     :returns: how many hosts were new.
     """
     services = models.services
@@ -78,6 +75,8 @@ def register(engine: sa.Engine, nodes: list[Node],
         now = db.db_time(conn)
     new = [n for n in nodes if n.host not in known]
     report = progress(len(new)) if progress else None
+    if report:
+        report(0)
     # One transaction per batch: on PostgreSQL the change-tracking trigger
     # updates one counter row per node, and thousands of updates of one row
     # in one transaction grow quadratically. A batch is all or nothing, and

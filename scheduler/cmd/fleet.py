@@ -7,11 +7,11 @@ import signal
 import sys
 import threading
 import time
-from typing import Callable
 
 from scheduler import cmd
-from scheduler import fleet
 from scheduler import errors
+from scheduler import fleet
+from scheduler import progress
 from scheduler.db import api as db
 
 
@@ -29,6 +29,7 @@ def main(argv: list[str] | None = None) -> int:
                         metavar="SEC", help="seconds between heartbeats")
     parser.add_argument("--once", action="store_true",
                         help="register and heartbeat once, then exit")
+    progress.add_argument(parser)
     args = parser.parse_args(argv)
     if args.nodes < 0:
         parser.error("--nodes must not be negative")
@@ -51,25 +52,14 @@ def main(argv: list[str] | None = None) -> int:
     return errors.run(body, conf=lambda: loaded[0] if loaded else None)
 
 
-def _progress(total: int) -> Callable[[int], None]:
-    """A progress callback printing to stderr at most once a second."""
-    last = [time.monotonic()]
-
-    def report(done: int) -> None:
-        now = time.monotonic()
-        if now - last[0] >= 1.0 and done < total:
-            last[0] = now
-            print(f"fleet: registered {done} of {total} new nodes",
-                  file=sys.stderr, flush=True)
-    return report
-
-
 def run(engine, args: argparse.Namespace) -> int:
     """Register, heartbeat once, then (unless ``--once``) until SIGTERM."""
     nodes = fleet.make_nodes(args.nodes, args.seed)
     hosts = [n.host for n in nodes]
     started = time.monotonic()
-    new = fleet.register(engine, nodes, progress=_progress)
+    show = progress.wanted(args.progress)
+    new = fleet.register(engine, nodes, progress=lambda total: (
+        progress.reporter("fleet: registering new nodes", total, show)))
     fleet.heartbeat(engine, hosts)
     print(f"fleet: {len(nodes)} nodes ({new} new) registered in "
           f"{time.monotonic() - started:.2f}s", flush=True)

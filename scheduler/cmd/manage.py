@@ -15,6 +15,7 @@ from typing import Any, Callable
 from scheduler import admin
 from scheduler import cmd
 from scheduler import errors
+from scheduler import progress
 from scheduler.db import api as db
 from scheduler.db import migration
 from scheduler.db import retry as db_retry
@@ -40,7 +41,12 @@ def _metadata(metadata: dict[str, str]) -> str:
 
 
 def db_sync(conf, engine, args) -> None:
-    migration.upgrade(engine)
+    on_step = None
+    if progress.wanted(args.progress):
+        def on_step(revision: str, applied: int, total: int) -> None:
+            print(f"db sync: applied {revision} ({applied}/{total})",
+                  file=sys.stderr, flush=True)
+    migration.upgrade(engine, on_step=on_step)
     revision = migration.version(engine)
     _print(args, {"revision": revision},
            lambda _: f"database at revision {revision}")
@@ -186,10 +192,12 @@ def aggregate_set_metadata(conf, engine, args) -> None:
 
 def allocations_audit(conf, engine, args) -> int:
     fs = conf.filter_scheduler
-    problems = admin.audit_allocations(engine, fs.cpu_allocation_ratio,
-                                       fs.ram_allocation_ratio,
-                                       fs.disk_allocation_ratio,
-                                       fs.enabled_filters)
+    show = progress.wanted(args.progress)
+    problems = admin.audit_allocations(
+        engine, fs.cpu_allocation_ratio, fs.ram_allocation_ratio,
+        fs.disk_allocation_ratio, fs.enabled_filters,
+        progress=lambda total: progress.reporter("audit: checked nodes",
+                                                 total, show))
     fixed = admin.fix_usage(engine) if problems and args.fix else None
     if args.json:
         _print(args, {"problems": problems, "fixed_nodes": fixed}, str)
@@ -295,6 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_to_every_command(parser, "--json", action="store_true",
                              default=False,
                              help="print the result as JSON")
+    cmd.add_to_every_command(parser, progress.FLAG, **progress.OPTION)
     return parser
 
 

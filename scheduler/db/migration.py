@@ -1,5 +1,6 @@
 """Schema migrations (alembic) run against a live engine."""
 import os
+from typing import Callable
 
 from alembic import command
 from alembic import config as alembic_config
@@ -17,10 +18,27 @@ def _config(connection: sa.Connection) -> alembic_config.Config:
     return cfg
 
 
-def upgrade(engine: sa.Engine, revision: str = "head") -> None:
-    """Create the schema or bring it up to ``revision``; safe to re-run."""
+def upgrade(engine: sa.Engine, revision: str = "head",
+            on_step: Callable[[str, int, int], None] | None = None) -> None:
+    """Create the schema or bring it up to ``revision``; safe to re-run.
+
+    :param on_step: called as ``on_step(revision, applied, total)`` after
+        each migration is applied (a big database may take a while).
+    """
     with engine.begin() as connection:
-        command.upgrade(_config(connection), revision)
+        config = _config(connection)
+        if on_step is not None:
+            current = alembic_migration.MigrationContext.configure(
+                connection).get_current_revision()
+            total = len(list(_scripts().iterate_revisions(
+                revision, current or "base")))
+            applied = [0]
+
+            def step(ctx, step, heads, run_args) -> None:
+                applied[0] += 1
+                on_step(step.up_revision_id, applied[0], total)
+            config.attributes["on_version_apply"] = step
+        command.upgrade(config, revision)
 
 
 def version(engine: sa.Engine) -> str | None:

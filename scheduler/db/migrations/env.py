@@ -7,6 +7,8 @@ from scheduler.db import models
 config = context.config
 connection = config.attributes["connection"]
 context.configure(connection=connection, target_metadata=models.Base.metadata,
-                  render_as_batch=True)
+                  render_as_batch=True,
+                  on_version_apply=config.attributes.get("on_version_apply",
+                                                         ()))
 with context.begin_transaction():
     context.run_migrations()
