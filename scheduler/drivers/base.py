@@ -15,6 +15,7 @@ node out, re-plan, and say what disagreed if it happens again).
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any, Iterable
 
 from oslo_config import cfg
@@ -24,6 +25,7 @@ import sqlalchemy as sa
 from scheduler import claims
 from scheduler import exception
 from scheduler import moves
+from scheduler import races as race_log
 from scheduler.db import retry as db_retry
 from scheduler.host_manager import HostManager
 from scheduler.host_state import HostState
@@ -119,6 +121,7 @@ class Driver:
         excluded: set[int] = set()          # nodes the claim refused
         disagreed: list[str] = []
         for attempt in range(retries + 1):
+            began = time.thread_time()
             plan_spec = self._with_group_members(spec, replace + moving)
             # After a lost race, re-read SQL whatever the driver's habit.
             with self.cycle(fresh=attempt > 0) as table:
@@ -151,8 +154,9 @@ class Driver:
                 if why is None:
                     conflict = e
                     races += 1
-                    LOG.debug("Claim attempt %d met a stale read: %s",
-                              attempt + 1, e)
+                    race_log.lost(e.node_id, attempt + 1,
+                                  time.thread_time() - began,
+                                  replanning=attempt < retries)
                     continue
                 LOG.error("Planner and claim disagree (not a race): %s; "
                           "re-planning without that node", why)
@@ -168,7 +172,9 @@ class Driver:
                 self.host_manager.forget(assumed)
                 conflict = e
                 races += 1
-                LOG.debug("Claim attempt %d lost a race: %s", attempt + 1, e)
+                race_log.lost(e.node_id, attempt + 1,
+                              time.thread_time() - began,
+                              replanning=attempt < retries)
                 continue
             except claims.ConsumerExists:
                 self.host_manager.forget(assumed)

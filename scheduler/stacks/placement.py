@@ -14,12 +14,14 @@ claimed at once, idempotently.
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any
 
 from oslo_log import log as logging
 
 from scheduler import claims
 from scheduler import exception
+from scheduler import races as race_log
 from scheduler.db import retry as db_retry
 from scheduler.drivers.base import _destination
 from scheduler.drivers.base import _held_destination
@@ -96,6 +98,7 @@ def _place(driver, stack: stacks.Stack, replace: list[str], known: bool,
     excluded: set[int] = set()          # nodes the claim refused
     disagreed: list[str] = []
     for attempt in range(retries + 1):
+        began = time.thread_time()
         with_members = _with_members(driver, specs, replace)
         # Plan and assume in the driver's scheduling cycle (one consistent
         # table; the next decision of this process sees this stack's
@@ -139,6 +142,9 @@ def _place(driver, stack: stacks.Stack, replace: list[str], known: bool,
             if why is None:
                 conflict = e
                 races += 1
+                race_log.lost(e.node_id, attempt + 1,
+                              time.thread_time() - began,
+                              replanning=attempt < retries)
                 continue
             LOG.error("Planner and claim disagree (not a race): %s; "
                       "re-planning stack %s without that node", why,
@@ -154,8 +160,9 @@ def _place(driver, stack: stacks.Stack, replace: list[str], known: bool,
         except claims.ClaimConflict as e:
             conflict = e
             races += 1
-            LOG.debug("Stack claim attempt %d lost a race: %s",
-                      attempt + 1, e)
+            race_log.lost(e.node_id, attempt + 1,
+                          time.thread_time() - began,
+                          replanning=attempt < retries)
             continue
         except claims.ConsumerExists:
             return None
