@@ -38,9 +38,26 @@ opts = [
                      "names from the entry-point namespace "
                      "'scheduler.weighers'."),
     cfg.IntOpt("host_subset_size", default=1, min=1,
-               help="The instance goes to a random host among this many "
-                    "best-weighed hosts. Larger values spread concurrent "
-                    "requests and reduce claim races."),
+               help="The instance goes to one of this many best-weighed "
+                    "hosts (see host_subset_choice). Larger values spread "
+                    "concurrent requests and reduce claim races, at the "
+                    "cost of sometimes not taking the very best host."),
+    cfg.StrOpt("host_subset_choice", default="random",
+               choices=[("random", "nova's: a uniform random pick among "
+                                   "the host_subset_size best"),
+                        ("per_process", "each scheduler process prefers "
+                                        "its own hosts among them (a hash "
+                                        "of the node salted per process) "
+                                        "and leaves a node for a while "
+                                        "to a process that beat it to a "
+                                        "claim there")],
+               help="How one of the host_subset_size best hosts is chosen. "
+                    "Either way a node this process is still claiming on "
+                    "is passed over while others remain. per_process keeps "
+                    "concurrent scheduler processes on different nodes, so "
+                    "they lose far fewer claims to each other "
+                    "(benchmarks/README.rst, 'Claim races'); the chosen "
+                    "host is as far from the best as with random."),
     cfg.FloatOpt("cpu_allocation_ratio", default=16.0, min=0.0,
                  help="vCPU overcommit ratio for nodes that do not report "
                       "their own (a node value of 0 or NULL means unset)."),

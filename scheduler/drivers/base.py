@@ -22,6 +22,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 import sqlalchemy as sa
 
+from scheduler import choice
 from scheduler import claims
 from scheduler import exception
 from scheduler import moves
@@ -54,6 +55,10 @@ class Driver:
         self.conf = conf
         self.host_manager = host_manager
         self.engine = engine
+        #: Picks among the best hosts; one per process (drivers are made
+        #: in each worker after the fork).
+        self.chooser = choice.Chooser(
+            conf.filter_scheduler.host_subset_choice)
 
     def host_table(self) -> HostTable:
         """The hosts, refreshed from SQL unless a driver caches: for looking
@@ -154,6 +159,7 @@ class Driver:
                 if why is None:
                     conflict = e
                     races += 1
+                    self.chooser.lost(e.node_id)
                     race_log.lost(e.node_id, attempt + 1,
                                   time.thread_time() - began,
                                   replanning=attempt < retries)
@@ -172,6 +178,7 @@ class Driver:
                 self.host_manager.forget(assumed)
                 conflict = e
                 races += 1
+                self.chooser.lost(e.node_id)
                 race_log.lost(e.node_id, attempt + 1,
                               time.thread_time() - began,
                               replanning=attempt < retries)
@@ -187,6 +194,8 @@ class Driver:
             except Exception:
                 self.host_manager.forget(assumed)
                 raise
+            finally:
+                self.chooser.claimed(assumed)
             return [_destination(spec, s) for s in selections]
         if conflict is None:
             raise exception.NoValidHost(
@@ -278,16 +287,21 @@ class Driver:
                 ) -> list[int]:
         """Put the planned usage in the table before claiming (inside the
         cycle): the hosts (as read) as the claim will leave them (one
-        flavor per instance), generation bumped once. :returns: their node
-        ids, to :meth:`HostManager.forget` if the claim fails."""
+        flavor per instance), generation bumped once, and tell the chooser
+        they are being claimed. :returns: their node ids, to
+        :meth:`HostManager.forget` if the claim fails; the caller must pass
+        them to ``self.chooser.claimed`` once the claim is over."""
         after: dict[int, HostState] = {}
         for host, flavor in placed:
             state = after.get(host.node_id, host)
             after[host.node_id] = state.consumed(
                 flavor.vcpus, flavor.memory_mb, flavor.disk_gb)
-        self.host_manager.assume(
-            [dataclasses.replace(state, generation=state.generation + 1)
-             for state in after.values()])
+        assumed = [dataclasses.replace(state, generation=state.generation + 1)
+                   for state in after.values()]
+        self.host_manager.assume(assumed)
+        # Marked inside the cycle: the next decision of this process
+        # already knows these nodes are being claimed.
+        self.chooser.claiming([(s.node_id, s.generation) for s in assumed])
         return list(after)
 
 

@@ -1,9 +1,8 @@
-"""filter_scheduler: targeting, filters, weighers, then a random pick among
-the ``host_subset_size`` best, instance by instance."""
+"""filter_scheduler: targeting, filters, weighers, then a pick among the
+``host_subset_size`` best (``scheduler.choice``), instance by instance."""
 from __future__ import annotations
 
 import dataclasses
-import random
 from typing import Any, Callable
 
 import numpy as np
@@ -86,7 +85,9 @@ class FilterScheduler(Driver):
                     steps if index else target_steps + steps))
             weighing = weigh(self.weighers, view, passed, spec)
             best = passed[weighing.best(subset)]
-            chosen = int(random.choice(best))
+            chosen = int(best[self.chooser.pick(
+                [(s.node_id, s.generation)
+                 for s in (table.states[int(i)] for i in best)])])
             state = table.states[chosen]
             selections.append(Selection(
                 uuid, state, self._limits(state, forced),

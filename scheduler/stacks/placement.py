@@ -142,6 +142,7 @@ def _place(driver, stack: stacks.Stack, replace: list[str], known: bool,
             if why is None:
                 conflict = e
                 races += 1
+                driver.chooser.lost(e.node_id)
                 race_log.lost(e.node_id, attempt + 1,
                               time.thread_time() - began,
                               replanning=attempt < retries)
@@ -160,12 +161,15 @@ def _place(driver, stack: stacks.Stack, replace: list[str], known: bool,
         except claims.ClaimConflict as e:
             conflict = e
             races += 1
+            driver.chooser.lost(e.node_id)
             race_log.lost(e.node_id, attempt + 1,
                           time.thread_time() - began,
                           replanning=attempt < retries)
             continue
         except claims.ConsumerExists:
             return None
+        finally:
+            driver.chooser.claimed(assumed)
         return _planned_result(stack, plan)
     if conflict is None:
         raise exception.NoValidHost(
