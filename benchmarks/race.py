@@ -42,6 +42,7 @@ import sqlalchemy as sa  # noqa: E402
 from benchmarks import cluster  # noqa: E402
 from benchmarks import machine  # noqa: E402
 from benchmarks import servers  # noqa: E402
+from benchmarks import stages  # noqa: E402
 from benchmarks.stages import FLAVOR  # noqa: E402
 from benchmarks.timing import concurrently  # noqa: E402
 from benchmarks.timing import Limits  # noqa: E402
@@ -53,8 +54,13 @@ from scheduler import conf as sched_conf  # noqa: E402
 from scheduler import exception  # noqa: E402
 from scheduler import races  # noqa: E402
 from scheduler import rpc  # noqa: E402
+from scheduler import targeting  # noqa: E402
 from scheduler.db import models  # noqa: E402
+from scheduler.filters.base import run_filters  # noqa: E402
+from scheduler.host_table import HostView  # noqa: E402
+from scheduler.manager import SchedulerManager  # noqa: E402
 from scheduler.rpcapi import SchedulerAPI  # noqa: E402
+from scheduler.weighers.base import weigh  # noqa: E402
 
 #: 1,000 hosts of the four fleet sizes hold about 41,000 m1.small: at 90 %
 #: fill about 4,000 places are left, several times what a cell places, so
@@ -73,6 +79,9 @@ DEFAULT_CONCURRENCY = 12
 #: weights are not all tied.
 FILL_JITTER = 0.10
 FILL_BATCH = 200            # nodes per fill transaction
+#: Placements planned (not claimed) in-process to measure the choice's
+#: distance from the best host.
+CHOICE_STEPS = 300
 CALL_TIMEOUT = 120
 START_TIMEOUT = 120
 WARMUP_PER_PROCESS = 3
@@ -251,8 +260,9 @@ class Cell:
     timeouts: int = 0
     overcommits: int = 0         # audit: allocations over capacity
     mismatches: int = 0          # audit: usage != sum of allocations
-    subset: int = 1              # hosts the choice spreads over
-    weight_gap: float | None = None   # expected best - chosen, of range
+    subset: int = 1              # host_subset_size
+    choice: str = ""             # host_subset_choice
+    weight_gap: float | None = None   # mean best - chosen, of the spread
     error: str = ""
 
     @property
@@ -295,17 +305,33 @@ def _wait_for_workers(conf, server: servers.Process, workers: int) -> None:
         probe.transport.cleanup()
 
 
-def _weight_gap(api: SchedulerAPI, spec: dict, subset: int,
-                hosts: int) -> float | None:
-    """How far a uniform choice among the ``subset`` best lands below the
-    best weight, as a share of the spread between the best and worst host
-    that fit (0: always the best; the expected value, from one ranking)."""
-    ranked = api.rank_destinations({}, spec, limit=min(hosts, 1000))
-    weights = [h["weight"] for h in ranked["hosts"]]
-    if len(weights) < 2 or weights[0] == weights[-1]:
-        return 0.0 if weights else None
-    top = weights[:subset]
-    return (weights[0] - sum(top) / len(top)) / (weights[0] - weights[-1])
+def choice_cost(conf, engine: sa.Engine, steps: int = CHOICE_STEPS
+                ) -> float | None:
+    """How far the configured choice lands from the best host: ``steps``
+    m1.small placed one after the other in this process on the fleet as
+    it is (planned, each one's usage counted for the next, never claimed),
+    each time the best weight minus the chosen host's weight, as a share of
+    the spread between the best and the worst host that fit; the mean.
+    0 means always the best (host_subset_size 1)."""
+    manager = SchedulerManager(conf, engine)
+    driver = manager.driver
+    one = stages.spec(FLAVOR)
+    gaps = []
+    with driver.cycle() as table:
+        view = HostView(table)
+        for _ in range(steps):
+            candidates, _, _ = targeting.apply(one, view,
+                                               table.all_positions())
+            passed, _ = run_filters(driver.filters, view, candidates, one)
+            weighing = weigh(driver.weighers, view, passed, one)
+            [chosen] = driver.plan_on(view, one, keep_usage=True)
+            total = weighing.total
+            spread = float(total.max() - total.min())
+            at = int(np.flatnonzero(passed == table.positions[
+                chosen.host.node_id])[0])
+            gaps.append(float(total.max() - total[at]) / spread
+                        if spread else 0.0)
+    return float(np.mean(gaps)) if gaps else None
 
 
 def run_cell(cell: Cell, workdir: Path, bus_url: str, url: str,
@@ -317,6 +343,8 @@ def run_cell(cell: Cell, workdir: Path, bus_url: str, url: str,
     sconf = sched_conf.load(["--config-file", str(config)])
     ratios = _ratios(sconf)
     cell.subset = sconf.filter_scheduler.host_subset_size
+    cell.choice = sconf.filter_scheduler.host_subset_choice
+    cell.weight_gap = choice_cost(sconf, engine)
     cell.fill_before, _ = fill_level(engine, ratios)
     server = servers.Process.python(
         "scheduler.cmd.server", "--config-file", str(config),
@@ -374,7 +402,6 @@ def run_cell(cell: Cell, workdir: Path, bus_url: str, url: str,
                                    for p in problems)
             cell.mismatches = sum(p["problem"] == "usage mismatch"
                                   for p in problems)
-            cell.weight_gap = _weight_gap(api, spec, cell.subset, args.hosts)
             _release(api, placed)
         finally:
             transport.cleanup()
@@ -409,7 +436,7 @@ def _count_races(cell: Cell, text: str) -> None:
 # -- the report ----------------------------------------------------------
 
 
-HEADER = ("fill", "procs", "fill now", "placed", "place/s", "p50 ms",
+HEADER = ("fill", "procs", "choice", "fill now", "placed", "place/s", "p50 ms",
           "p99 ms", "lost/placed", "re-plans", "wasted CPU ms",
           "NoValidHost (races)", "overcommits", "weight gap")
 
@@ -422,11 +449,11 @@ def table(cells: list[Cell]) -> str:
     lines = []
     for c in cells:
         if c.error:
-            lines.append((f"{c.fill}%", str(c.processes), "", "", "", "",
+            lines.append((f"{c.fill}%", str(c.processes), "", "", "", "", "",
                           "", "", "", "", "", "", f"FAILED: {c.error}"))
             continue
         lines.append((
-            f"{c.fill}%", str(c.processes),
+            f"{c.fill}%", str(c.processes), f"{c.choice} {c.subset}",
             f"{c.fill_before:.0%}→{c.fill_after:.0%}",
             str(c.placements), _f(c.per_second, ".0f"), _f(c.p50_ms, ".1f"),
             _f(c.p99_ms, ".0f"),
@@ -603,7 +630,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{heading}; {meta['seconds']:.0f} s\n\n{text}\n\n"
           "lost/placed: claims lost to another writer per placement; "
           "NoValidHost (races): refusals (of which while room was left); "
-          "weight gap: expected best - chosen weight, share of the "
+          "weight gap: mean best - chosen weight over "
+          f"{CHOICE_STEPS} placements planned in one process, share of the "
           "best-worst spread")
     if args.update_readme:
         update_readme(runs, args.out / PLOT)

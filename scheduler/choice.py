@@ -32,7 +32,7 @@ POLICIES = ("random", "per_process")
 #: How long a process leaves a node alone after seeing another writer on
 #: it: hundreds of placements at the measured rates, long enough for that
 #: writer's favourite to move on.
-AVOID_SECONDS = 10.0
+AVOID_SECONDS = 2.0
 #: Expired entries are dropped once the avoid map holds this many.
 _PRUNE_AT = 4096
 
