@@ -634,7 +634,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{CHOICE_STEPS} placements planned in one process, share of the "
           "best-worst spread")
     if args.update_readme:
-        update_readme(runs, args.out / PLOT)
+        # The compared runs (a "before") first, this one last.
+        update_readme(runs[1:] + runs[:1], args.out / PLOT)
         print(f"updated {README}")
     return 1 if any(c.error for c in cells) else 0
 

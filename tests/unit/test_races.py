@@ -48,3 +48,6 @@ def test_the_driver_records_each_lost_race(register, conf, engine,
     after = races.totals()
     assert (after.lost - before.lost, after.replans - before.replans,
             after.given_up - before.given_up) == (3, 2, 1)
+    # Every attempt's node was handed back to the chooser: none is left
+    # marked as being claimed.
+    assert driver.chooser._claiming == {}

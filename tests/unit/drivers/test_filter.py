@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import random
 
 import pytest
 from stevedore import extension
@@ -114,12 +113,13 @@ def test_host_subset_size(register, conf, filter_driver, monkeypatch):
     seen = []
 
     table = filter_driver.host_table()
+    hosts = {s.node_id: s.host for s in table.states}
 
-    def last(seq):
-        seen.append([table.states[i].host for i in seq])
-        return seq[-1]
+    def last(candidates):
+        seen.append([hosts[n] for n, _ in candidates])
+        return len(candidates) - 1
 
-    monkeypatch.setattr(random, "choice", last)
+    monkeypatch.setattr(filter_driver.chooser, "pick", last)
     spec = _spec(memory_mb=1024)
     [selection] = filter_driver.plan(spec, table)
     assert seen == [["h3"]] and selection.host.host == "h3"

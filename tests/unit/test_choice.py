@@ -1,0 +1,107 @@
+"""scheduler.choice: which of the best hosts an instance gets."""
+from __future__ import annotations
+
+import pytest
+
+from scheduler import choice
+
+
+def _nodes(*ids, generation=0):
+    return [(n, generation) for n in ids]
+
+
+@pytest.mark.parametrize("policy", choice.POLICIES)
+def test_one_candidate_is_always_taken(policy):
+    chooser = choice.Chooser(policy, seed=1)
+    chooser.claiming([(5, 1)])          # even while this process claims it
+    assert chooser.pick(_nodes(5)) == 0
+
+
+@pytest.mark.parametrize("policy", choice.POLICIES)
+def test_a_node_being_claimed_is_passed_over_until_the_claim_is_over(policy):
+    chooser = choice.Chooser(policy, seed=1)
+    candidates = _nodes(1, 2)
+    first = chooser.pick(candidates)
+    node = candidates[first][0]
+    chooser.claiming([(node, 1)])
+    for _ in range(20):
+        assert chooser.pick(_nodes(1, 2)) == 1 - first
+    chooser.claimed([node])
+    # Read again after the claim committed: the new generation is ours.
+    fresh = [(n, 1 if n == node else 0) for n in (1, 2)]
+    picks = {chooser.pick(fresh) for _ in range(50)}
+    assert first in picks
+
+
+@pytest.mark.parametrize("policy", choice.POLICIES)
+def test_a_read_from_before_our_own_claim_committed_is_passed_over(policy):
+    chooser = choice.Chooser(policy, seed=1)
+    chooser.claiming([(1, 4)])
+    chooser.claimed([1])
+    # The table still has generation 3 for node 1: claiming it would lose.
+    for _ in range(20):
+        assert chooser.pick([(1, 3), (2, 0)]) == 1
+
+
+def test_per_process_keeps_its_favourite():
+    chooser = choice.Chooser("per_process", seed=3)
+    candidates = _nodes(*range(100, 164))
+    favourite = chooser.pick(candidates)
+    assert {chooser.pick(candidates) for _ in range(20)} == {favourite}
+    # The order does not matter, the node does.
+    assert chooser.pick(candidates[::-1]) == len(candidates) - 1 - favourite
+
+
+def test_per_process_choosers_prefer_different_nodes():
+    candidates = _nodes(*range(64))
+    favourites = {candidates[choice.Chooser("per_process", seed=s)
+                             .pick(candidates)][0] for s in range(20)}
+    assert len(favourites) >= 10
+
+
+def test_random_spreads_over_the_candidates():
+    chooser = choice.Chooser("random", seed=3)
+    candidates = _nodes(*range(8))
+    assert len({chooser.pick(candidates) for _ in range(200)}) == 8
+
+
+def test_per_process_passes_over_a_node_another_writer_changed():
+    chooser = choice.Chooser("per_process", seed=3)
+    candidates = _nodes(*range(8))
+    favourite = chooser.pick(candidates)
+    node = candidates[favourite][0]
+    # Another scheduler claimed there (generation 0 -> 1, not ours).
+    changed = [(n, 1 if n == node else 0) for n in range(8)]
+    for _ in range(10):
+        assert chooser.pick(changed) != favourite
+
+
+def test_per_process_keeps_a_node_after_its_own_claim():
+    chooser = choice.Chooser("per_process", seed=3)
+    candidates = _nodes(*range(8))
+    favourite = chooser.pick(candidates)
+    node = candidates[favourite][0]
+    chooser.claiming([(node, 1)])
+    chooser.claimed([node])
+    after = [(n, 1 if n == node else 0) for n in range(8)]
+    assert chooser.pick(after) == favourite
+
+
+def test_per_process_leaves_a_node_it_lost_a_race_on():
+    chooser = choice.Chooser("per_process", seed=3)
+    candidates = _nodes(*range(8))
+    favourite = chooser.pick(candidates)
+    chooser.lost(candidates[favourite][0])
+    assert chooser.pick(candidates) != favourite
+
+
+def test_when_every_candidate_is_avoided_one_is_still_chosen():
+    chooser = choice.Chooser("per_process", seed=3)
+    for n in range(3):
+        chooser.lost(n)
+    assert chooser.pick(_nodes(0, 1, 2)) in (0, 1, 2)
+
+
+def test_an_unknown_policy_is_refused():
+    with pytest.raises(ValueError, match="host_subset_choice"):
+        choice.Chooser("sticky")
