@@ -507,6 +507,7 @@ def plot(runs: list[dict], path: Path) -> None:
                       label=label)
     ax_c.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
     ax_c.set_yscale("symlog", linthresh=1.0)
+    ax_c.set_ylim(bottom=0)
     ax_c.set_ylabel("lost claim races per placement, %")
     ax_c.set_title("claim conflicts (target: < 1% up to 4 processes)")
     ax_t.set_ylabel("placements/s")

@@ -56,12 +56,12 @@ opts = [
                     "way a node this process is still claiming on is "
                     "passed over while others remain. per_process keeps "
                     "concurrent scheduler processes on different nodes: "
-                    "measured at 1,000 hosts, 60% full, 4 processes, it "
-                    "loses about 1 claim in 100-300 to another scheduler "
-                    "with host_subset_size 64, where random loses 1 in 25 "
-                    "even at 128; it lands a little further from the best "
-                    "weight than random at the same size (a process keeps "
-                    "its favourite until it leaves the best). See "
+                    "measured at 1,000 hosts, 60% full, 4 processes, "
+                    "0.3-2.7 claims lost per 100 placements with "
+                    "host_subset_size 64, where random loses 4 even at "
+                    "128; it lands a little further from the best weight "
+                    "than random at the same size (a process keeps its "
+                    "favourite until it leaves the best). See "
                     "benchmarks/README.rst, 'Claim races'."),
     cfg.FloatOpt("cpu_allocation_ratio", default=16.0, min=0.0,
                  help="vCPU overcommit ratio for nodes that do not report "

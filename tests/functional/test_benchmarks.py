@@ -55,3 +55,36 @@ def test_quick_benchmark_runs(tmp_path):
     for measure in MEASURES:
         for hosts in sizes:
             assert (measure, hosts) in measured, (measure, hosts)
+
+
+def test_race_benchmark_runs_and_never_overcommits(tmp_path):
+    """benchmarks/race.py on a small grid: every cell measured, the lost
+    races counted from the servers' logs, and the audit clean."""
+    for name, server in (("RabbitMQ", RabbitMQServer),
+                         ("PostgreSQL", PostgreSQLServer)):
+        why = server.unavailable_reason()
+        if why:
+            require(name, why)
+    if importlib.util.find_spec("matplotlib") is None:
+        require("matplotlib", "not installed "
+                "(pip install -r benchmarks/requirements.txt)")
+    out = tmp_path / "results"
+
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "race.py"),
+         "--hosts", "100", "--processes", "1,2", "--fill", "60",
+         "--requests", "40", "--budget", "5", "--concurrency", "4",
+         "--set", "filter_scheduler.host_subset_size=1",
+         "--label", "smoke", "--out", str(out)],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "lost/placed" in (out / "race-smoke.txt").read_text()
+    assert (out / "race.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    cells = json.loads((out / "race-smoke.json").read_text())["cells"]
+    assert [(c["fill"], c["processes"]) for c in cells] == [(60, 1), (60, 2)]
+    for c in cells:
+        assert not c["error"] and c["placements"] > 0, c
+        assert c["overcommits"] == 0 and c["mismatches"] == 0, c
+        assert 0.55 <= c["fill_before"] <= 0.65, c
+        assert c["weight_gap"] == 0.0, c     # host_subset_size 1: the best
