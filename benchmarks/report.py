@@ -6,7 +6,9 @@ Every latency row gets its ratio to the bus's own round trip measured in
 the same run next to it (the echo call at concurrency 1, same fleet size);
 the concurrency-8 rows compare requests per second the other way round
 (echo req/s ÷ scheduler req/s), so in both cases the ratio is how many
-times the bus's own cost the scheduler costs.
+times the bus's own cost the scheduler costs. The end-to-end rows also
+show the serving processes' CPU per call (benchmarks/cpu.py) and its ratio
+to the echo server's at the same concurrency.
 """
 from __future__ import annotations
 
@@ -75,12 +77,17 @@ def summarize(rows: list[Row]) -> list[dict]:
             "median_ms": median, "p99_ms": p99,
             "requests_per_second": row.requests_per_second,
             "wall_s": row.wall, "errors": row.errors,
+            "server_cpu_ms": row.cpu_ms_per_call,
             "notes": list(row.notes),
             "samples_ms": [round(float(v), 4) for v in samples]})
     by_key = {(s["measure"], s["hosts"]): s for s in out}
     for s in out:
         bus = by_key.get((BUS[s["kind"]], s["hosts"]))
         s["bus_ratio"] = _ratio(s, bus)
+        theirs = bus["server_cpu_ms"] if bus else None
+        s["cpu_bus_ratio"] = (s["server_cpu_ms"] / theirs
+                              if s["server_cpu_ms"] is not None and theirs
+                              else None)
     return out
 
 
@@ -121,7 +128,7 @@ def table(summary: list[dict]) -> str:
     numbered footnotes below it."""
     notes: list[str] = []
     header = ("measure", "hosts", "n", "median ms", "p99 ms", "req/s",
-              "× bus", "notes")
+              "× bus", "cpu ms", "cpu × bus", "notes")
     lines = []
     previous = None
     for s in summary:
@@ -134,11 +141,12 @@ def table(summary: list[dict]) -> str:
             s["label"] if s["measure"] != previous else "",
             f"{s['hosts']:,}", str(s["n"]), _ms(s["median_ms"]),
             _ms(s["p99_ms"]), _num(s["requests_per_second"]),
-            _num(s["bus_ratio"]), " ".join(refs)))
+            _num(s["bus_ratio"]), _ms(s["server_cpu_ms"]),
+            _num(s["cpu_bus_ratio"]), " ".join(refs)))
         previous = s["measure"]
     widths = [max(len(r[i]) for r in [header, *lines])
               for i in range(len(header))]
-    right = {1, 2, 3, 4, 5, 6}
+    right = {1, 2, 3, 4, 5, 6, 7, 8}
 
     def fmt(cells) -> str:
         return "  ".join(c.rjust(w) if i in right else c.ljust(w)

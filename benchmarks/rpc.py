@@ -24,6 +24,7 @@ from scheduler import rpc
 from scheduler.rpcapi import SchedulerAPI
 
 from benchmarks import cluster as cluster_mod
+from benchmarks import cpu
 from benchmarks import servers
 from benchmarks.echo import EchoClient
 from benchmarks.stages import FLAVOR
@@ -77,7 +78,8 @@ class Bus:
 @contextlib.contextmanager
 def deployment(bus: Bus, fleet: cluster_mod.Cluster, workers: int):
     """A scheduler-server on ``fleet``'s database and a heartbeating fleet;
-    yields the client's ConfigOpts. Stops both afterwards."""
+    yields the client's ConfigOpts and the server's :class:`Process`.
+    Stops both afterwards."""
     path = fleet.path / "rpc"
     path.mkdir(exist_ok=True)
     config = cluster_mod.write_config(path, {
@@ -105,7 +107,7 @@ def deployment(bus: Bus, fleet: cluster_mod.Cluster, workers: int):
             log=path / "server.log")
         started.append(server)
         _wait_until_serving(conf, server)
-        yield conf
+        yield conf, server
     finally:
         for proc in reversed(started):
             proc.stop()
@@ -138,17 +140,20 @@ def measure(bus: Bus, fleet: cluster_mod.Cluster, limits: Limits,
     ``other_db``: the fleet is in another database than the run's main
     one; only the select rows, keyed ``select_cN_<kind>`` (the main
     fleet's bus rows stand beside them)."""
-    with deployment(bus, fleet, workers) as conf:
+    with deployment(bus, fleet, workers) as (conf, server):
         transport = rpc.get_transport(conf)
+        meters = {"echo": cpu.Meter(bus.echo_server.proc.pid),
+                  "select": cpu.Meter(server.proc.pid)}
         try:
             return _measure(conf, transport, bus.echo_topic, fleet.hosts,
-                            limits, fleet.kind if other_db else "")
+                            limits, fleet.kind if other_db else "", meters)
         finally:
             transport.cleanup()
 
 
 def _measure(conf, transport, echo_topic: str, hosts: int,
-             limits: Limits, other_db: str) -> list[Row]:
+             limits: Limits, other_db: str,
+             meters: dict[str, cpu.Meter]) -> list[Row]:
     api = SchedulerAPI(conf, transport=transport, timeout=CALL_TIMEOUT)
     echo = EchoClient(transport, echo_topic, timeout=CALL_TIMEOUT)
     spec = {"flavor": dict(FLAVOR), "num_instances": 1}
@@ -182,11 +187,15 @@ def _measure(conf, transport, echo_topic: str, hosts: int,
                 continue
             suffix = f"_{other_db}" if other_db else ""
             row = Row(f"{measure_name}_c{concurrency}{suffix}", hosts)
+            # The server's CPU over the row (its process group: the
+            # scheduler's workers, or the echo server), per call.
+            meters[measure_name].start()
             if concurrency == 1:
                 repeat(row, call, limits, expected=expected)
             else:
                 concurrently(row, call, limits, concurrency,
                              expected=expected)
+            row.server_cpu = meters[measure_name].stop()
             release()
             rows.append(row)
     for row in rows:

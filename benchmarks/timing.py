@@ -26,6 +26,16 @@ class Row:
     errors: int = 0
     first_error: str = ""        # the first expected exception, for notes
     notes: list[str] = dataclasses.field(default_factory=list)
+    #: CPU seconds the serving process group spent over the row (end-to-end
+    #: rows only; see benchmarks/cpu.py)
+    server_cpu: float | None = None
+
+    @property
+    def cpu_ms_per_call(self) -> float | None:
+        calls = len(self.samples) + self.errors
+        if self.server_cpu is None or not calls:
+            return None
+        return self.server_cpu * 1000.0 / calls
 
     @property
     def requests_per_second(self) -> float | None:
