@@ -99,7 +99,32 @@ class Driver:
         """
         retry = db_retry.retrying(self.conf.scheduler.db_retries)
         uuids = list(spec.instance_uuids)
-        held = retry(claims.placements)(self.engine, uuids)
+        if _nothing_depends_on_held(spec):
+            # Most requests are new consumers: claim straight away. The
+            # unique consumer_uuid key catches a consumer that already
+            # holds a claim (a re-send) and rolls the claim back; then, or
+            # if the plan was refused, decide again knowing what they hold.
+            try:
+                return self._place(spec, None)
+            except exception.NoValidHost:
+                held = retry(claims.placements)(self.engine, uuids)
+                if not held:
+                    raise
+            except _AlreadyHeld:
+                held = retry(claims.placements)(self.engine, uuids)
+        else:
+            held = retry(claims.placements)(self.engine, uuids)
+        return self._place(spec, held)
+
+    def _place(self, spec: RequestSpec, held: dict[str, sa.Row] | None
+               ) -> list[dict[str, Any]]:
+        """:meth:`select_destinations` knowing what the consumers hold
+        (``held``), or with ``held`` None assuming they hold nothing:
+        then :class:`_AlreadyHeld` if one of them does."""
+        retry = db_retry.retrying(self.conf.scheduler.db_retries)
+        uuids = list(spec.instance_uuids)
+        optimistic = held is None
+        held = held or {}
         if spec.is_rebuild:
             return self._rebuild_check(spec, held)
         moving = [u for u in uuids if u in held and moves.is_move(
@@ -185,6 +210,8 @@ class Driver:
                 continue
             except claims.ConsumerExists:
                 self.host_manager.forget(assumed)
+                if optimistic:
+                    raise _AlreadyHeld() from None
                 # A concurrent duplicate of this request claimed first.
                 held = retry(claims.placements)(self.engine, uuids)
                 if len(held) == spec.num_instances:
@@ -303,6 +330,22 @@ class Driver:
         # already knows these nodes are being claimed.
         self.chooser.claiming([(s.node_id, s.generation) for s in assumed])
         return list(after)
+
+
+class _AlreadyHeld(Exception):
+    """A consumer of a request placed without reading its claims first
+    holds one (the claim was rolled back)."""
+
+
+def _nothing_depends_on_held(spec: RequestSpec) -> bool:
+    """Whether ``spec`` may be planned before reading what its consumers
+    hold: only a rebuild, a declared move, a server group (its members
+    exclude the request's own consumers) and host hints (likewise) read
+    it while planning. A held consumer of any other request is found by
+    the claim's unique key."""
+    return not (spec.is_rebuild or spec.move
+                or spec.instance_group is not None
+                or any(spec.hinted_uuids(name) for name in HOST_HINTS))
 
 
 def _seen_used(host: HostState) -> dict[str, float]:
