@@ -159,17 +159,22 @@ def claim_in(conn: sa.Connection, claims: list[Claim], *,
     sources = _start_moves(conn, move) if move else {}
     for group in groups:
         _check_group(conn, group, claims)
-    expires_at = None
-    if ttl > 0:
-        expires_at = db.db_time(conn) + datetime.timedelta(seconds=ttl)
-    conn.execute(models.allocations.insert(), [
+    # A provisional claim's deadline is computed by the INSERT itself
+    # (the database's clock, as before), not read in a round trip first.
+    ttl_params = {"b_ttl": ttl} if ttl > 0 else {"expires_at": None}
+    conn.execute(_INSERT_EXPIRING if ttl > 0 else _INSERT, [
         {"consumer_uuid": c.consumer_uuid,
          "compute_node_id": c.node_id, "project_id": c.project_id,
          "user_id": c.user_id, "group_uuid": c.group_uuid,
          "vcpus": c.vcpus, "memory_mb": c.memory_mb,
-         "disk_gb": c.disk_gb, "expires_at": expires_at,
+         "disk_gb": c.disk_gb, **ttl_params,
          **sources.get(c.consumer_uuid, _NO_SOURCE)}
         for c in claims])
+
+
+_INSERT = models.allocations.insert()
+_INSERT_EXPIRING = models.allocations.insert().values(
+    expires_at=db.utcnow_plus(sa.bindparam("b_ttl", type_=sa.Integer)))
 
 
 def _consume_statement() -> sa.Update:

@@ -101,6 +101,35 @@ def _utcnow_mysql(element, compiler_, **kw):
     return "UTC_TIMESTAMP()"
 
 
+class utcnow_plus(expression.FunctionElement):
+    """The database's current time plus a number of seconds (one integer
+    argument, e.g. a bind parameter), in UTC, as a naive timestamp: a
+    deadline computed by the statement that stores it, without first
+    asking the database for the time."""
+    type = sa.DateTime()
+    inherit_cache = True
+
+
+@compiler.compiles(utcnow_plus)
+def _utcnow_plus_sqlite(element, compiler_, **kw):
+    # The format SQLite's CURRENT_TIMESTAMP has (and that SQLAlchemy's
+    # DateTime reads back).
+    return ("datetime('now', (%s) || ' seconds')"
+            % compiler_.process(element.clauses, **kw))
+
+
+@compiler.compiles(utcnow_plus, "postgresql")
+def _utcnow_plus_pg(element, compiler_, **kw):
+    return ("((now() AT TIME ZONE 'utc') + (%s) * interval '1 second')"
+            % compiler_.process(element.clauses, **kw))
+
+
+@compiler.compiles(utcnow_plus, "mysql")
+def _utcnow_plus_mysql(element, compiler_, **kw):
+    return ("(UTC_TIMESTAMP() + INTERVAL (%s) SECOND)"
+            % compiler_.process(element.clauses, **kw))
+
+
 def db_time(conn: sa.Connection) -> datetime.datetime:
     """The database's clock now (naive UTC)."""
     value = conn.execute(sa.select(utcnow())).scalar_one()
