@@ -599,3 +599,74 @@ def test_extra_specs_the_filters_read_are_accepted():
         "aggregate_instance_extra_specs:ssd": "true", "quota:cpu": "1",
         "hw:maxphysaddr_bits": "42"}}))
     assert len(spec.flavor.extra_specs) == 5
+
+
+# -- the fast path must never accept what the schema refuses --------------
+
+_ODD_VALUES = [None, True, False, 0, -1, 1, 2 ** 31, 2 ** 31 - 1, 1.0, 1.5,
+               "", "x" * 256, "x", [], ["a"], ["x" * 256], [1], {},
+               {"a": 1}, {"a": [1]}, str(uuid.uuid4()),
+               [str(uuid.uuid4())], [str(uuid.uuid4())] * 2,
+               [str(uuid.uuid4()) + "\n"], ["not-a-uuid"],
+               ["h"] * (MAX_LIST + 1), {str(i): i for i in range(101)}]
+
+
+def _mutations():
+    """Valid specs, and each with one field (top level or in the flavor
+    or image) replaced by an odd value, dropped, or added unknown."""
+    from scheduler.request_spec import _FAST_FIELDS
+    base = spec_dict(num_instances=1,
+                     instance_uuids=[str(uuid.uuid4())],
+                     image={"id": "i", "name": None,
+                            "properties": {"a": "b"}},
+                     scheduler_hints={"x": 1}, force_hosts=["h"],
+                     return_alternates=True, move=False)
+    yield base
+    yield {"flavor": dict(FLAVOR)}
+    for key in [*_FAST_FIELDS, "unknown", "retry", "instance_group"]:
+        for value in _ODD_VALUES:
+            yield {**base, key: value}
+        dropped = dict(base)
+        dropped.pop(key, None)
+        yield dropped
+    for key in ["memory_mb", "vcpus", "root_gb", "swap", "name",
+                "flavorid", "extra_specs", "unknown"]:
+        for value in _ODD_VALUES:
+            yield {**base, "flavor": {**base["flavor"], key: value}}
+        flavor = dict(base["flavor"])
+        flavor.pop(key, None)
+        yield {**base, "flavor": flavor}
+    for key in ["id", "name", "properties", "unknown"]:
+        for value in _ODD_VALUES:
+            yield {**base, "image": {**base["image"], key: value}}
+
+
+def test_the_fast_path_accepts_only_what_the_schema_accepts():
+    from scheduler.request_spec import _surely_valid
+    from scheduler.request_spec import _VALIDATOR
+    fast = 0
+    for spec in _mutations():
+        if _surely_valid(spec):
+            fast += 1
+            assert _VALIDATOR.is_valid(spec), spec
+    # ... and it is taken by plain requests, or it would be no faster.
+    assert _surely_valid(spec_dict())
+    assert fast > 100
+
+
+def test_errors_are_worded_the_same_with_and_without_the_fast_path(
+        monkeypatch):
+    from scheduler import request_spec
+
+    def outcome(spec):
+        try:
+            RequestSpec.from_primitives(copy.deepcopy(spec))
+        except exception.InvalidRequest as e:
+            return str(e)
+        return "ok"
+
+    specs = list(_mutations())
+    with_fast = [outcome(s) for s in specs]
+    monkeypatch.setattr(request_spec, "_surely_valid", lambda spec: False)
+    assert [outcome(s) for s in specs] == with_fast
+    assert "ok" in with_fast and len(set(with_fast)) > 10
