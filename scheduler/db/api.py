@@ -138,11 +138,20 @@ def db_time(conn: sa.Connection) -> datetime.datetime:
     return value
 
 
+def _change_counters_statement() -> sa.Select:
+    c = models.change_counter
+    return sa.select(c.c.nodes, c.c.node_deletes, c.c.services,
+                     c.c.aggregates).where(c.c.id == 1)
+
+
+# Built once: every request's refresh runs it, and building the expression
+# (and its cache key) cost about as much as running it on SQLite.
+_CHANGE_COUNTERS = _change_counters_statement()
+
+
 def change_counters(conn: sa.Connection) -> sa.Row:
     """The counters triggers bump on tracked writes (migration 0003)."""
-    c = models.change_counter
-    return conn.execute(sa.select(c.c.nodes, c.c.node_deletes, c.c.services,
-                                  c.c.aggregates).where(c.c.id == 1)).one()
+    return conn.execute(_CHANGE_COUNTERS).one()
 
 
 _NODE_COLUMNS = [
@@ -168,6 +177,9 @@ def compute_nodes(conn: sa.Connection, since: int | None = None,
     after that change number, deleted ones included so the caller can drop
     them."""
     nodes = models.compute_nodes
+    if since is not None and ids is None:
+        # The refresh's query, once per request: built once.
+        return list(conn.execute(_NODES_SINCE, {"since": since}))
     query = sa.select(*_NODE_COLUMNS)
     if since is None:
         query = query.where(nodes.c.deleted == 0)
@@ -176,6 +188,10 @@ def compute_nodes(conn: sa.Connection, since: int | None = None,
     if ids is not None:
         query = query.where(nodes.c.id.in_(ids))
     return list(conn.execute(query))
+
+
+_NODES_SINCE = sa.select(*_NODE_COLUMNS).where(
+    models.compute_nodes.c.change_seq > sa.bindparam("since"))
 
 
 def compute_services(conn: sa.Connection, since: int | None = None
