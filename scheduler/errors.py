@@ -116,6 +116,27 @@ def describe(exc: BaseException, conf: cfg.ConfigOpts | None = None
     return None
 
 
+def restart_may_help(exc: BaseException) -> bool:
+    """Could starting again fix what ``exc`` says went wrong? Only for a
+    broker or database that did not answer (it may come back); never for a
+    refused login, a missing schema, a plugin that fails or a bug: a
+    server restarting its workers for ever over those only hides them."""
+    if isinstance(exc, broker.BrokerRefused) or (
+            _BROKER_AUTH and isinstance(exc, _BROKER_AUTH)):
+        return False
+    if isinstance(exc, (broker.BrokerUnavailable,
+                        messaging.MessageDeliveryFailure,
+                        db_exc.DBConnectionError, ConnectionError)):
+        return True
+    if isinstance(exc, (db_exc.DBError, sa_exc.DBAPIError)):
+        text = _db_text(exc)
+        return not any(t in text for t in _NO_SCHEMA + _READ_ONLY) and any(
+            t in text for t in ("could not connect", "connection refused",
+                                "can't connect", "server has gone away",
+                                "lost connection"))
+    return False
+
+
 def _describe_db(exc: BaseException, conf: cfg.ConfigOpts | None) -> str:
     name = database_name(conf)
     text = _db_text(exc)

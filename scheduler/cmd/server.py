@@ -1,52 +1,99 @@
 """scheduler-server: the daemon.
 
-oslo.service runs ``[scheduler] workers`` processes, each with its own
-database engine, broker connection and threading-executor RPC server, all
-consuming the shared topic. Nothing that owns a socket or a thread is created
-before the workers fork.
+The main process supervises ``[scheduler] workers`` worker processes with
+cotyledon (the process manager under oslo.service's threading backend,
+used directly so that we, not it, decide readiness, reloads and when to
+give up). Each worker has its own database engine, broker connection and
+threading-executor RPC server, all consuming the shared topic. Nothing that
+owns a socket or a thread is created before the workers fork, except what
+the main process keeps for itself (the workers' report channel, the HTTP
+listener, which children close).
+
+Signals: SIGTERM drains and exits (``STOPPING=1``); SIGHUP applies the
+mutable options in every worker without restarting it; SIGUSR2 writes an
+oslo.reports Guru Meditation report to stderr (or ``[oslo_reports]
+log_dir``).
 """
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import threading
+import time
 
-from oslo_service import backend
+import cotyledon
+from oslo_log import log as logging
 
-
-# The threading backend must be chosen before anything imports
-# oslo_service.service (the default backend is still eventlet).
-backend.init_backend(backend.BackendType.THREADING)
-
-from oslo_log import log as logging  # noqa: E402
-from oslo_service import service  # noqa: E402
-
-from scheduler import broker  # noqa: E402
-from scheduler import cmd  # noqa: E402
-from scheduler import conf as sched_conf  # noqa: E402
-from scheduler import errors  # noqa: E402
-from scheduler import malformed  # noqa: E402
-from scheduler import plugins  # noqa: E402
-from scheduler import rpc  # noqa: E402
-from scheduler.db import api as db  # noqa: E402
-from scheduler.manager import SchedulerManager  # noqa: E402
-from scheduler.nova.endpoint import NovaSchedulerEndpoint  # noqa: E402
+from scheduler import broker
+from scheduler import cmd
+from scheduler import conf as sched_conf
+from scheduler import errors
+from scheduler import health
+from scheduler import http
+from scheduler import malformed
+from scheduler import plugins
+from scheduler import rpc
+from scheduler import sd_notify
+from scheduler import worker_state
+from scheduler.db import api as db
+from scheduler.manager import SchedulerManager
+from scheduler.nova.endpoint import NovaSchedulerEndpoint
 
 LOG = logging.getLogger(__name__)
 
+#: Seconds a stopping worker gives the broker to answer before it stops
+#: waiting for in-flight replies that could not be delivered anyway.
+BROKER_STOP_BUDGET = 2.0
 
-class SchedulerService(service.ServiceBase):
-    """One worker: RPC server + periodic tasks around a SchedulerManager."""
 
-    def __init__(self, conf):
+class SchedulerWorker(cotyledon.Service):
+    """One worker process: host table, RPC server, periodic tasks.
+
+    It reports ``loading`` -> ``consuming`` (then a heartbeat) to the main
+    process, or ``failed`` with the one-line cause before it exits.
+    """
+    name = "scheduler-worker"
+
+    def __init__(self, worker_id: int, conf, channel: worker_state.Channel
+                 ) -> None:
+        super().__init__(worker_id)
         self.conf = conf
+        self.channel = channel
         self._stopped = threading.Event()
+        self._manager: SchedulerManager | None = None
         self._server = None
         self._transport = None
         self._engine = None
 
-    def start(self) -> None:
+    def run(self) -> None:
+        """Start, then heartbeat until stopped; exit 1 if start fails."""
+        self.channel.report(self.worker_id, worker_state.LOADING)
+        try:
+            self._start()
+        except Exception as e:
+            line = errors.describe(e, self.conf) or \
+                f"{type(e).__name__}: {e}"
+            fatal = not errors.restart_may_help(e)
+            # One line: the main process repeats it as its own exit reason.
+            LOG.error("Worker %d cannot start: %s", self.worker_id, line)
+            self.channel.report(self.worker_id, worker_state.FAILED, line,
+                                fatal)
+            raise SystemExit(1) from None
+        self.channel.report(self.worker_id, worker_state.CONSUMING)
+        while not self._stopped.wait(worker_state.HEARTBEAT_INTERVAL):
+            self.channel.report(self.worker_id, worker_state.CONSUMING)
+
+    def _start(self) -> None:
         self._engine = db.create_engine(self.conf)
         manager = SchedulerManager(self.conf, self._engine)
+        # Before consuming: otherwise the first request pays for the load
+        # (seconds at 100,000 hosts) and READY=1 would be a lie.
+        started = time.monotonic()
+        nodes = manager.host_manager.refresh(full=True)
+        LOG.info("Host table loaded: %d nodes in %.2f s", nodes,
+                 time.monotonic() - started)
+        self._manager = manager
         self._transport = rpc.get_transport(self.conf)
         # Nova's 4.x API beside our 1.x one: the dispatcher picks by the
         # message's major version.
@@ -69,31 +116,98 @@ class SchedulerService(service.ServiceBase):
                 # the next one may succeed.
                 LOG.exception("Periodic task failed")
 
-    def stop(self, graceful: bool = False) -> None:
-        # Stop taking messages, then let the ones in flight finish and reply.
+    def reload(self) -> None:
+        """SIGHUP: re-read the configuration files and apply the mutable
+        options (log levels; filters, weighers and their settings as one
+        new set) in this process. The host table, the RPC server and the
+        process stay. A bad new value is logged in one line and the
+        current settings stay in force."""
+        try:
+            self.conf.mutate_config_files()
+            if self._manager is not None:
+                self._manager.driver.reload()
+        except Exception as e:
+            LOG.error("Worker %d keeps its previous filters and weighers: "
+                      "%s", self.worker_id, errors.describe(e, self.conf)
+                      or f"{type(e).__name__}: {e}")
+            return
+        fs = self.conf.filter_scheduler
+        LOG.info("Worker %d applied the configuration: filters %s; "
+                 "weighers %s", self.worker_id,
+                 ", ".join(fs.enabled_filters), ", ".join(fs.weighers))
+
+    def terminate(self) -> None:
+        """SIGTERM: stop taking messages, let those in flight reply, exit.
+
+        With the broker away nothing in flight can reply and oslo.messaging
+        would wait for it to come back (up to the graceful shutdown
+        timeout): then the worker exits at once.
+        """
+        self._stopped.set()
         if self._server is not None:
+            try:
+                broker.check(self.conf, BROKER_STOP_BUDGET)
+            except broker.BrokerUnavailable as e:
+                LOG.warning("Worker %d stops without draining: %s",
+                            self.worker_id, e)
+                return
             self._server.stop()
             self._server.wait()
-            self._server = None
         if self._transport is not None:
             self._transport.cleanup()
-            self._transport = None
         if self._engine is not None:
             self._engine.dispose()
-        self._stopped.set()
 
-    def wait(self) -> None:
-        self._stopped.wait()
 
-    def reset(self) -> None:
-        pass
+class Supervisor(cotyledon.ServiceManager):
+    """cotyledon's manager, which gives up instead of re-forking a worker
+    that failed for a reason a restart cannot fix."""
+
+    def __init__(self, conf, states: worker_state.WorkerStates,
+                 monitor: health.Monitor) -> None:
+        super().__init__(
+            graceful_shutdown_timeout=conf.graceful_shutdown_timeout)
+        self.conf = conf
+        self.states = states
+        self.monitor = monitor
+        #: Why the server gives up (one line), once a worker failed for good.
+        self.fatal: str | None = None
+        self.register_hooks(on_terminate=monitor.stopping,
+                            on_reload=self._reload,
+                            on_dead_worker=self._worker_died)
+
+    def _worker_died(self, service_id, worker_id: int, exit_code: int
+                     ) -> None:
+        last = self.states.exited(worker_id, exit_code)
+        if last is None or last.state != worker_state.FAILED or \
+                not last.fatal or self.fatal is not None:
+            return
+        self.fatal = last.reason
+        self.monitor.notifier.send(
+            STATUS=f"worker {worker_id} (pid {last.pid}) failed: "
+                   f"{last.reason}")
+        # The main loop turns SIGTERM into a shutdown of the other workers.
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    def _start_worker(self, service_id, worker_id) -> None:
+        # Overrides cotyledon's: no replacement for a worker that failed
+        # for good while the shutdown it asked for is on its way.
+        if self.fatal is None:
+            super()._start_worker(service_id, worker_id)
+
+    def _reload(self) -> None:
+        # cotyledon then sends SIGHUP to every worker (SchedulerWorker.
+        # reload); the main process only needs its own log levels.
+        self.conf.mutate_config_files()
+        LOG.info("SIGHUP: workers re-read the configuration files")
 
 
 def check_startup(conf, config_given: bool = True) -> None:
     """Fail before forking on what no worker could survive: plugins that
     do not load, a database that is missing or without our schema, a
     broker that does not answer within ``[scheduler]
-    broker_startup_timeout`` or refuses the login.
+    broker_startup_timeout`` or refuses the login, an HTTP listen address
+    that is malformed.
 
     :raises ConfigError: naming the option or the database, and the fix.
     :raises broker.BrokerUnavailable: naming the broker (BrokerRefused
@@ -102,6 +216,8 @@ def check_startup(conf, config_given: bool = True) -> None:
     plugins.load_filters(conf)
     plugins.load_weighers(conf)
     plugins.check_driver(conf)
+    if conf.scheduler.http_listen:
+        http.parse_address(conf.scheduler.http_listen)
     cmd.check_database(conf, config_given=config_given)
     engine = db.create_engine(conf)
     try:
@@ -111,25 +227,72 @@ def check_startup(conf, config_given: bool = True) -> None:
     broker.check(conf, conf.scheduler.broker_startup_timeout)
 
 
+def _register_server_opts(conf) -> None:
+    """The libraries' options only the server reads: oslo.service's
+    (graceful_shutdown_timeout) and oslo.reports' ([oslo_reports])."""
+    from oslo_reports import opts as gmr_opts
+    from oslo_service import opts as service_opts
+
+    service_opts.register_service_opts(conf)
+    for group, opts in gmr_opts.list_opts():
+        conf.register_opts(opts, group=group)
+
+
+def _guru_meditation(conf) -> None:
+    """SIGUSR2 -> a Guru Meditation report (threads, config, package), as
+    nova's services do. Set before forking: the workers inherit it."""
+    from oslo_reports import guru_meditation_report as gmr
+    from pbr import version as pbr_version
+
+    gmr.TextGuruMeditation.setup_autorun(
+        pbr_version.VersionInfo("scheduler"), service_name="scheduler-server",
+        conf=conf)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the server until SIGTERM: 0, or 1 after one ``ERROR:`` line
-    (:mod:`scheduler.errors`) when it cannot start."""
+    (:mod:`scheduler.errors`) when it cannot start or a worker fails for a
+    reason a restart cannot fix."""
     argv = sys.argv[1:] if argv is None else argv
     loaded: list = []
+    # First of all: systemd's socket is ours alone (see sd_notify).
+    notifier = sd_notify.from_environment()
 
     def body() -> int:
         conf = sched_conf.load(argv, description="Scheduler RPC server",
                                version=cmd.version())
         loaded.append(conf)
+        _register_server_opts(conf)
         logging.setup(conf, "scheduler")
         # Before forking, so every worker inherits it.
         malformed.install()
+        notifier.send(STATUS="checking plugins, database and broker")
         check_startup(conf, config_given=bool(conf.config_file
                                               or conf.config_dir))
-        launcher = service.launch(conf, SchedulerService(conf),
-                                  workers=conf.scheduler.workers,
-                                  restart_method="mutate")
-        return launcher.wait() or 0
+        _guru_meditation(conf)
+        channel = worker_state.Channel()
+        states = worker_state.WorkerStates(channel, conf.scheduler.workers)
+        monitor = health.Monitor(states, health.DatabaseProbe(conf),
+                                 notifier)
+        if conf.scheduler.http_listen:
+            http.serve(conf.scheduler.http_listen, {
+                "/healthcheck": http.healthcheck(monitor.verdict),
+            })
+        supervisor = Supervisor(conf, states, monitor)
+        supervisor.add(SchedulerWorker, conf.scheduler.workers,
+                       args=(conf, channel))
+        notifier.send(STATUS=f"starting {conf.scheduler.workers} "
+                             f"worker(s): loading host table")
+        monitor.start()
+        try:
+            supervisor.run()
+        except SystemExit as e:
+            code = e.code or 0
+        else:
+            code = 0
+        if supervisor.fatal:
+            raise errors.CommandFailed(supervisor.fatal)
+        return int(code)
 
     return errors.run(body, conf=lambda: loaded[0] if loaded else None)
 

@@ -1,6 +1,9 @@
 """Options in [filter_scheduler]: filters, weighers and their settings.
 
 Names follow nova's so that an operator's existing settings carry over.
+Options marked ``mutable`` take effect on SIGHUP without restarting the
+workers (filters and weighers are re-loaded as one new set); the others,
+such as the allocation ratios baked into the host table, need a restart.
 """
 from oslo_config import cfg
 
@@ -16,7 +19,7 @@ ARCHITECTURES = (
     "unicore32", "x86_64", "xtensa", "xtensaeb")
 
 opts = [
-    cfg.ListOpt("enabled_filters",
+    cfg.ListOpt("enabled_filters", mutable=True,
                 default=["RetryFilter", "AvailabilityZoneFilter",
                          "ComputeFilter", "RamFilter", "CoreFilter",
                          "DiskFilter", "ComputeCapabilitiesFilter",
@@ -30,14 +33,15 @@ opts = [
                      "filtering on them explains refusals), with "
                      "ComputeFilter before the resource filters so that "
                      "down hosts are counted as down, not as full."),
-    cfg.ListOpt("weighers", default=["RAMWeigher", "CPUWeigher", "DiskWeigher",
+    cfg.ListOpt("weighers",
+                mutable=True, default=["RAMWeigher", "CPUWeigher", "DiskWeigher",
                                      "ServerGroupSoftAffinityWeigher",
                                      "ServerGroupSoftAntiAffinityWeigher"],
                 deprecated_name="weight_classes",
                 help="Weighers applied to the hosts that pass the filters; "
                      "names from the entry-point namespace "
                      "'scheduler.weighers'."),
-    cfg.IntOpt("host_subset_size", default=1, min=1,
+    cfg.IntOpt("host_subset_size", mutable=True, default=1, min=1,
                help="The instance goes to one of this many best-weighed "
                     "hosts (see host_subset_choice). Larger values spread "
                     "concurrent requests and reduce claim races, at the "
@@ -72,22 +76,24 @@ opts = [
     cfg.FloatOpt("disk_allocation_ratio", default=1.0, min=0.0,
                  help="Disk overcommit ratio for nodes that do not report "
                       "their own."),
-    cfg.FloatOpt("ram_weight_multiplier", default=1.0,
+    cfg.FloatOpt("ram_weight_multiplier", mutable=True, default=1.0,
                  help="Multiplier of the RAM weigher. Positive spreads "
                       "instances over hosts with most free RAM; negative "
                       "stacks them."),
-    cfg.FloatOpt("cpu_weight_multiplier", default=1.0,
+    cfg.FloatOpt("cpu_weight_multiplier", mutable=True, default=1.0,
                  help="Multiplier of the CPU weigher (free vCPUs)."),
-    cfg.FloatOpt("disk_weight_multiplier", default=1.0,
+    cfg.FloatOpt("disk_weight_multiplier", mutable=True, default=1.0,
                  help="Multiplier of the disk weigher (free disk)."),
-    cfg.FloatOpt("soft_affinity_weight_multiplier", default=1.0, min=0.0,
+    cfg.FloatOpt("soft_affinity_weight_multiplier",
+                 mutable=True, default=1.0, min=0.0,
                  help="Multiplier of the ServerGroupSoftAffinityWeigher: "
                       "for a server group with the soft-affinity policy, "
                       "hosts holding more of the group's members weigh "
                       "more. Only a positive value is meaningful (a "
                       "negative one would turn the policy around); 0 "
                       "turns the policy off."),
-    cfg.FloatOpt("soft_anti_affinity_weight_multiplier", default=1.0,
+    cfg.FloatOpt("soft_anti_affinity_weight_multiplier",
+                 mutable=True, default=1.0,
                  min=0.0,
                  help="Multiplier of the ServerGroupSoftAntiAffinityWeigher: "
                       "for a server group with the soft-anti-affinity "
@@ -97,7 +103,7 @@ opts = [
     cfg.StrOpt("default_availability_zone", default="nova",
                help="Availability zone of hosts that belong to no aggregate "
                     "with an availability_zone key."),
-    cfg.IntOpt("max_io_ops_per_host", default=8, min=0,
+    cfg.IntOpt("max_io_ops_per_host", mutable=True, default=8, min=0,
                help="The number of instances that can be actively performing "
                     "IO on a host. Instances performing IO include those in "
                     "the following states: build, resize, snapshot, "
@@ -105,34 +111,35 @@ opts = [
                     "scheduling if the IoOpsFilter filter is enabled (the "
                     "AggregateIoOpsFilter uses it where the host's "
                     "aggregates set no max_io_ops_per_host metadata)."),
-    cfg.IntOpt("max_instances_per_host", default=50, min=1,
+    cfg.IntOpt("max_instances_per_host", mutable=True, default=50, min=1,
                help="Maximum number of instances that can exist on a host. "
                     "The NumInstancesFilter and AggregateNumInstancesFilter "
                     "reject any host that has at least as many instances as "
                     "this value (the aggregate filter uses it where the "
                     "host's aggregates set no max_instances_per_host "
                     "metadata)."),
-    cfg.ListOpt("isolated_images", default=[],
+    cfg.ListOpt("isolated_images", mutable=True, default=[],
                 help="List of UUIDs for images that can only be run on "
                      "certain hosts. If there is a need to restrict some "
                      "images to only run on certain designated hosts, list "
                      "those image UUIDs here. This setting only affects "
                      "scheduling if the IsolatedHostsFilter filter is "
                      "enabled."),
-    cfg.ListOpt("isolated_hosts", default=[],
+    cfg.ListOpt("isolated_hosts", mutable=True, default=[],
                 help="List of hosts that can only run certain images. If "
                      "there is a need to restrict some images to only run "
                      "on certain designated hosts, list those host names "
                      "here. This setting only affects scheduling if the "
                      "IsolatedHostsFilter filter is enabled."),
-    cfg.BoolOpt("restrict_isolated_hosts_to_isolated_images", default=True,
+    cfg.BoolOpt("restrict_isolated_hosts_to_isolated_images",
+                mutable=True, default=True,
                 help="Prevent non-isolated images from being built on "
                      "isolated hosts. This setting only affects scheduling "
                      "if the IsolatedHostsFilter filter is enabled. Even "
                      "then, this option doesn't affect the behavior of "
                      "requests for isolated images, which will always be "
                      "restricted to isolated hosts."),
-    cfg.StrOpt("aggregate_image_properties_isolation_namespace",
+    cfg.StrOpt("aggregate_image_properties_isolation_namespace", mutable=True,
                help="Image property namespace for use in the host "
                     "aggregate. Images and hosts can be configured so that "
                     "certain images can only be scheduled to hosts in a "
@@ -146,7 +153,8 @@ opts = [
                     "used by the AggregateImagePropertiesIsolation filter; "
                     "unset means every aggregate metadata key is "
                     "compared."),
-    cfg.StrOpt("aggregate_image_properties_isolation_separator", default=".",
+    cfg.StrOpt("aggregate_image_properties_isolation_separator",
+               mutable=True, default=".",
                help="Separator character(s) for image property namespace "
                     "and name. When using the "
                     "AggregateImagePropertiesIsolation filter, the relevant "
@@ -154,7 +162,7 @@ opts = [
                     "in aggregate_image_properties_isolation_namespace plus "
                     "a separator. This option defines the separator to be "
                     "used."),
-    cfg.StrOpt("image_properties_default_architecture",
+    cfg.StrOpt("image_properties_default_architecture", mutable=True,
                choices=ARCHITECTURES,
                help="The default architecture to be used when using the "
                     "ImagePropertiesFilter, for images that do not set "
@@ -163,7 +171,7 @@ opts = [
                     "compute nodes because the image did not say which "
                     "architecture it needs. Unset means such images are "
                     "not restricted by architecture."),
-    cfg.FloatOpt("io_ops_weight_multiplier", default=-1.0,
+    cfg.FloatOpt("io_ops_weight_multiplier", mutable=True, default=-1.0,
                  help="IO operations weight multiplier ratio. This option "
                       "determines how hosts with differing workloads are "
                       "weighed. Negative values, such as the default, "
@@ -172,13 +180,14 @@ opts = [
                       "prefer hosts with heavier workloads. The absolute "
                       "value controls how strong the IoOpsWeigher is "
                       "relative to other weighers."),
-    cfg.FloatOpt("hypervisor_version_weight_multiplier", default=1.0,
+    cfg.FloatOpt("hypervisor_version_weight_multiplier",
+                 mutable=True, default=1.0,
                  help="Hypervisor version weight multiplier ratio (the "
                       "HypervisorVersionWeigher). Positive values, such as "
                       "the default, prefer hosts with newer hypervisors "
                       "(which aids upgrades); negative values prefer older "
                       "ones; 0 disables the weigher."),
-    cfg.FloatOpt("num_instances_weight_multiplier", default=0.0,
+    cfg.FloatOpt("num_instances_weight_multiplier", mutable=True, default=0.0,
                  help="Number of instances weight multiplier ratio. The "
                       "multiplier is used for weighing hosts based on the "
                       "reported number of instances they have. Negative "
@@ -188,7 +197,8 @@ opts = [
                       "instances (i.e. choosing to pack). The default is "
                       "0.0, which means that you have to choose a strategy "
                       "if you want to use the NumInstancesWeigher."),
-    cfg.FloatOpt("build_failure_weight_multiplier", default=1000000.0,
+    cfg.FloatOpt("build_failure_weight_multiplier",
+                 mutable=True, default=1000000.0,
                  help="Multiplier used for weighing hosts that have had "
                       "recent build failures (the failed_builds statistic "
                       "a compute node reports, reset on a successful "

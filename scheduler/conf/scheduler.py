@@ -50,6 +50,14 @@ opts = [
                     "the broker refuses the credentials, the server exits "
                     "with status 1 and one line naming the broker, instead "
                     "of starting workers that retry for ever."),
+    cfg.StrOpt("http_listen", default="127.0.0.1:8796",
+               help="host:port of the server's HTTP listener, run by the "
+                    "main process: GET /healthcheck answers 200 OK when "
+                    "every worker consumes and the database answers, else "
+                    "503 with the reason. Loopback by default (8796 is "
+                    "taken by no OpenStack service); empty turns the "
+                    "listener off. An address that cannot be bound stops "
+                    "the start-up with one line naming it."),
 ]
 
 

@@ -91,6 +91,14 @@ class Driver:
     def run_periodic_tasks(self) -> None:
         """Called every ``[scheduler] periodic_task_interval`` seconds."""
 
+    def reload(self) -> None:
+        """SIGHUP: the configuration was mutated; apply what this driver
+        reads at load time (its filters and weighers). Nothing by default.
+
+        :raises ConfigError: the new configuration cannot be applied; the
+            driver then keeps working as before.
+        """
+
     def select_destinations(self, spec: RequestSpec) -> list[dict[str, Any]]:
         """Plan and claim every instance of ``spec``, all or nothing.
 

@@ -37,11 +37,53 @@ def _with_member_on(spec: RequestSpec, host: str) -> RequestSpec:
         group, hosts=group.hosts + (host,)))
 
 
+@dataclasses.dataclass(frozen=True)
+class Pipeline:
+    """The filters and weighers one request runs with: replaced as a whole
+    on SIGHUP (:meth:`FilterScheduler.reload`), never changed in place, so
+    a request in flight keeps the set it started with."""
+    filters: tuple
+    weighers: tuple
+
+    @classmethod
+    def load(cls, conf) -> Pipeline:
+        """:raises ConfigError: a plugin is not installed or fails to load
+        (see :mod:`scheduler.plugins`)."""
+        return cls(tuple(plugins.load_filters(conf)),
+                   tuple(plugins.load_weighers(conf)))
+
+
 class FilterScheduler(Driver):
     def __init__(self, conf, host_manager, engine):
         super().__init__(conf, host_manager, engine)
-        self.filters = plugins.load_filters(conf)
-        self.weighers = plugins.load_weighers(conf)
+        self.pipeline = Pipeline.load(conf)
+
+    @property
+    def filters(self) -> tuple:
+        return self.pipeline.filters
+
+    @filters.setter
+    def filters(self, filters) -> None:
+        self.pipeline = dataclasses.replace(self.pipeline,
+                                            filters=tuple(filters))
+
+    @property
+    def weighers(self) -> tuple:
+        return self.pipeline.weighers
+
+    @weighers.setter
+    def weighers(self, weighers) -> None:
+        self.pipeline = dataclasses.replace(self.pipeline,
+                                            weighers=tuple(weighers))
+
+    def reload(self) -> None:
+        """Load the filters and weighers the (mutated) configuration names
+        and swap them in for the next request; on an error the current set
+        stays.
+
+        :raises ConfigError: as :meth:`Pipeline.load`.
+        """
+        self.pipeline = Pipeline.load(self.conf)
 
     def plan(self, spec: RequestSpec, table: HostTable,
              spread: int = 1) -> list[Selection]:
@@ -63,6 +105,7 @@ class FilterScheduler(Driver):
         instance's usage is left in ``view``, for whatever is planned next.
         :raises NoValidHost: as :meth:`plan`, the narrowing's steps counted.
         """
+        pipeline = self.pipeline   # one set for the whole request
         table = view.table
         total = len(table)
         candidates, forced, target_steps = targeting.apply(
@@ -77,21 +120,22 @@ class FilterScheduler(Driver):
             if forced:
                 passed, steps = candidates, []
             else:
-                passed, steps = run_filters(self.filters, view, candidates,
-                                            spec, index)
+                passed, steps = run_filters(pipeline.filters, view,
+                                            candidates, spec, index)
             if not len(passed):
                 raise exception.NoValidHost(self._refusal(
                     spec, index, total,
                     steps if index else target_steps + steps))
-            weighing = weigh(self.weighers, view, passed, spec)
+            weighing = weigh(pipeline.weighers, view, passed, spec)
             best = passed[weighing.best(subset)]
             chosen = int(best[self.chooser.pick(
                 [(s.node_id, s.generation)
                  for s in (table.states[int(i)] for i in best)])])
             state = table.states[chosen]
             selections.append(Selection(
-                uuid, state, self._limits(state, forced),
-                self._alternates(spec, view, weighing, chosen, forced)))
+                uuid, state, self._limits(state, forced, pipeline),
+                self._alternates(pipeline, spec, view, weighing, chosen,
+                                 forced)))
             if keep_usage or index + 1 < spec.num_instances:
                 # The next instance (or resource) sees this one's usage.
                 view.consume(chosen, flavor.vcpus, flavor.memory_mb,
@@ -106,15 +150,16 @@ class FilterScheduler(Driver):
         """Dry run of the first instance: every host that passes, best
         first with its weights, and what each filter removed."""
         spec = self._resolved(spec)
+        pipeline = self.pipeline
         with self.cycle(fresh=True) as table:
             view = HostView(table)
             candidates, forced, steps = targeting.apply(
                 spec, view, table.all_positions())
             if not forced:
-                candidates, filter_steps = run_filters(self.filters, view,
-                                                       candidates, spec)
+                candidates, filter_steps = run_filters(pipeline.filters,
+                                                       view, candidates, spec)
                 steps += filter_steps
-            weighing = weigh(self.weighers, view, candidates, spec)
+            weighing = weigh(pipeline.weighers, view, candidates, spec)
             hosts = []
             for j in weighing.best(limit):
                 state = table.states[int(candidates[j])]
@@ -126,18 +171,20 @@ class FilterScheduler(Driver):
                     "filters": [s.to_primitive() for s in steps],
                     "total": len(table)}
 
-    def _limits(self, host: HostState, forced: bool) -> dict[str, float]:
+    def _limits(self, host: HostState, forced: bool,
+                pipeline: Pipeline | None = None) -> dict[str, float]:
         if forced:
             return {}   # nova: no limits on a forced host
         # Two filters limiting one resource (CoreFilter and
         # AggregateCoreFilter): the host passed both, so the tighter holds.
         limits: dict[str, float] = {}
-        for f in self.filters:
+        for f in (pipeline or self.pipeline).filters:
             for name, value in f.limits(host).items():
                 limits[name] = min(value, limits.get(name, value))
         return limits
 
-    def _alternates(self, spec: RequestSpec, view: HostView,
+    def _alternates(self, pipeline: Pipeline, spec: RequestSpec,
+                    view: HostView,
                     weighing: Weighing, chosen: int, forced: bool
                     ) -> list[dict[str, Any]] | None:
         if not spec.return_alternates:
@@ -148,7 +195,7 @@ class FilterScheduler(Driver):
         # The node's uuid too: nova's Selection objects need it.
         return [{"host": s.host, "nodename": s.nodename,
                  "compute_node_uuid": s.uuid,
-                 "limits": self._limits(s, forced)}
+                 "limits": self._limits(s, forced, pipeline)}
                 for s in (view.table.states[i] for i in others)]
 
     @staticmethod
