@@ -96,7 +96,9 @@ class Monitor:
             LOG.info("Ready: %s", line)
         elif (healthy, line) != previous:
             self.notifier.send(STATUS=line)
-            log = LOG.info if healthy else LOG.warning
+            # Before READY this is start-up progress, not a problem.
+            log = LOG.warning if self._ready_sent and not healthy \
+                else LOG.info
             log("Health: %s", line)
         return self._verdict
 

@@ -33,10 +33,10 @@ opts = [
                      "filtering on them explains refusals), with "
                      "ComputeFilter before the resource filters so that "
                      "down hosts are counted as down, not as full."),
-    cfg.ListOpt("weighers",
-                mutable=True, default=["RAMWeigher", "CPUWeigher", "DiskWeigher",
-                                     "ServerGroupSoftAffinityWeigher",
-                                     "ServerGroupSoftAntiAffinityWeigher"],
+    cfg.ListOpt("weighers", mutable=True,
+                default=["RAMWeigher", "CPUWeigher", "DiskWeigher",
+                         "ServerGroupSoftAffinityWeigher",
+                         "ServerGroupSoftAntiAffinityWeigher"],
                 deprecated_name="weight_classes",
                 help="Weighers applied to the hosts that pass the filters; "
                      "names from the entry-point namespace "

@@ -1,0 +1,337 @@
+"""scheduler-server as systemd and an operator see it: sd_notify over a
+real NOTIFY_SOCKET, /healthcheck, signals (SIGHUP, SIGTERM, SIGUSR2), and
+worker failures that end the server instead of looping."""
+from __future__ import annotations
+
+import configparser
+import json
+import os
+from pathlib import Path
+import signal
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+import sqlalchemy as sa
+
+#: Generous bounds: they prove "does not hang", they measure nothing.
+WAIT = 60
+
+
+class NotifyListener:
+    """What systemd would receive: an AF_UNIX datagram socket, every
+    message kept with the time it came."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(self.path)
+        self.sock.settimeout(0.2)
+        self.messages: list[tuple[float, dict[str, str]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                data = self.sock.recv(65536)
+            except socket.timeout:
+                continue
+            fields = dict(line.split("=", 1)
+                          for line in data.decode().splitlines())
+            self.messages.append((time.monotonic(), fields))
+
+    def wait_for(self, key: str, value: str | None = None,
+                 timeout: float = WAIT) -> float:
+        """When the first message with ``key`` (= ``value``) came."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for at, fields in list(self.messages):
+                if key in fields and value in (None, fields[key]):
+                    return at
+            time.sleep(0.05)
+        raise AssertionError(f"no {key}={value} in {self.messages}")
+
+    def values(self, key: str) -> list[str]:
+        return [f[key] for _, f in list(self.messages) if key in f]
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sock.close()
+
+
+@pytest.fixture
+def notify_socket(tmp_path):
+    listener = NotifyListener(tmp_path / "notify.sock")
+    yield listener
+    listener.close()
+
+
+def free_address() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{s.getsockname()[1]}"
+
+
+def get(address: str, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://{address}{path}",
+                                    timeout=10) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def wait_for_status(address: str, status: int, timeout: float = WAIT
+                    ) -> str:
+    deadline = time.monotonic() + timeout
+    seen = None
+    while time.monotonic() < deadline:
+        try:
+            seen = get(address, "/healthcheck")
+        except OSError as e:
+            seen = (None, str(e))
+        if seen[0] == status:
+            return seen[1]
+        time.sleep(0.2)
+    raise AssertionError(f"/healthcheck never {status}; last: {seen}")
+
+
+def worker_pids(pid: int) -> set[int]:
+    """The server's worker processes (its children)."""
+    children = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                children.add(int(entry))
+    return children
+
+
+def error_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("ERROR:")]
+
+
+def set_options(config_file: Path, **options: str) -> None:
+    """Change ``group__option`` values in a deployment's config file."""
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.optionxform = str
+    parser.read(config_file)
+    for key, value in options.items():
+        group, option = key.split("__")
+        if not parser.has_section(group):
+            parser.add_section(group)
+        parser.set(group, option, value)
+    with open(config_file, "w") as f:
+        parser.write(f)
+
+
+def test_ready_after_every_worker_consumes_then_watchdog_and_stopping(
+        make_deployment, notify_socket):
+    deployment = make_deployment(scheduler__workers=2)
+    deployment.fleet(2000)
+    proc = deployment.start_server(wait=False, env={
+        "NOTIFY_SOCKET": notify_socket.path, "WATCHDOG_USEC": "1000000"})
+
+    notify_socket.wait_for("READY", "1")
+    # READY came after both workers loaded their table and consumed.
+    log = deployment.server_log()
+    assert log.count("Host table loaded: 2000 nodes") == 2
+    assert log.count("Scheduler worker consuming topic") == 2
+    statuses = notify_socket.values("STATUS")
+    assert any("loading host table" in s for s in statuses), statuses
+    assert statuses[-1] == "2/2 workers consuming", statuses
+    # The table is there: the first select loads nothing more.
+    deployment.api.select_destinations(
+        {}, {"flavor": {"memory_mb": 512, "vcpus": 1, "root_gb": 1}})
+    assert deployment.server_log().count("Host table loaded") == 2
+
+    # Pings every WATCHDOG_USEC/2 while healthy.
+    first = notify_socket.wait_for("WATCHDOG", "1")
+    deadline = time.monotonic() + WAIT
+    while len(notify_socket.values("WATCHDOG")) < 3 and \
+            time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(notify_socket.values("WATCHDOG")) >= 3
+    assert first >= notify_socket.wait_for("READY")
+
+    os.killpg(proc.pid, signal.SIGTERM)
+    assert proc.wait(timeout=WAIT) == 0
+    notify_socket.wait_for("STOPPING", "1", timeout=1)
+
+
+def test_watchdog_stops_while_a_worker_is_wedged(make_deployment,
+                                                 notify_socket):
+    deployment = make_deployment()
+    deployment.fleet(10)
+    address = free_address()
+    set_options(deployment.config_file, scheduler__http_listen=address)
+    proc = deployment.start_server(env={
+        "NOTIFY_SOCKET": notify_socket.path, "WATCHDOG_USEC": "1000000"})
+    notify_socket.wait_for("READY", "1")
+    [worker] = worker_pids(proc.pid)
+    os.kill(worker, signal.SIGSTOP)
+    try:
+        body = wait_for_status(address, 503)
+        assert f"worker 0 (pid {worker}) not responding" in body
+        pings = len(notify_socket.values("WATCHDOG"))
+        time.sleep(2)   # four ping intervals
+        assert len(notify_socket.values("WATCHDOG")) == pings
+        assert "not responding" in notify_socket.values("STATUS")[-1]
+    finally:
+        os.kill(worker, signal.SIGCONT)
+    assert wait_for_status(address, 200) == "OK\n"
+
+
+def test_worker_failing_for_good_ends_the_server_with_one_line(
+        make_deployment, notify_socket):
+    deployment = make_deployment(scheduler__workers=2)
+    # The schema is there as far as the start-up check can tell (the
+    # revision table), but the workers cannot read their host table.
+    with deployment.engine.begin() as conn:
+        conn.execute(sa.text(
+            "ALTER TABLE compute_nodes RENAME TO compute_nodes_gone"))
+    proc = deployment.start_server(wait=False, env={
+        "NOTIFY_SOCKET": notify_socket.path})
+
+    assert proc.wait(timeout=WAIT) == 1
+    log = deployment.server_log()
+    [line] = error_lines(log)
+    assert "no scheduler schema in" in line, line
+    assert "run 'scheduler-manage db sync' first" in line
+    assert "Traceback" not in log
+    assert "Forking too fast" not in log
+    assert notify_socket.values("READY") == []
+    assert any("failed: no scheduler schema" in s
+               for s in notify_socket.values("STATUS"))
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_healthcheck_follows_the_database(make_deployment, database_url):
+    deployment = make_deployment(scheduler__workers=2)
+    deployment.fleet(10)
+    address = free_address()
+    set_options(deployment.config_file, scheduler__http_listen=address)
+    deployment.start_server()
+    assert wait_for_status(address, 200) == "OK\n"
+    assert get(address, "/nothing")[0] == 404
+
+    path = Path(deployment.conf.database.connection.split(":///", 1)[1])
+    path.rename(path.with_suffix(".away"))
+    try:
+        body = wait_for_status(address, 503)
+        assert f"database: database file {path} does not exist" in body
+        assert body.startswith("2/2 workers consuming")
+        assert len(body.splitlines()) == 1
+    finally:
+        path.with_suffix(".away").rename(path)
+    assert wait_for_status(address, 200) == "OK\n"
+
+
+def test_listen_address_in_use_refuses_to_start(make_deployment):
+    deployment = make_deployment()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        set_options(deployment.config_file, scheduler__http_listen=address)
+        proc = deployment.start_server(wait=False)
+        assert proc.wait(timeout=WAIT) == 1
+    [line] = error_lines(deployment.server_log())
+    assert line.startswith(f"ERROR: cannot listen on {address} "
+                           f"([scheduler] http_listen): Address already "
+                           f"in use"), line
+
+
+def _rank(deployment) -> dict:
+    result = deployment.client("--json", "rank", "--limit", "10")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_sighup_applies_filters_and_multipliers_without_restarting(
+        make_deployment):
+    deployment = make_deployment(scheduler__workers=2)
+    deployment.fleet(10)
+    proc = deployment.start_server()
+    pids = worker_pids(proc.pid)
+    before = _rank(deployment)
+    assert "RamFilter" in [s["filter"] for s in before["filters"]]
+    ram = {h["host"]: h["weights"]["RAMWeigher"] for h in before["hosts"]}
+    assert max(ram.values()) > 0
+
+    set_options(deployment.config_file,
+                filter_scheduler__enabled_filters="ComputeFilter",
+                filter_scheduler__ram_weight_multiplier="-2.0")
+    os.kill(proc.pid, signal.SIGHUP)
+    deadline = time.monotonic() + WAIT
+    while deployment.server_log().count("applied the configuration") < 2:
+        assert time.monotonic() < deadline, deployment.server_log()
+        time.sleep(0.2)
+
+    # Both workers answer with the new set (ask more than twice).
+    for _ in range(6):
+        after = _rank(deployment)
+        assert [s["filter"] for s in after["filters"]] == ["ComputeFilter"]
+        assert all(h["weights"]["RAMWeigher"] <= 0 for h in after["hosts"])
+        assert min(h["weights"]["RAMWeigher"]
+                   for h in after["hosts"]) < 0
+    log = deployment.server_log()
+    assert worker_pids(proc.pid) == pids
+    assert log.count("Host table loaded") == 2
+    assert "Ignoring change to immutable option" not in log
+
+
+def test_sighup_with_an_unknown_filter_keeps_the_old_set(make_deployment):
+    deployment = make_deployment()
+    deployment.fleet(5)
+    proc = deployment.start_server()
+    set_options(deployment.config_file,
+                filter_scheduler__enabled_filters="ComputeFilter,NoSuch")
+    os.kill(proc.pid, signal.SIGHUP)
+    deadline = time.monotonic() + WAIT
+    while "keeps its previous filters" not in deployment.server_log():
+        assert time.monotonic() < deadline, deployment.server_log()
+        time.sleep(0.2)
+    assert "RamFilter" in [s["filter"] for s in
+                           _rank(deployment)["filters"]]
+    assert "Traceback" not in deployment.server_log()
+
+
+def test_sigusr2_writes_a_report_and_the_server_keeps_serving(
+        make_deployment):
+    deployment = make_deployment(scheduler__workers=2)
+    proc = deployment.start_server()
+    os.kill(proc.pid, signal.SIGUSR2)
+    for worker in worker_pids(proc.pid):
+        os.kill(worker, signal.SIGUSR2)
+    deadline = time.monotonic() + WAIT
+    while deployment.server_log().count("Guru Meditation") < 3:
+        assert time.monotonic() < deadline, deployment.server_log()
+        time.sleep(0.2)
+    log = deployment.server_log()
+    assert "Threads" in log and "Configuration" in log
+    assert deployment.api.ping({})["host"] == deployment.conf.host
+    assert proc.poll() is None
+
+
+def test_sigterm_exits_promptly_with_the_broker_down(make_deployment,
+                                                     rabbitmq):
+    deployment = make_deployment(scheduler__workers=2)
+    proc = deployment.start_server()
+    rabbitmq.stop()
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        # Well under the 60 s graceful shutdown timeout it used to wait.
+        assert proc.wait(timeout=30) == 0
+    finally:
+        rabbitmq.start()
+    assert "stops without draining" in deployment.server_log()
