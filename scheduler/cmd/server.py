@@ -173,7 +173,7 @@ class Supervisor(cotyledon.ServiceManager):
         #: Why the server gives up (one line), once a worker failed for good.
         self.fatal: str | None = None
         self.register_hooks(on_terminate=monitor.stopping,
-                            on_reload=self._reload,
+                            on_reload=self._reread_config,
                             on_dead_worker=self._worker_died)
 
     def _worker_died(self, service_id, worker_id: int, exit_code: int
@@ -195,7 +195,7 @@ class Supervisor(cotyledon.ServiceManager):
         if self.fatal is None:
             super()._start_worker(service_id, worker_id)
 
-    def _reload(self) -> None:
+    def _reread_config(self) -> None:
         # cotyledon then sends SIGHUP to every worker (SchedulerWorker.
         # reload); the main process only needs its own log levels.
         self.conf.mutate_config_files()
