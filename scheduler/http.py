@@ -33,16 +33,17 @@ Route = Callable[[], Response]
 
 
 def parse_address(text: str) -> tuple[str, int]:
-    """``host:port`` (``[::1]:8779`` for IPv6) as (host, port).
+    """``host:port`` (``[::1]:8796`` for IPv6) as (host, port); port 0
+    picks a free one (logged).
 
     :raises ConfigError: naming the option and the value.
     """
     host, sep, port = text.strip().rpartition(":")
     host = host.strip("[]")
     if not sep or not host or not port.isdigit() or not \
-            0 < int(port) < 65536:
+            0 <= int(port) < 65536:
         raise exception.ConfigError(
-            f"{OPTION}: expected host:port (e.g. 127.0.0.1:8779), got "
+            f"{OPTION}: expected host:port (e.g. 127.0.0.1:8796), got "
             f"{text!r}; fix the value or leave it empty to turn the "
             f"listener off")
     return host, int(port)
@@ -95,7 +96,8 @@ def serve(address: str, routes: Mapping[str, Route]
     os.register_at_fork(after_in_child=server.socket.close)
     threading.Thread(target=server.serve_forever, name="http-listener",
                      daemon=True).start()
-    LOG.info("HTTP listener on http://%s:%d/ (%s)", host, port,
+    LOG.info("HTTP listener on http://%s:%d/ (%s)", host,
+             server.server_address[1],
              ", ".join(sorted(routes)))
     return server
 

@@ -6,6 +6,7 @@ from oslo_db import exception as db_exc
 import pytest
 from sqlalchemy import exc as sa_exc
 
+from scheduler import broker
 from scheduler import conf as sched_conf
 from scheduler import errors
 from scheduler import exception
@@ -67,3 +68,19 @@ def test_run_traceback_only_with_debug(capsys):
 
 def test_run_passes_the_exit_status():
     assert errors.run(lambda: 3) == 3
+
+
+@pytest.mark.parametrize("exc, may_help", [
+    (broker.BrokerUnavailable("no broker answered"), True),
+    (broker.BrokerRefused("refused the login"), False),
+    (db_exc.DBConnectionError(_op("could not connect to server")), True),
+    (_op("connection refused"), True),
+    (db_exc.DBNonExistentTable(_op('relation "services" does not exist')),
+     False),
+    (_op("attempt to write a readonly database"), False),
+    (exception.ConfigError("[filter_scheduler] enabled_filters: ..."),
+     False),
+    (RuntimeError("a bug"), False),
+])
+def test_restart_may_help_only_with_what_may_come_back(exc, may_help):
+    assert errors.restart_may_help(exc) is may_help

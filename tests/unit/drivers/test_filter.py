@@ -411,3 +411,31 @@ def test_a_lost_race_widens_the_choice(register, engine, filter_driver,
     monkeypatch.setattr(claims, "claim", lose_twice)
     filter_driver.select_destinations(_spec())
     assert subsets == [1, 2, 4]
+
+
+def test_reload_swaps_in_a_new_set_and_leaves_the_old_one_whole(
+        register, conf, filter_driver):
+    register(node("a", memory_mb=8192), node("b", memory_mb=32768))
+    old = filter_driver.pipeline
+    conf.set_override("enabled_filters", ["ComputeFilter"],
+                      group="filter_scheduler")
+    conf.set_override("weighers", ["RAMWeigher"], group="filter_scheduler")
+    filter_driver.reload()
+    new = filter_driver.pipeline
+    assert new is not old
+    assert [f.name for f in new.filters] == ["ComputeFilter"]
+    assert [w.name for w in new.weighers] == ["RAMWeigher"]
+    # A request that started before the reload still holds its own set.
+    assert "RamFilter" in [f.name for f in old.filters]
+    ranked = filter_driver.rank(_spec(), 10)
+    assert [s["name"] for s in ranked["filters"]] == ["ComputeFilter"]
+
+
+def test_reload_with_an_unknown_filter_keeps_the_current_set(
+        conf, filter_driver):
+    current = filter_driver.pipeline
+    conf.set_override("enabled_filters", ["NoSuchFilter"],
+                      group="filter_scheduler")
+    with pytest.raises(exception.ConfigError, match="NoSuchFilter"):
+        filter_driver.reload()
+    assert filter_driver.pipeline is current

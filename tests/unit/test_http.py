@@ -1,0 +1,78 @@
+"""The HTTP listener: real sockets, real requests."""
+from __future__ import annotations
+
+import socket
+import urllib.error
+import urllib.request
+
+import pytest
+
+from scheduler import exception
+from scheduler import http
+
+
+def get(server, path: str) -> tuple[int, str]:
+    host, port = server.server_address[:2]
+    try:
+        with urllib.request.urlopen(f"http://{host}:{port}{path}",
+                                    timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+@pytest.fixture
+def serve():
+    servers = []
+
+    def start(routes):
+        server = http.serve("127.0.0.1:0", routes)
+        servers.append(server)
+        return server
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def test_healthcheck_is_200_ok_or_503_with_the_reason(serve):
+    verdict = [(True, "2/2 workers consuming")]
+    server = serve({"/healthcheck": http.healthcheck(lambda: verdict[0])})
+    assert get(server, "/healthcheck") == (200, "OK\n")
+    verdict[0] = (False, "1/2 workers consuming; worker 1 loading")
+    assert get(server, "/healthcheck") == (
+        503, "1/2 workers consuming; worker 1 loading\n")
+    assert get(server, "/other")[0] == 404
+
+
+def test_a_failing_route_is_a_500_and_the_listener_stays(serve):
+    def broken():
+        raise RuntimeError("bug")
+    server = serve({"/x": broken,
+                    "/y": lambda: http.Response(200, b"y")})
+    assert get(server, "/x") == (500, "RuntimeError\n")
+    assert get(server, "/y") == (200, "y")
+
+
+def test_an_address_in_use_names_address_and_option():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        with pytest.raises(exception.ConfigError) as e:
+            http.serve(address, {})
+    assert str(e.value).startswith(
+        f"cannot listen on {address} ([scheduler] http_listen): Address "
+        f"already in use")
+
+
+@pytest.mark.parametrize("text", ["8779", "localhost", "host:port",
+                                  ":8779", "127.0.0.1:70000", "127.0.0.1:-1"])
+def test_malformed_addresses(text):
+    with pytest.raises(exception.ConfigError, match=r"\[scheduler\] "
+                       r"http_listen: expected host:port"):
+        http.parse_address(text)
+
+
+def test_ipv6_address():
+    assert http.parse_address("[::1]:8796") == ("::1", 8796)
