@@ -63,11 +63,22 @@ def load_weighers(conf: cfg.ConfigOpts) -> list:
 
 def load_driver(conf: cfg.ConfigOpts, *args: Any) -> Any:
     """The driver named by ``[scheduler] driver``, built with
-    ``(conf, *args)``."""
+    ``(conf, *args)``.
+
+    :raises ConfigError: it is not installed, or it fails to import or to
+        build (naming the option and the driver's own error).
+    """
     check_driver(conf)
+
+    def on_load_failure(manager, entrypoint, error):
+        raise exception.ConfigError(
+            f"[scheduler] driver: driver {entrypoint.name!r} failed to "
+            f"load: {type(error).__name__}: {error}")
+
     return sd_driver.DriverManager(
         DRIVER_NS, conf.scheduler.driver, invoke_on_load=True,
-        invoke_args=(conf, *args)).driver
+        invoke_args=(conf, *args),
+        on_load_failure_callback=on_load_failure).driver
 
 
 

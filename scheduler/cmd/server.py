@@ -71,15 +71,18 @@ class SchedulerWorker(cotyledon.Service):
         self.channel.report(self.worker_id, worker_state.LOADING)
         try:
             self._start()
+            failure = None
         except Exception as e:
-            line = errors.describe(e, self.conf) or \
-                f"{type(e).__name__}: {e}"
-            fatal = not errors.restart_may_help(e)
-            # One line: the main process repeats it as its own exit reason.
+            failure = e
+        if failure is not None:
+            # Logged outside the except block so oslo.log adds no
+            # traceback: the main process repeats this line as its exit.
+            line = errors.describe(failure, self.conf) or \
+                f"{type(failure).__name__}: {failure}"
             LOG.error("Worker %d cannot start: %s", self.worker_id, line)
             self.channel.report(self.worker_id, worker_state.FAILED, line,
-                                fatal)
-            raise SystemExit(1) from None
+                                not errors.restart_may_help(failure))
+            raise SystemExit(1)
         self.channel.report(self.worker_id, worker_state.CONSUMING)
         while not self._stopped.wait(worker_state.HEARTBEAT_INTERVAL):
             self.channel.report(self.worker_id, worker_state.CONSUMING)

@@ -15,7 +15,6 @@ import urllib.error
 import urllib.request
 
 import pytest
-import sqlalchemy as sa
 
 #: Generous bounds: they prove "does not hang", they measure nothing.
 WAIT = 60
@@ -191,26 +190,47 @@ def test_watchdog_stops_while_a_worker_is_wedged(make_deployment,
     assert wait_for_status(address, 200) == "OK\n"
 
 
+BROKEN_DRIVER = """
+class BrokenDriver:
+    def __init__(self, conf, host_manager, engine):
+        raise ValueError("no GPU inventory in [gpu] section")
+"""
+
+
+def broken_driver_site(root: Path) -> dict[str, str]:
+    """A third-party driver, found by its entry point on PYTHONPATH, that
+    fails when a worker builds it (the start-up check only asks whether
+    it is installed)."""
+    site = root / "broken-site"
+    info = site / "broken_driver-1.0.dist-info"
+    info.mkdir(parents=True)
+    (site / "broken_driver.py").write_text(BROKEN_DRIVER)
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: broken_driver\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        "[scheduler.driver]\nbroken = broken_driver:BrokenDriver\n")
+    path = [str(site)] + [p for p in os.environ.get(
+        "PYTHONPATH", "").split(os.pathsep) if p]
+    return {"PYTHONPATH": os.pathsep.join(path)}
+
+
 def test_worker_failing_for_good_ends_the_server_with_one_line(
-        make_deployment, notify_socket):
-    deployment = make_deployment(scheduler__workers=2)
-    # The schema is there as far as the start-up check can tell (the
-    # revision table), but the workers cannot read their host table.
-    with deployment.engine.begin() as conn:
-        conn.execute(sa.text(
-            "ALTER TABLE compute_nodes RENAME TO compute_nodes_gone"))
+        make_deployment, notify_socket, tmp_path):
+    deployment = make_deployment(scheduler__workers=2,
+                                 scheduler__driver="broken")
+    env = broken_driver_site(tmp_path)
     proc = deployment.start_server(wait=False, env={
-        "NOTIFY_SOCKET": notify_socket.path})
+        **env, "NOTIFY_SOCKET": notify_socket.path})
 
     assert proc.wait(timeout=WAIT) == 1
     log = deployment.server_log()
-    [line] = error_lines(log)
-    assert "no scheduler schema in" in line, line
-    assert "run 'scheduler-manage db sync' first" in line
+    assert error_lines(log) == [
+        "ERROR: [scheduler] driver: driver 'broken' failed to load: "
+        "ValueError: no GPU inventory in [gpu] section"]
     assert "Traceback" not in log
     assert "Forking too fast" not in log
     assert notify_socket.values("READY") == []
-    assert any("failed: no scheduler schema" in s
+    assert any("failed: [scheduler] driver: driver 'broken' failed" in s
                for s in notify_socket.values("STATUS"))
 
 
