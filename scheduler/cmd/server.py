@@ -241,15 +241,30 @@ def _register_server_opts(conf) -> None:
         conf.register_opts(opts, group=group)
 
 
+class _ReportVersion:
+    """The package section of the report (what nova's version module
+    answers oslo.reports)."""
+
+    @staticmethod
+    def vendor_string() -> str:
+        return "scheduler"
+
+    @staticmethod
+    def product_string() -> str:
+        return "scheduler-server"
+
+    @staticmethod
+    def version_string_with_package() -> str:
+        return cmd.version()
+
+
 def _guru_meditation(conf) -> None:
     """SIGUSR2 -> a Guru Meditation report (threads, config, package), as
     nova's services do. Set before forking: the workers inherit it."""
     from oslo_reports import guru_meditation_report as gmr
-    from pbr import version as pbr_version
 
     gmr.TextGuruMeditation.setup_autorun(
-        pbr_version.VersionInfo("scheduler"), service_name="scheduler-server",
-        conf=conf)
+        _ReportVersion, service_name="scheduler-server", conf=conf)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -348,6 +348,7 @@ def test_sigusr2_writes_a_report_and_the_server_keeps_serving(
         time.sleep(0.2)
     log = deployment.server_log()
     assert "Threads" in log and "Configuration" in log
+    assert "product = scheduler-server" in log
     assert deployment.api.ping({})["host"] == deployment.conf.host
     assert proc.poll() is None
 
