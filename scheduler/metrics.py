@@ -48,6 +48,9 @@ BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
 
 _REFRESHED = "scheduler_host_table_refreshed_timestamp_seconds"
 
+#: The ``kind`` label of ``scheduler_claim_conflicts_total``.
+CONFLICT_KINDS = ("race", "disagreement", "duplicate")
+
 
 class _Instruments:
     """The service's instruments, on one registry."""
@@ -76,7 +79,10 @@ class _Instruments:
             "scheduler_refusals",
             "Requests refused with NoValidHost, by the filter (or "
             "targeting step) that removed the last hosts; 'claim' when "
-            "every claim attempt lost a race.", ["filter"], registry=r)
+            "the claims were refused (every attempt lost a race, or a "
+            "forced host had no room); 'request' when the request itself "
+            "could not be honoured (nova's API refuses an unsupported "
+            "request with NoValidHost).", ["filter"], registry=r)
         self.claim_conflicts = prometheus_client.Counter(
             "scheduler_claim_conflicts",
             "Claims refused by the database: race (another writer changed "
@@ -102,6 +108,10 @@ class _Instruments:
         # Children by label values: .labels() takes a lock and builds a
         # key on every call; this is a plain dict read.
         self._children: dict[tuple, object] = {}
+        # Every kind shows from the start, at 0: a dashboard's rate() of
+        # a series that appears only with the first conflict misses it.
+        for kind in CONFLICT_KINDS:
+            self.child(self.claim_conflicts, kind)
 
     def child(self, metric, *labels: str):
         key = (metric, labels)
@@ -113,6 +123,7 @@ class _Instruments:
 
 _instruments: _Instruments | None = None
 _multiprocess_dir: str | None = None
+_owner: int | None = None      # the process that made the directory
 
 
 def _get() -> _Instruments:
@@ -135,8 +146,7 @@ def record_request(api: str, outcome: str, trace: trace_mod.Trace) -> None:
         if seconds is not None:
             m.child(m.stage_seconds, name).observe(seconds)
     if outcome == "no_valid_host":
-        m.child(m.refusals, trace.refused_by or trace_mod.CLAIM_REFUSAL
-                ).inc()
+        m.child(m.refusals, trace.refused_by or trace_mod.REQUEST_REFUSAL).inc()
 
 
 def claim_conflict(kind: str) -> None:
@@ -173,23 +183,25 @@ def use_multiprocess() -> str:
     would add to this one's) can be read.
     :returns: the directory; :func:`cleanup` removes it.
     """
-    global _multiprocess_dir
-    if _instruments is not None:
-        # Instruments built before would keep counting in memory, unseen.
-        raise RuntimeError("metrics recorded before use_multiprocess()")
+    global _instruments, _multiprocess_dir, _owner
+    # Instruments built before would keep counting in memory, unseen:
+    # build them again, in the files.
+    _instruments = None
     path = tempfile.mkdtemp(prefix="scheduler-metrics-")
     os.environ[ENV] = path
     # prometheus_client picks its value class when first imported, which
     # may have been before the variable was set.
     values.ValueClass = values.MultiProcessValue()
     _multiprocess_dir = path
+    _owner = os.getpid()
     return path
 
 
 def cleanup() -> None:
-    """Remove the multiprocess directory (the main process, at exit)."""
+    """Remove the multiprocess directory (the main process, at exit; a
+    worker that gets here leaves it to the main process)."""
     global _multiprocess_dir
-    if _multiprocess_dir is not None:
+    if _multiprocess_dir is not None and os.getpid() == _owner:
         shutil.rmtree(_multiprocess_dir, ignore_errors=True)
         _multiprocess_dir = None
 

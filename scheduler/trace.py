@@ -21,9 +21,13 @@ from typing import Any, Callable
 STAGES = ("parse", "refresh", "filter", "weigh", "claim")
 PARSE, REFRESH, FILTER, WEIGH, CLAIM = range(len(STAGES))
 
-#: The refusal label when no filter or targeting step removed the last
-#: hosts: every claim attempt lost (races, or planner and claim disagreed).
+#: The refusal label when the hosts passed the filters but the claims
+#: were refused (every attempt lost a race, planner and claim disagreed,
+#: a forced host had no room).
 CLAIM_REFUSAL = "claim"
+#: ... and when the request itself could not be honoured (no filter ran:
+#: nova's API refuses unsupported requests with NoValidHost).
+REQUEST_REFUSAL = "request"
 
 _local = threading.local()
 

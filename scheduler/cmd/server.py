@@ -24,7 +24,9 @@ from scheduler import broker  # noqa: E402
 from scheduler import cmd  # noqa: E402
 from scheduler import conf as sched_conf  # noqa: E402
 from scheduler import errors  # noqa: E402
+from scheduler import http  # noqa: E402
 from scheduler import malformed  # noqa: E402
+from scheduler import metrics  # noqa: E402
 from scheduler import plugins  # noqa: E402
 from scheduler import rpc  # noqa: E402
 from scheduler.db import api as db  # noqa: E402
@@ -43,10 +45,11 @@ class SchedulerService(service.ServiceBase):
         self._server = None
         self._transport = None
         self._engine = None
+        self._manager: SchedulerManager | None = None
 
     def start(self) -> None:
         self._engine = db.create_engine(self.conf)
-        manager = SchedulerManager(self.conf, self._engine)
+        manager = self._manager = SchedulerManager(self.conf, self._engine)
         self._transport = rpc.get_transport(self.conf)
         # Nova's 4.x API beside our 1.x one: the dispatcher picks by the
         # message's major version.
@@ -78,6 +81,9 @@ class SchedulerService(service.ServiceBase):
         if self._transport is not None:
             self._transport.cleanup()
             self._transport = None
+        if self._manager is not None:
+            self._manager.close()
+            self._manager = None
         if self._engine is not None:
             self._engine.dispose()
         self._stopped.set()
@@ -102,6 +108,8 @@ def check_startup(conf, config_given: bool = True) -> None:
     plugins.load_filters(conf)
     plugins.load_weighers(conf)
     plugins.check_driver(conf)
+    if conf.scheduler.http_listen:
+        http.parse_address(conf.scheduler.http_listen)
     cmd.check_database(conf, config_given=config_given)
     engine = db.create_engine(conf)
     try:
@@ -126,10 +134,19 @@ def main(argv: list[str] | None = None) -> int:
         malformed.install()
         check_startup(conf, config_given=bool(conf.config_file
                                               or conf.config_dir))
-        launcher = service.launch(conf, SchedulerService(conf),
-                                  workers=conf.scheduler.workers,
-                                  restart_method="mutate")
-        return launcher.wait() or 0
+        if conf.scheduler.http_listen:
+            # Before forking: every worker writes its metrics where this
+            # process's /metrics reads them.
+            metrics.use_multiprocess()
+            http.serve(conf.scheduler.http_listen,
+                       {"/metrics": http.prometheus})
+        try:
+            launcher = service.launch(conf, SchedulerService(conf),
+                                      workers=conf.scheduler.workers,
+                                      restart_method="mutate")
+            return launcher.wait() or 0
+        finally:
+            metrics.cleanup()
 
     return errors.run(body, conf=lambda: loaded[0] if loaded else None)
 

@@ -50,6 +50,13 @@ opts = [
                     "the broker refuses the credentials, the server exits "
                     "with status 1 and one line naming the broker, instead "
                     "of starting workers that retry for ever."),
+    cfg.StrOpt("http_listen", default="127.0.0.1:8796",
+               help="host:port of the server's HTTP listener, run by the "
+                    "main process: GET /metrics answers every worker's "
+                    "Prometheus metrics. Loopback by default (8796 is "
+                    "taken by no OpenStack service); empty turns the "
+                    "listener off. An address that cannot be bound stops "
+                    "the start-up with one line naming it."),
 ]
 
 

@@ -44,7 +44,8 @@ class ChanceScheduler(Driver):
                                         index)
             if not len(passed):
                 trace.add(trace.FILTER, time.perf_counter() - started)
-                trace.refused(emptied_by(target_steps + steps) or "request")
+                trace.refused(emptied_by(target_steps + steps)
+                              or trace.REQUEST_REFUSAL)
                 raise exception.NoValidHost(
                     "No valid host: " + explain(target_steps + steps,
                                                 len(table)))

@@ -89,7 +89,7 @@ class FilterScheduler(Driver):
             if not len(passed):
                 steps = steps if index else target_steps + steps
                 trace.refused(emptied_by(steps) or emptied_by(target_steps)
-                              or "request")
+                              or trace.REQUEST_REFUSAL)
                 raise exception.NoValidHost(self._refusal(
                     spec, index, total, steps))
             weighing = weigh(self.weighers, view, passed, spec)

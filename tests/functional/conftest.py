@@ -213,6 +213,9 @@ def make_deployment(rabbitmq, database_url, tmp_path):
             "scheduler.topic": f"scheduler-{uuid.uuid4().hex}",
             "scheduler.periodic_task_interval": 1,
             "database.connection": database_url,
+            # Off unless a test asks: servers of one deployment (and of
+            # tests running at once) would all want the default port.
+            "scheduler.http_listen": "",
         }
         settings.update({k.replace("__", "."): v for k, v in options.items()})
         config_file = write_config(path, settings)

@@ -1,0 +1,108 @@
+"""The server's small HTTP listener (``[scheduler] http_listen``).
+
+Runs in the main process, in a daemon thread: stdlib
+``ThreadingHTTPServer``, GET only, one function per path. A route is a
+function of no arguments returning a :class:`Response`. The main process
+serves what it can answer for every worker at once: ``/metrics`` reads the
+workers' metrics files (:mod:`scheduler.metrics`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import http.server
+import os
+import threading
+from typing import Callable, Mapping
+
+from oslo_log import log as logging
+
+from scheduler import exception
+from scheduler import metrics
+
+LOG = logging.getLogger(__name__)
+
+OPTION = "[scheduler] http_listen"
+
+
+@dataclasses.dataclass(frozen=True)
+class Response:
+    status: int
+    body: bytes
+    content_type: str = "text/plain; charset=utf-8"
+
+
+Route = Callable[[], Response]
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """``host:port`` (``[::1]:8796`` for IPv6) as (host, port).
+
+    :raises ConfigError: naming the option and the value.
+    """
+    host, sep, port = text.strip().rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or \
+            not 0 < int(port) < 65536:
+        raise exception.ConfigError(
+            f"{OPTION}: expected host:port (e.g. 127.0.0.1:8796), got "
+            f"{text!r}; fix the value or leave it empty to turn the "
+            f"listener off")
+    return host, int(port)
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    routes: Mapping[str, Route] = {}
+
+    def do_GET(self) -> None:   # noqa: N802 (the stdlib's name)
+        route = self.routes.get(self.path.split("?", 1)[0])
+        if route is None:
+            response = Response(404, b"not found\n")
+        else:
+            try:
+                response = route()
+            except Exception as e:
+                # A broken route must not take the listener down.
+                LOG.exception("HTTP route %s failed", self.path)
+                response = Response(500, f"{type(e).__name__}\n".encode())
+        self.send_response(response.status)
+        self.send_header("Content-Type", response.content_type)
+        self.send_header("Content-Length", str(len(response.body)))
+        self.end_headers()
+        self.wfile.write(response.body)
+
+    def log_message(self, format: str, *args) -> None:
+        # Scrapers hit this every few seconds: DEBUG, not an access log.
+        LOG.debug("HTTP %s %s", self.address_string(), format % args)
+
+
+def serve(address: str, routes: Mapping[str, Route]
+          ) -> http.server.ThreadingHTTPServer:
+    """Bind ``address`` (``host:port``) and serve ``routes`` in a daemon
+    thread. Call before forking the workers: a taken port then stops the
+    start-up, and the children close their copy of the socket.
+
+    :raises ConfigError: a malformed address, or one that cannot be bound
+        (in use, not local, no permission), naming the address and option.
+    """
+    host, port = parse_address(address)
+    handler = type("Handler", (_Handler,), {"routes": dict(routes)})
+    try:
+        server = http.server.ThreadingHTTPServer((host, port), handler)
+    except OSError as e:
+        raise exception.ConfigError(
+            f"cannot listen on {address} ({OPTION}): {e.strerror or e}; "
+            f"choose a free address or leave it empty to turn the "
+            f"listener off") from None
+    server.daemon_threads = True
+    os.register_at_fork(after_in_child=server.socket.close)
+    threading.Thread(target=server.serve_forever, name="http-listener",
+                     daemon=True).start()
+    LOG.info("HTTP listener on http://%s:%d/ (%s)", host, port,
+             ", ".join(sorted(routes)))
+    return server
+
+
+def prometheus() -> Response:
+    """``/metrics``: every worker's metrics in Prometheus' text format."""
+    body, content_type = metrics.render()
+    return Response(200, body, content_type)
