@@ -38,9 +38,6 @@ QUIET = frozenset({"ping", "rank_destinations", "rank_stack",
                    "update_instance_info", "sync_instance_info",
                    "delete_instance_info"})
 
-_GROUP = "oslo_messaging_notifications"
-
-
 def notifier(conf: cfg.ConfigOpts) -> messaging.Notifier | None:
     """A Notifier publishing as ``scheduler.<host>``, or None when no
     ``[oslo_messaging_notifications] driver`` is configured.
@@ -48,9 +45,10 @@ def notifier(conf: cfg.ConfigOpts) -> messaging.Notifier | None:
     Its transport is ``[oslo_messaging_notifications] transport_url`` (else
     the RPC one); the caller owns it (``notifier.transport.cleanup()``).
     """
+    # oslo.messaging registers its options when it builds a transport;
+    # the driver must be read before deciding to build one.
     for group, opts in messaging_opts.list_opts():
-        if group == _GROUP:
-            conf.register_opts(opts, group=_GROUP)
+        conf.register_opts(opts, group=group)
     if not conf.oslo_messaging_notifications.driver:
         return None
     transport = messaging.get_notification_transport(conf)
