@@ -108,6 +108,10 @@ class _Instruments:
         # Children by label values: .labels() takes a lock and builds a
         # key on every call; this is a plain dict read.
         self._children: dict[tuple, object] = {}
+        # What host_table() last wrote: each write to the metrics file
+        # costs a few microseconds, and it runs on every request.
+        self.table_size = -1
+        self.refreshed_at = float("-inf")
         # Every kind shows from the start, at 0: a dashboard's rate() of
         # a series that appears only with the first conflict misses it.
         for kind in CONFLICT_KINDS:
@@ -165,11 +169,23 @@ def db_transient_error() -> None:
     _get().db_transient_errors.inc()
 
 
+#: Seconds between writes of the refresh time: the filter scheduler
+#: refreshes on every request, and a second is all the age needs.
+REFRESH_RESOLUTION = 1.0
+
+
 def host_table(size: int) -> None:
-    """This process's host table was brought up to date: ``size`` nodes."""
+    """This process's host table was brought up to date: ``size`` nodes
+    (written when it changes; the time at most every
+    REFRESH_RESOLUTION seconds)."""
     m = _get()
-    m.host_table_hosts.set(size)
-    m.host_table_refreshed.set(time.time())
+    now = time.time()
+    if size != m.table_size:
+        m.table_size = size
+        m.host_table_hosts.set(size)
+    if now - m.refreshed_at >= REFRESH_RESOLUTION:
+        m.refreshed_at = now
+        m.host_table_refreshed.set(now)
 
 
 # -- the process model (server main process) -------------------------------
