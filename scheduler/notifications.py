@@ -21,14 +21,18 @@ the last hosts, when one did).
 """
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from oslo_config import cfg
 from oslo_context import context as oslo_context
+from oslo_log import log as logging
 import oslo_messaging as messaging
 from oslo_messaging import opts as messaging_opts
 
 from scheduler import trace as trace_mod
+
+LOG = logging.getLogger(__name__)
 
 #: Methods that send no notification: reads that change nothing, and
 #: nova's instance-info and aggregate casts, which every compute sends
@@ -113,6 +117,20 @@ def _destinations(result: Any) -> list[dict[str, Any]] | None:
     return None
 
 
+def _guarded(send):
+    """A notification that cannot be built must not fail the request it
+    reports on (oslo.messaging already logs, and swallows, one that cannot
+    be sent): log it, with the traceback, since it is our bug."""
+    @functools.wraps(send)
+    def guarded(notifier, api: str, trace: trace_mod.Trace, *args) -> None:
+        try:
+            send(notifier, api, trace, *args)
+        except Exception:
+            LOG.exception("Notification of %s not sent", trace.method)
+    return guarded
+
+
+@_guarded
 def start(notifier: messaging.Notifier, api: str,
           trace: trace_mod.Trace) -> None:
     """``scheduler.<method>.start``."""
@@ -120,6 +138,7 @@ def start(notifier: messaging.Notifier, api: str,
                   _payload(api, trace))
 
 
+@_guarded
 def end(notifier: messaging.Notifier, api: str, trace: trace_mod.Trace,
         result: Any, elapsed: float) -> None:
     """``scheduler.<method>.end``. ``result`` is the driver's list of
@@ -137,6 +156,7 @@ def end(notifier: messaging.Notifier, api: str, trace: trace_mod.Trace,
     notifier.info(_context(), f"scheduler.{trace.method}.end", payload)
 
 
+@_guarded
 def error(notifier: messaging.Notifier, api: str, trace: trace_mod.Trace,
           exc: BaseException) -> None:
     """``scheduler.<method>.error``, with the whole explanation."""

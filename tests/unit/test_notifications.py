@@ -76,3 +76,13 @@ def test_a_count_for_confirm_revert_and_release():
     [(_, _, payload)] = recorder.sent
     assert payload["count"] == 1
     assert payload["num_instances"] == 1
+
+
+def test_a_notification_that_cannot_be_built_does_not_fail_the_request(
+        caplog):
+    recorder = Recorder()
+    t = trace.begin("select_destinations")
+    trace.end()
+    notifications.end(recorder, "scheduler", t, [{"no": "uuid"}], 0.001)
+    assert recorder.sent == []
+    assert "Notification of select_destinations not sent" in caplog.text
