@@ -100,6 +100,8 @@ def run(hosts: int, calls: int, rounds: int, workdir: Path) -> list[tuple]:
             "control_exchange": exchange, "host": "bench-nova",
             "scheduler.topic": "scheduler", "scheduler.max_attempts": 3,
             "scheduler.service_down_time": 86400,
+            # No HTTP listener: runs on one machine must not share a port.
+            "scheduler.http_listen": "",
             "nova.cell_uuid": CELL, "database.connection": fleet.url})
         nova_config = cluster_mod.write_config(workdir, {
             "transport_url": broker.transport_url,

@@ -89,6 +89,8 @@ def deployment(bus: Bus, fleet: cluster_mod.Cluster, workers: int):
         "scheduler.topic": f"bench-scheduler-{uuidlib.uuid4().hex[:8]}",
         "scheduler.workers": workers,
         "scheduler.max_attempts": 1,
+        # No HTTP listener: runs on one machine must not share a port.
+        "scheduler.http_listen": "",
         "database.connection": fleet.url,
         **fleet.extra,
     })
