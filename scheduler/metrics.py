@@ -97,14 +97,11 @@ class _Instruments:
             "Transient database errors (deadlock, lost connection, "
             "lock timeout, serialization failure); each is retried while "
             "[scheduler] db_retries allows.", registry=r)
-        self.host_table_hosts = prometheus_client.Gauge(
-            "scheduler_host_table_hosts",
-            "Compute nodes in a worker's host table.", registry=r,
-            multiprocess_mode="liveall")
-        self.host_table_refreshed = prometheus_client.Gauge(
-            _REFRESHED,
-            "Unix time a worker's host table was last brought up to date "
-            "with SQL.", registry=r, multiprocess_mode="liveall")
+        # The host-table gauges are made by the first host_table() call:
+        # made here, a process that never holds a table (the main one,
+        # should it record a database retry) would show an empty one.
+        self.host_table_hosts: prometheus_client.Gauge | None = None
+        self.host_table_refreshed: prometheus_client.Gauge | None = None
         # Children by label values: .labels() takes a lock and builds a
         # key on every call; this is a plain dict read.
         self._children: dict[tuple, object] = {}
@@ -116,6 +113,16 @@ class _Instruments:
         # a series that appears only with the first conflict misses it.
         for kind in CONFLICT_KINDS:
             self.child(self.claim_conflicts, kind)
+
+    def make_table_gauges(self) -> None:
+        self.host_table_hosts = prometheus_client.Gauge(
+            "scheduler_host_table_hosts",
+            "Compute nodes in a worker's host table.",
+            registry=self.registry, multiprocess_mode="liveall")
+        self.host_table_refreshed = prometheus_client.Gauge(
+            _REFRESHED,
+            "Unix time a worker's host table was last brought up to date "
+            "with SQL.", registry=self.registry, multiprocess_mode="liveall")
 
     def child(self, metric, *labels: str):
         key = (metric, labels)
@@ -179,6 +186,8 @@ def host_table(size: int) -> None:
     (written when it changes; the time at most every
     REFRESH_RESOLUTION seconds)."""
     m = _get()
+    if m.host_table_hosts is None:
+        m.make_table_gauges()
     now = time.time()
     if size != m.table_size:
         m.table_size = size

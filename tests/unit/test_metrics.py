@@ -65,6 +65,7 @@ def render():
             for s in f.samples}
 
 path = metrics.use_multiprocess()
+metrics.db_transient_error()     # the main process records, holds no table
 go_r, go_w = os.pipe()
 done_r, done_w = os.pipe()
 pids = []
@@ -100,6 +101,7 @@ def test_multiprocess_sums_counters_and_keeps_gauges_per_live_worker():
     ok = ("scheduler_requests_total[('api', 'scheduler'), "
           "('method', 'select_destinations'), ('outcome', 'ok')]")
     assert out["live"][ok] == 6
+    assert out["live"]["scheduler_db_transient_errors_total[]"] == 1
     tables = {k: v for k, v in out["live"].items()
               if k.startswith("scheduler_host_table_hosts[")}
     assert tables == {
