@@ -37,6 +37,8 @@ import sqlalchemy as sa
 
 from scheduler import claims
 from scheduler import liveness
+from scheduler import metrics
+from scheduler import trace
 from scheduler.db import api as db
 from scheduler.db import rows
 from scheduler.host_state import Aggregate
@@ -79,7 +81,9 @@ class HostManager:
         it; claim in SQL after it."""
         with self._cycle:
             if refresh or self._counters is None:
+                started = time.perf_counter()
                 self.refresh()
+                trace.add(trace.REFRESH, time.perf_counter() - started)
             yield self._table
 
     def table(self) -> HostTable:
@@ -147,6 +151,11 @@ class HostManager:
             happens by itself when nodes were hard-deleted).
         :returns: how many node states were rebuilt.
         """
+        rebuilt = self._refresh(full)
+        metrics.host_table(len(self._table))
+        return rebuilt
+
+    def _refresh(self, full: bool) -> int:
         with self._cycle, self.engine.connect() as conn:
             counters = db.change_counters(conn)
             seen = self._counters

@@ -3,7 +3,10 @@
 Runs in the main process, in a daemon thread: stdlib
 ``ThreadingHTTPServer``, GET only, one function per path. A route is a
 function of no arguments returning a :class:`Response`; adding one is one
-line in the table the server passes to :func:`serve`.
+line in the table the server passes to :func:`serve`. The main process
+serves what it can answer for every worker at once: ``/healthcheck`` from
+the workers' reported states, ``/metrics`` from the workers' metrics files
+(:mod:`scheduler.metrics`).
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from typing import Callable, Mapping
 from oslo_log import log as logging
 
 from scheduler import exception
+from scheduler import metrics
 
 LOG = logging.getLogger(__name__)
 
@@ -111,3 +115,9 @@ def healthcheck(verdict: Callable[[], tuple[bool, str]]) -> Route:
             return Response(200, b"OK\n")
         return Response(503, f"{line}\n".encode())
     return route
+
+
+def prometheus() -> Response:
+    """``/metrics``: every worker's metrics in Prometheus' text format."""
+    body, content_type = metrics.render()
+    return Response(200, body, content_type)

@@ -6,6 +6,7 @@ traceback) and keeps serving, and the caller gets the same class back.
 """
 from __future__ import annotations
 
+import time
 from typing import Any
 import uuid as uuidlib
 
@@ -17,8 +18,10 @@ import sqlalchemy as sa
 from scheduler import claims
 from scheduler import exception
 from scheduler import instrument
+from scheduler import notifications
 from scheduler import plugins
 from scheduler import rpc
+from scheduler import trace
 from scheduler.db import retry as db_retry
 from scheduler.host_manager import HostManager
 from scheduler.request_spec import RequestSpec
@@ -40,6 +43,8 @@ def _is_uuid(text: str) -> bool:
 
 class SchedulerManager:
     target = messaging.Target(version=rpc.API_VERSION)
+    #: The API label of this endpoint's metrics and notifications.
+    rpc_api = "scheduler"
 
     def __init__(self, conf: cfg.ConfigOpts, engine: sa.Engine):
         self.conf = conf
@@ -47,6 +52,14 @@ class SchedulerManager:
         self.host_manager = HostManager(conf, engine)
         self.driver = plugins.load_driver(conf, self.host_manager, engine)
         self._retry = db_retry.retrying(conf.scheduler.db_retries)
+        #: None unless a notification driver is configured.
+        self.notifier = notifications.notifier(conf)
+
+    def close(self) -> None:
+        """Release the notification transport (the worker stops)."""
+        if self.notifier is not None:
+            self.notifier.transport.cleanup()
+            self.notifier = None
 
     @messaging.expose
     @messaging.expected_exceptions(exception.NoValidHost,
@@ -70,7 +83,9 @@ class SchedulerManager:
             LOG.info("Request for %d instance(s) refused: %s",
                      parsed.num_instances, e)
             raise
-        LOG.info("Placed %s", ", ".join(
+        # DEBUG, not INFO: one line per placement floods a busy service's
+        # log; the .end notification and the metrics carry placements.
+        LOG.debug("Placed %s", ", ".join(
             f"{d['uuid']} on {d['host']}" for d in result))
         return result
 
@@ -101,7 +116,7 @@ class SchedulerManager:
         :returns: how many claims were released now."""
         self._check_uuids(consumer_uuids)
         released = self._retry(claims.release)(self.engine, consumer_uuids)
-        LOG.info("Released %d of %d consumer(s)", released,
+        LOG.debug("Released %d of %d consumer(s)", released,
                  len(consumer_uuids))
         return released
 
@@ -148,21 +163,24 @@ class SchedulerManager:
             raise exception.InvalidRequest(
                 f"stack_id: expected a uuid, got {stack_id!r}"[:200])
         stack_id = str(uuidlib.UUID(stack_id))
+        trace.parsed(stack_id)
         released = stack_placement.release(
             self.engine, stack_id, self.conf.scheduler.db_retries)
-        LOG.info("Released stack %s: %d claim(s)", stack_id, released)
+        LOG.debug("Released stack %s: %d claim(s)", stack_id, released)
         return released
 
     def _stack(self, stack: Any, dry_run: bool) -> dict[str, Any]:
+        started = time.perf_counter()
         parsed = Stack.from_primitives(
             stack, self.conf.scheduler.max_instances_per_request)
+        trace.parsed(parsed, started)
         try:
             result = stack_placement.select(self.driver, parsed, dry_run)
         except exception.NoValidHost as e:
             LOG.info("Stack %s refused: %s", parsed.stack_id, e)
             raise
         if not dry_run:
-            LOG.info("Placed stack %s: %s", parsed.stack_id, ", ".join(
+            LOG.debug("Placed stack %s: %s", parsed.stack_id, ", ".join(
                 f"{name} on {'+'.join(d['host'] for d in dests)}"
                 for name, dests in result["resources"].items()))
         return result
@@ -176,7 +194,7 @@ class SchedulerManager:
         :returns: how many moves were confirmed now."""
         self._check_uuids(consumer_uuids)
         done = self._retry(claims.confirm_move)(self.engine, consumer_uuids)
-        LOG.info("Confirmed %d move(s) of %d consumer(s)", done,
+        LOG.debug("Confirmed %d move(s) of %d consumer(s)", done,
                  len(consumer_uuids))
         return done
 
@@ -190,7 +208,7 @@ class SchedulerManager:
         :returns: how many moves were reverted now."""
         self._check_uuids(consumer_uuids)
         done = self._retry(claims.revert_move)(self.engine, consumer_uuids)
-        LOG.info("Reverted %d move(s) of %d consumer(s)", done,
+        LOG.debug("Reverted %d move(s) of %d consumer(s)", done,
                  len(consumer_uuids))
         return done
 
@@ -210,6 +228,8 @@ class SchedulerManager:
         self.driver.run_periodic_tasks()
 
     def _check_uuids(self, consumer_uuids: Any) -> None:
+        """Validate ``consumer_uuids``; they are what the request asks
+        about (:func:`scheduler.trace.parsed`)."""
         limit = self.conf.scheduler.max_instances_per_request
         if (not isinstance(consumer_uuids, list)
                 or not all(isinstance(u, str) and len(u) <= 36
@@ -221,16 +241,22 @@ class SchedulerManager:
         if bad:
             raise exception.InvalidRequest(
                 f"consumer_uuids: {bad[0]!r} is not a UUID")
+        trace.parsed(consumer_uuids)
 
     def _parse(self, spec, request_spec, filter_properties) -> RequestSpec:
+        started = time.perf_counter()
         limit = self.conf.scheduler.max_instances_per_request
         if spec is not None:
             if request_spec is not None or filter_properties is not None:
                 raise exception.InvalidRequest(
                     "spec: give either spec or the legacy request_spec and "
                     "filter_properties, not both")
-            return RequestSpec.from_primitives(spec, limit)
-        if request_spec is None:
+            parsed = RequestSpec.from_primitives(spec, limit)
+        elif request_spec is None:
             raise exception.InvalidRequest(
                 "spec: missing (or the legacy request_spec)")
-        return RequestSpec.from_legacy(request_spec, filter_properties, limit)
+        else:
+            parsed = RequestSpec.from_legacy(request_spec, filter_properties,
+                                             limit)
+        trace.parsed(parsed, started)
+        return parsed

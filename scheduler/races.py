@@ -15,6 +15,8 @@ import threading
 
 from oslo_log import log as logging
 
+from scheduler import metrics
+
 LOG = logging.getLogger(__name__)
 
 #: The words every lost-race line starts with (benchmarks count them).
@@ -49,6 +51,7 @@ def lost(node_id: int | None, attempt: int, wasted_s: float,
             replans=_totals.replans + int(replanning),
             given_up=_totals.given_up + int(not replanning),
             wasted_s=_totals.wasted_s + wasted_s)
+    metrics.claim_conflict("race")
     LOG.info("%s on compute node %s (attempt %d): %.2f ms of CPU thrown "
              "away; %s", LINE, node_id, attempt, wasted_s * 1000.0,
              "re-planning" if replanning else "giving up")

@@ -32,6 +32,7 @@ from scheduler import errors
 from scheduler import health
 from scheduler import http
 from scheduler import malformed
+from scheduler import metrics
 from scheduler import plugins
 from scheduler import rpc
 from scheduler import sd_notify
@@ -158,6 +159,8 @@ class SchedulerWorker(cotyledon.Service):
             self._server.wait()
         if self._transport is not None:
             self._transport.cleanup()
+        if self._manager is not None:
+            self._manager.close()
         if self._engine is not None:
             self._engine.dispose()
 
@@ -293,8 +296,12 @@ def main(argv: list[str] | None = None) -> int:
         monitor = health.Monitor(states, health.DatabaseProbe(conf),
                                  notifier)
         if conf.scheduler.http_listen:
+            # Before forking: every worker writes its metrics where this
+            # process's /metrics reads them.
+            metrics.use_multiprocess()
             http.serve(conf.scheduler.http_listen, {
                 "/healthcheck": http.healthcheck(monitor.verdict),
+                "/metrics": http.prometheus,
             })
         supervisor = Supervisor(conf, states, monitor)
         supervisor.add(SchedulerWorker, conf.scheduler.workers,
@@ -308,6 +315,8 @@ def main(argv: list[str] | None = None) -> int:
             code = e.code or 0
         else:
             code = 0
+        finally:
+            metrics.cleanup()
         if supervisor.fatal:
             raise errors.CommandFailed(supervisor.fatal)
         return int(code)

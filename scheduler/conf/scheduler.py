@@ -54,7 +54,8 @@ opts = [
                help="host:port of the server's HTTP listener, run by the "
                     "main process: GET /healthcheck answers 200 OK when "
                     "every worker consumes and the database answers, else "
-                    "503 with the reason. Loopback by default (8796 is "
+                    "503 with the reason; GET /metrics answers every "
+                    "worker's Prometheus metrics. Loopback by default (8796 is "
                     "taken by no OpenStack service); empty turns the "
                     "listener off. An address that cannot be bound stops "
                     "the start-up with one line naming it."),

@@ -17,11 +17,14 @@ nothing behind — every claim function is.
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable, TypeVar
 
 from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
 from sqlalchemy import exc as sa_exc
+
+from scheduler import metrics
 
 T = TypeVar("T")
 
@@ -45,8 +48,24 @@ def is_transient(exc: BaseException) -> bool:
 def retrying(attempts: int) -> Callable[[Callable[..., T]],
                                         Callable[..., T]]:
     """Decorator: retry transient database errors up to ``attempts`` more
-    times, backing off from 50 ms to at most 1 s."""
-    return oslo_db_api.wrap_db_retry(
+    times, backing off from 50 ms to at most 1 s; each transient error is
+    counted (``scheduler_db_transient_errors_total``)."""
+    oslo_retry = oslo_db_api.wrap_db_retry(
         max_retries=attempts, retry_interval=0.05, inc_retry_interval=True,
         max_retry_interval=1.0, retry_on_disconnect=True,
         retry_on_deadlock=True, exception_checker=is_transient)
+
+    def decorate(func: Callable[..., T]) -> Callable[..., T]:
+        @functools.wraps(func)
+        def counted(*args, **kwargs) -> T:
+            # Inside oslo.db's loop, so every attempt's error is seen:
+            # its own exception_checker is skipped for deadlocks and
+            # lost connections.
+            try:
+                return func(*args, **kwargs)
+            except Exception as e:
+                if is_transient(e):
+                    metrics.db_transient_error()
+                raise
+        return oslo_retry(counted)
+    return decorate

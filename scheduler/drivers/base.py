@@ -25,8 +25,10 @@ import sqlalchemy as sa
 from scheduler import choice
 from scheduler import claims
 from scheduler import exception
+from scheduler import metrics
 from scheduler import moves
 from scheduler import races as race_log
+from scheduler import trace
 from scheduler.db import retry as db_retry
 from scheduler.host_manager import HostManager
 from scheduler.host_state import HostState
@@ -160,6 +162,8 @@ class Driver:
         disagreed: list[str] = []
         for attempt in range(retries + 1):
             began = time.thread_time()
+            if attempt:
+                metrics.replan()
             plan_spec = self._with_group_members(spec, replace + moving)
             # After a lost race, re-read SQL whatever the driver's habit.
             with self.cycle(fresh=attempt > 0) as table:
@@ -176,16 +180,22 @@ class Driver:
                 user_id=spec.user_id,
                 group_uuid=group.uuid if group else None, limits=s.limits)
                 for s in selections]
+            claiming = time.perf_counter()
             try:
-                retry(claims.claim)(
-                    self.engine, to_claim, group=rule, replace=replace,
-                    move=moving, ttl=self.conf.scheduler.unconfirmed_claim_ttl,
-                    default_ratios=self._default_ratios)
+                try:
+                    retry(claims.claim)(
+                        self.engine, to_claim, group=rule, replace=replace,
+                        move=moving,
+                        ttl=self.conf.scheduler.unconfirmed_claim_ttl,
+                        default_ratios=self._default_ratios)
+                finally:
+                    trace.add(trace.CLAIM, time.perf_counter() - claiming)
             except claims.NoRoom as e:
                 self.host_manager.forget(assumed)
                 if spec.force_hosts or spec.force_nodes:
                     # Forcing skips the filters, never the capacity check,
                     # and re-planning cannot pick another host.
+                    trace.refused(trace.CLAIM_REFUSAL)
                     raise exception.NoValidHost(
                         f"No valid host: the forced host has no room: {e}")
                 why = disagreement(e, selections)
@@ -197,10 +207,12 @@ class Driver:
                                   time.thread_time() - began,
                                   replanning=attempt < retries)
                     continue
+                metrics.claim_conflict("disagreement")
                 LOG.error("Planner and claim disagree (not a race): %s; "
                           "re-planning without that node", why)
                 disagreed.append(why)
                 if len(disagreed) > 1:
+                    trace.refused(trace.CLAIM_REFUSAL)
                     raise exception.NoValidHost(
                         "No valid host: the planner and the claim disagreed "
                         "on capacity (a bug, not a race): "
@@ -220,6 +232,7 @@ class Driver:
                 self.host_manager.forget(assumed)
                 if optimistic:
                     raise _AlreadyHeld() from None
+                metrics.claim_conflict("duplicate")
                 # A concurrent duplicate of this request claimed first.
                 held = retry(claims.placements)(self.engine, uuids)
                 if len(held) == spec.num_instances:
@@ -232,6 +245,7 @@ class Driver:
             finally:
                 self.chooser.claimed(assumed)
             return [_destination(spec, s) for s in selections]
+        trace.refused(trace.CLAIM_REFUSAL)
         if conflict is None:
             raise exception.NoValidHost(
                 f"No valid host: no claim succeeded in {retries + 1} "

@@ -8,11 +8,14 @@ be claimed. No weighers, no aggregates, no zones.
 from __future__ import annotations
 
 import random
+import time
 
 from scheduler import exception
 from scheduler import targeting
+from scheduler import trace
 from scheduler.drivers.base import Driver
 from scheduler.drivers.base import Selection
+from scheduler.filters.base import emptied_by
 from scheduler.filters.base import explain
 from scheduler.filters.base import run_filters
 from scheduler.filters.compute import ComputeFilter
@@ -30,6 +33,7 @@ class ChanceScheduler(Driver):
 
     def plan(self, spec, table, spread=1):
         # Already a random choice among all that fit: nothing to spread.
+        started = time.perf_counter()
         view = HostView(table)
         candidates, _forced, target_steps = targeting.apply(
             spec, view, table.all_positions())
@@ -39,6 +43,9 @@ class ChanceScheduler(Driver):
             passed, steps = run_filters(self.filters, view, candidates, spec,
                                         index)
             if not len(passed):
+                trace.add(trace.FILTER, time.perf_counter() - started)
+                trace.refused(emptied_by(target_steps + steps)
+                              or trace.REQUEST_REFUSAL)
                 raise exception.NoValidHost(
                     "No valid host: " + explain(target_steps + steps,
                                                 len(table)))
@@ -48,4 +55,6 @@ class ChanceScheduler(Driver):
                 view.consume(chosen, flavor.vcpus, flavor.memory_mb,
                              flavor.disk_gb)
                 candidates = passed
+        # No weighing: choosing at random is part of filtering here.
+        trace.add(trace.FILTER, time.perf_counter() - started)
         return selections

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any, Callable
 
 import numpy as np
@@ -10,8 +11,10 @@ import numpy as np
 from scheduler import exception
 from scheduler import plugins
 from scheduler import targeting
+from scheduler import trace
 from scheduler.drivers.base import Driver
 from scheduler.drivers.base import Selection
+from scheduler.filters.base import emptied_by
 from scheduler.filters.base import explain
 from scheduler.filters.base import FilterStep
 from scheduler.filters.base import run_filters
@@ -106,6 +109,8 @@ class FilterScheduler(Driver):
         :raises NoValidHost: as :meth:`plan`, the narrowing's steps counted.
         """
         pipeline = self.pipeline   # one set for the whole request
+        clock = time.perf_counter
+        started = clock()
         table = view.table
         total = len(table)
         candidates, forced, target_steps = targeting.apply(
@@ -122,10 +127,14 @@ class FilterScheduler(Driver):
             else:
                 passed, steps = run_filters(pipeline.filters, view,
                                             candidates, spec, index)
+            filtered = clock()
+            trace.add(trace.FILTER, filtered - started)
             if not len(passed):
+                steps = steps if index else target_steps + steps
+                trace.refused(emptied_by(steps) or emptied_by(target_steps)
+                              or trace.REQUEST_REFUSAL)
                 raise exception.NoValidHost(self._refusal(
-                    spec, index, total,
-                    steps if index else target_steps + steps))
+                    spec, index, total, steps))
             weighing = weigh(pipeline.weighers, view, passed, spec)
             best = passed[weighing.best(subset)]
             chosen = int(best[self.chooser.pick(
@@ -136,6 +145,8 @@ class FilterScheduler(Driver):
                 uuid, state, self._limits(state, forced, pipeline),
                 self._alternates(pipeline, spec, view, weighing, chosen,
                                  forced)))
+            started = clock()
+            trace.add(trace.WEIGH, started - filtered)
             if keep_usage or index + 1 < spec.num_instances:
                 # The next instance (or resource) sees this one's usage.
                 view.consume(chosen, flavor.vcpus, flavor.memory_mb,

@@ -168,6 +168,14 @@ def filter_hosts(filters: Sequence[BaseFilter], hosts: Sequence[HostState],
     return [view.state(i) for i in idx], steps
 
 
+def emptied_by(steps: Sequence[FilterStep]) -> str | None:
+    """The name of the step that removed the last hosts, if one did (the
+    refusal's label in the metrics)."""
+    if steps and steps[-1].hosts_out == 0 and steps[-1].hosts_in > 0:
+        return steps[-1].name
+    return None
+
+
 def explain(steps: Sequence[FilterStep], total: int) -> str:
     """``0/1000 hosts passed. RamFilter removed 620 (insufficient RAM), ...``
     listing only the filters that removed something, in the order run."""

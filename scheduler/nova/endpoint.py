@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import time
 from typing import Any
 
 from oslo_log import log as logging
 import oslo_messaging as messaging
 
 from scheduler import exception
+from scheduler import instrument
+from scheduler import trace
 from scheduler.db import retry as db_retry
 from scheduler.manager import SchedulerManager
 from scheduler.nova import casts
@@ -36,14 +39,22 @@ class NovaSchedulerEndpoint:
     """Nova's ``SchedulerManager`` RPC API, on top of ours."""
 
     target = messaging.Target(version=API_VERSION)
+    #: The API label of this endpoint's metrics and notifications.
+    rpc_api = "nova"
 
     def __init__(self, manager: SchedulerManager):
         self.manager = manager
         self.conf = manager.conf
         self._retry = db_retry.retrying(manager.conf.scheduler.db_retries)
 
+    @property
+    def notifier(self):
+        """The 1.x endpoint's: one per worker."""
+        return self.manager.notifier
+
     @messaging.expose
     @messaging.expected_exceptions(NoValidHost)
+    @instrument.rpc_method
     def select_destinations(self, ctxt: Any, request_spec: Any = None,
                             filter_properties: Any = None,
                             spec_obj: Any = None, instance_uuids: Any = None,
@@ -66,13 +77,15 @@ class NovaSchedulerEndpoint:
             spec = self._parse(request_spec, filter_properties, spec_obj,
                                instance_uuids, bool(return_alternates))
             result = self.manager.driver.select_destinations(spec)
+            trace.placed(result)
         except primitives.Unsupported as e:
             LOG.info("Nova request refused: %s", e)
             raise NoValidHost(f"No valid host: {e}") from None
         except exception.SchedulerException as e:
             LOG.info("Nova request refused: %s", e)
             raise NoValidHost(str(e)) from None
-        LOG.info("Placed for nova: %s", ", ".join(
+        # DEBUG: see SchedulerManager.select_destinations.
+        LOG.debug("Placed for nova: %s", ", ".join(
             f"{d['uuid']} on {d['host']}" for d in result))
         return selections.reply(result, bool(return_objects),
                                 self.conf.nova.cell_uuid)
@@ -80,6 +93,7 @@ class NovaSchedulerEndpoint:
     def _parse(self, request_spec: Any, filter_properties: Any,
                spec_obj: Any, instance_uuids: Any,
                return_alternates: bool) -> RequestSpec:
+        started = time.perf_counter()
         limit = self.conf.scheduler.max_instances_per_request
         if spec_obj is not None:
             spec = RequestSpec.from_primitives(
@@ -93,19 +107,24 @@ class NovaSchedulerEndpoint:
                 "spec_obj: missing (or the 4.0 request_spec)")
         # Nova never says whether a request moves an instance; the move
         # rule infers it from what the instance holds.
-        return dataclasses.replace(spec, move=None)
+        spec = dataclasses.replace(spec, move=None)
+        trace.parsed(spec, started)
+        return spec
 
     @messaging.expose
+    @instrument.rpc_method
     def update_aggregates(self, ctxt: Any, aggregates: Any = None) -> None:
         """Accepted and dropped: aggregates are read from our SQL."""
         LOG.debug("update_aggregates cast ignored: aggregates come from SQL")
 
     @messaging.expose
+    @instrument.rpc_method
     def delete_aggregate(self, ctxt: Any, aggregate: Any = None) -> None:
         """Accepted and dropped: aggregates are read from our SQL."""
         LOG.debug("delete_aggregate cast ignored: aggregates come from SQL")
 
     @messaging.expose
+    @instrument.rpc_method
     def update_instance_info(self, ctxt: Any, host_name: Any = None,
                              instance_info: Any = None) -> None:
         """A compute reports instances on a host: see
@@ -114,6 +133,7 @@ class NovaSchedulerEndpoint:
                    casts.instances_reported, instance_info)
 
     @messaging.expose
+    @instrument.rpc_method
     def sync_instance_info(self, ctxt: Any, host_name: Any = None,
                            instance_uuids: Any = None) -> None:
         """A compute lists every instance on its host (every ~120 s): see
@@ -122,6 +142,7 @@ class NovaSchedulerEndpoint:
                    casts.uuids_listed, instance_uuids)
 
     @messaging.expose
+    @instrument.rpc_method
     def delete_instance_info(self, ctxt: Any, host_name: Any = None,
                              instance_uuid: Any = None) -> None:
         """An instance left a host: see :func:`scheduler.nova.casts.gone`."""

@@ -21,7 +21,9 @@ from oslo_log import log as logging
 
 from scheduler import claims
 from scheduler import exception
+from scheduler import metrics
 from scheduler import races as race_log
+from scheduler import trace
 from scheduler.db import retry as db_retry
 from scheduler.drivers.base import _destination
 from scheduler.drivers.base import _held_destination
@@ -79,6 +81,7 @@ def select(driver, stack: stacks.Stack,
             return result
         # A concurrent send of this stack (or of its consumers) won: look
         # again at what it holds.
+    trace.refused(trace.CLAIM_REFUSAL)
     raise exception.NoValidHost(
         f"No valid host for stack {stack.stack_id}: its consumers were "
         f"claimed concurrently {conf.scheduler.claim_retries + 1} times in "
@@ -99,6 +102,8 @@ def _place(driver, stack: stacks.Stack, replace: list[str], known: bool,
     disagreed: list[str] = []
     for attempt in range(retries + 1):
         began = time.thread_time()
+        if attempt:
+            metrics.replan()
         with_members = _with_members(driver, specs, replace)
         # Plan and assume in the driver's scheduling cycle (one consistent
         # table; the next decision of this process sees this stack's
@@ -132,6 +137,7 @@ def _place(driver, stack: stacks.Stack, replace: list[str], known: bool,
         except claims.NoRoom as e:
             forced = _forced_on(plan, e.node_id)
             if forced:
+                trace.refused(trace.CLAIM_REFUSAL)
                 raise exception.NoValidHost(
                     f"No valid host for resource {forced!r} of stack "
                     f"{stack.stack_id}: the forced host has no room: {e}")
@@ -147,11 +153,13 @@ def _place(driver, stack: stacks.Stack, replace: list[str], known: bool,
                               time.thread_time() - began,
                               replanning=attempt < retries)
                 continue
+            metrics.claim_conflict("disagreement")
             LOG.error("Planner and claim disagree (not a race): %s; "
                       "re-planning stack %s without that node", why,
                       stack.stack_id)
             disagreed.append(why)
             if len(disagreed) > 1:
+                trace.refused(trace.CLAIM_REFUSAL)
                 raise exception.NoValidHost(
                     f"No valid host for stack {stack.stack_id}: the planner "
                     f"and the claim disagreed on capacity (a bug, not a "
@@ -167,10 +175,12 @@ def _place(driver, stack: stacks.Stack, replace: list[str], known: bool,
                           replanning=attempt < retries)
             continue
         except claims.ConsumerExists:
+            metrics.claim_conflict("duplicate")
             return None
         finally:
             driver.chooser.claimed(assumed)
         return _planned_result(stack, plan)
+    trace.refused(trace.CLAIM_REFUSAL)
     if conflict is None:
         raise exception.NoValidHost(
             f"No valid host for stack {stack.stack_id}: no claim succeeded "
@@ -186,6 +196,7 @@ def _claim(driver, stack: stacks.Stack, to_claim: list[claims.Claim],
            groups: list[claims.GroupRule], replace: list[str],
            retry) -> None:
     """store.claim; if it fails, the table forgets what was assumed."""
+    started = time.perf_counter()
     try:
         retry(store.claim)(
             driver.engine, stack, to_claim, known=known, groups=groups,
@@ -194,6 +205,8 @@ def _claim(driver, stack: stacks.Stack, to_claim: list[claims.Claim],
     except Exception:
         driver.host_manager.forget(assumed)
         raise
+    finally:
+        trace.add(trace.CLAIM, time.perf_counter() - started)
 
 
 def release(engine, stack_id: str, db_retries: int) -> int:

@@ -16,6 +16,8 @@ on stdout. Requests are ``{"op": ..., ...}``:
 - ``update_instance_info``, ``delete_instance_info``,
   ``sync_instance_info``, ``update_aggregates``, ``delete_aggregate``: the
   fanout casts, sent by nova's client as a compute or the API sends them.
+- ``request_id``: the request id of the context every call is sent with
+  (nova's RequestContext makes one up).
 - ``time_select``: ``n`` select/answer round trips of a 1-instance boot,
   without claims piling up (each boot is its own instance, released by
   the caller afterwards); answers the seconds of each round trip.
@@ -107,6 +109,8 @@ def _instances(ctxt, host: str, uuids: list[str]) -> objects.InstanceList:
 
 def handle(ctxt, req: dict) -> dict:
     op = req["op"]
+    if op == "request_id":
+        return {"request_id": ctxt.request_id}
     if op == "select":
         spec = _spec(ctxt, req)
         result = _client(req).select_destinations(

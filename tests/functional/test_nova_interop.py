@@ -309,3 +309,30 @@ def test_the_4_0_legacy_path_as_far_as_nova_allows(nova, cloud):
     [destination] = answer["destinations"]
     assert destination["host"] in {"c1", "c2", "c3"}
     assert [a.consumer_uuid for a in cloud.allocations()] == [instance]
+
+
+def test_novas_request_id_is_on_every_server_line_of_its_request(
+        nova, make_deployment):
+    deployment = make_deployment(DEFAULT__control_exchange=EXCHANGE,
+                                 scheduler__topic="scheduler",
+                                 nova__cell_uuid=CELL, DEFAULT__debug="true")
+    deployment.add_nodes([node("c1")])
+    deployment.start_server()
+    request_id = nova("request_id")["request_id"]
+    boot(nova)
+    too_big = {"memory_mb": 8192, "vcpus": 1, "root_gb": 10}
+    answer = nova("select", flavor=too_big,
+                  instance_uuids=[str(uuid.uuid4())])
+    assert answer["error"] == "nova.exception.NoValidHost"
+    deployment.stop_servers()
+
+    lines = deployment.server_log().splitlines()
+    marked = [i for i, line in enumerate(lines) if request_id in line]
+    between = lines[marked[0]:marked[-1] + 1]
+    assert all(f" {request_id} " in line for line in between), between
+    assert [line.split(" DEBUG scheduler.instrument ")[1].split("] ")[1]
+            .split(" in ")[0] for line in between
+            if " DEBUG scheduler.instrument " in line] == [
+        "select_destinations ok", "select_destinations no_valid_host"]
+    assert any(" INFO scheduler.nova.endpoint " in line and
+               "Nova request refused" in line for line in between)

@@ -51,3 +51,13 @@ def test_the_driver_records_each_lost_race(register, conf, engine,
     # Every attempt's node was handed back to the chooser: none is left
     # marked as being claimed.
     assert driver.chooser._claiming == {}
+
+
+def test_a_lost_race_is_a_race_in_the_metrics():
+    from tests.unit.test_metrics import samples
+
+    key = ("scheduler_claim_conflicts_total",
+           frozenset({"kind": "race"}.items()))
+    before = samples()[key]
+    races.lost(9, 1, 0.001, replanning=True)
+    assert samples()[key] - before == 1

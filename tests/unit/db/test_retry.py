@@ -153,3 +153,29 @@ def test_sqlite_database_is_locked_is_transient(conf, engine):
         holder.rollback()
     other.dispose()
     assert retry.is_transient(info.value)
+
+
+def _transient_errors() -> float:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from scheduler import metrics
+
+    body, _ = metrics.render()
+    [value] = [s.value for f in text_string_to_metric_families(body.decode())
+               for s in f.samples
+               if s.name == "scheduler_db_transient_errors_total"]
+    return value
+
+
+def test_every_transient_error_is_counted_even_the_last(no_sleep):
+    before = _transient_errors()
+    work, _ = _flaky(2, db_exc.DBDeadlock)
+    retry.retrying(3)(work)()
+    work, _ = _flaky(10, lambda: _operational(
+        Exception("database is locked")))
+    with pytest.raises(sa.exc.OperationalError):
+        retry.retrying(1)(work)()
+    work, _ = _flaky(1, lambda: ValueError("not a database error"))
+    with pytest.raises(ValueError):
+        retry.retrying(3)(work)()
+    assert _transient_errors() - before == 2 + 2
