@@ -9,6 +9,7 @@ from typing import Any, Callable
 import numpy as np
 
 from scheduler import exception
+from scheduler.conf import frozen
 from scheduler import plugins
 from scheduler import targeting
 from scheduler import trace
@@ -47,13 +48,23 @@ class Pipeline:
     a request in flight keeps the set it started with."""
     filters: tuple
     weighers: tuple
+    #: The configuration they were built with (:mod:`scheduler.conf.frozen`):
+    #: the request's own settings, such as ``host_subset_size``, come from
+    #: here too, so one request never mixes two configurations.
+    settings: Any
 
     @classmethod
     def load(cls, conf) -> Pipeline:
         """:raises ConfigError: a plugin is not installed or fails to load
         (see :mod:`scheduler.plugins`)."""
-        return cls(tuple(plugins.load_filters(conf)),
-                   tuple(plugins.load_weighers(conf)))
+        filters = tuple(plugins.load_filters(conf))
+        weighers = tuple(plugins.load_weighers(conf))
+        # Frozen once they are built: a plugin may register options of its
+        # own when it loads. From here on they read ``self.conf`` frozen.
+        settings = frozen.freeze(conf)
+        for plugin in filters + weighers:
+            plugin.conf = settings
+        return cls(filters, weighers, settings)
 
 
 class FilterScheduler(Driver):
@@ -118,7 +129,7 @@ class FilterScheduler(Driver):
         if narrow is not None:
             candidates, narrowed = narrow(view, candidates)
             target_steps += narrowed
-        subset = self.conf.filter_scheduler.host_subset_size * spread
+        subset = pipeline.settings.filter_scheduler.host_subset_size * spread
         flavor = spec.flavor
         selections = []
         for index, uuid in enumerate(spec.instance_uuids):

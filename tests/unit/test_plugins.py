@@ -71,6 +71,7 @@ def test_injected_filter_and_weigher_drive_placement(conf, engine, register,
     assert dest["host"] == "host-4"
     conf.set_override("host_name_weight_multiplier", -1.0,
                       group="filter_scheduler")
+    driver.reload()   # what SIGHUP does: settings apply with a new set
     [dest] = driver.select_destinations(make_spec())
     assert dest["host"] == "host-2"
 

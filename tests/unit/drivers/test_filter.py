@@ -126,11 +126,13 @@ def test_host_subset_size(register, conf, filter_driver, monkeypatch):
 
     seen.clear()
     conf.set_override("host_subset_size", 2, group="filter_scheduler")
+    filter_driver.reload()
     [selection] = filter_driver.plan(spec, table)
     assert seen == [["h3", "h2"]] and selection.host.host == "h2"
 
     seen.clear()
     conf.set_override("host_subset_size", 10, group="filter_scheduler")
+    filter_driver.reload()
     [selection] = filter_driver.plan(spec, table)
     assert seen == [["h3", "h2", "h1"]] and selection.host.host == "h1"
 
@@ -439,3 +441,27 @@ def test_reload_with_an_unknown_filter_keeps_the_current_set(
     with pytest.raises(exception.ConfigError, match="NoSuchFilter"):
         filter_driver.reload()
     assert filter_driver.pipeline is current
+
+
+def test_a_request_keeps_the_settings_its_set_was_loaded_with(
+        register, conf, filter_driver):
+    # SIGHUP mutates the live configuration in place; until the driver
+    # reloads, requests run with the settings frozen with their set.
+    register(node("h1", memory_mb=8192), node("h2", memory_mb=16384))
+    pipeline = filter_driver.pipeline
+    conf.set_override("ram_weight_multiplier", -1.0,
+                      group="filter_scheduler")
+    conf.set_override("host_subset_size", 2, group="filter_scheduler")
+    assert filter_driver.pipeline is pipeline
+    assert pipeline.settings.filter_scheduler.ram_weight_multiplier == 1.0
+    [ram] = [w for w in pipeline.weighers if w.name == "RAMWeigher"]
+    assert ram.multiplier == 1.0
+    [selection] = filter_driver.plan(_spec(memory_mb=1024),
+                                     filter_driver.host_table())
+    assert selection.host.host == "h2"
+    filter_driver.reload()
+    assert filter_driver.pipeline.settings.filter_scheduler \
+        .host_subset_size == 2
+    [ram] = [w for w in filter_driver.pipeline.weighers
+             if w.name == "RAMWeigher"]
+    assert ram.multiplier == -1.0

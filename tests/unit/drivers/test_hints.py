@@ -196,6 +196,7 @@ def test_soft_anti_affinity_prefers_hosts_without_members(register, conf,
     _fleet(register)
     conf.set_override("soft_anti_affinity_weight_multiplier", 10.0,
                       group="filter_scheduler")
+    hint_driver.reload()
     first = hint_driver.select_destinations(_spec(
         U[0:2], instance_group=_group("soft-anti-affinity")))
     second = hint_driver.select_destinations(_spec(
@@ -213,6 +214,7 @@ def test_soft_affinity_keeps_members_together_across_requests(
     _fleet(register)
     conf.set_override("soft_affinity_weight_multiplier", 10.0,
                       group="filter_scheduler")
+    hint_driver.reload()
     _place_on(hint_driver, U[0], "small-1")
     hint_driver.select_destinations(_spec([U[1]], instance_group=_group(
         "soft-affinity"), force_hosts=["small-1"]))
@@ -226,6 +228,7 @@ def test_soft_affinity_moves_on_when_the_host_is_full(register, conf,
     register(node("a", memory_mb=2048), node("b", memory_mb=8192))
     conf.set_override("soft_affinity_weight_multiplier", 10.0,
                       group="filter_scheduler")
+    hint_driver.reload()
     dests = hint_driver.select_destinations(_spec(
         U[0:1], instance_group=_group("soft-affinity"), force_hosts=["a"],
         memory_mb=2048))
