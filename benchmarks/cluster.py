@@ -8,6 +8,7 @@ Uses only the scheduler's stable entry points: ``scheduler.conf.load``,
 """
 from __future__ import annotations
 
+import argparse
 import dataclasses
 from pathlib import Path
 import random
@@ -47,6 +48,16 @@ class Cluster:
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+def option_setting(value: str) -> tuple[str, str]:
+    """argparse type of ``--set GROUP.OPTION=VALUE``: a scheduler option
+    for every config a benchmark writes; (``GROUP.OPTION``, ``VALUE``)."""
+    key, sep, setting = value.partition("=")
+    if not sep or "." not in key.strip(". "):
+        raise argparse.ArgumentTypeError(
+            f"--set: expected GROUP.OPTION=VALUE, got {value!r}")
+    return key.strip(), setting.strip()
 
 
 def in_process_options(path: Path, url: str) -> dict[str, object]:

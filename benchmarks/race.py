@@ -107,14 +107,6 @@ def _ints(value: str) -> list[int]:
     return out
 
 
-def _option(value: str) -> tuple[str, str]:
-    key, sep, setting = value.partition("=")
-    if not sep or "." not in key.strip(". "):
-        raise argparse.ArgumentTypeError(
-            f"--set: expected GROUP.OPTION=VALUE, got {value!r}")
-    return key.strip(), setting.strip()
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="benchmarks/race.py", description=__doc__.split("\n\n")[0],
@@ -131,7 +123,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    metavar="SEC", help="seconds of calls per cell")
     p.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY,
                    help="client threads calling select_destinations")
-    p.add_argument("--set", type=_option, action="append", default=[],
+    p.add_argument("--set", type=cluster.option_setting,
+                   action="append", default=[],
                    metavar="GROUP.OPTION=VALUE",
                    help="a scheduler option for the servers (repeatable), "
                         "e.g. filter_scheduler.host_subset_size=1")

@@ -71,14 +71,6 @@ def _dbs(value: str) -> list[str]:
     return list(dict.fromkeys(kinds))
 
 
-def _option(value: str) -> tuple[str, str]:
-    key, sep, setting = value.partition("=")
-    if not sep or "." not in key.strip(". "):
-        raise argparse.ArgumentTypeError(
-            f"--set: expected GROUP.OPTION=VALUE, got {value!r}")
-    return key.strip(), setting.strip()
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="benchmarks/run.py", description=__doc__.split("\n\n")[0],
@@ -97,7 +89,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="databases for the claim and end-to-end "
                              "rows, comma separated (mysql: MariaDB); the "
                              "in-process rows use the first")
-    parser.add_argument("--set", type=_option, action="append", default=[],
+    parser.add_argument("--set", type=cluster.option_setting,
+                        action="append", default=[],
                         metavar="GROUP.OPTION=VALUE",
                         help="a scheduler option for every config the run "
                              "writes, e.g. filter_scheduler.host_subset_size"
