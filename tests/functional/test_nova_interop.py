@@ -328,7 +328,11 @@ def test_novas_request_id_is_on_every_server_line_of_its_request(
 
     lines = deployment.server_log().splitlines()
     marked = [i for i, line in enumerate(lines) if request_id in line]
-    between = lines[marked[0]:marked[-1] + 1]
+    # The worker's lines from the first with the id to the last; the main
+    # process (its own pid) may log its readiness in between.
+    pid = lines[marked[0]].split()[2]
+    between = [line for line in lines[marked[0]:marked[-1] + 1]
+               if line.split()[2:3] == [pid]]
     assert all(f" {request_id} " in line for line in between), between
     assert [line.split(" DEBUG scheduler.instrument ")[1].split("] ")[1]
             .split(" in ")[0] for line in between
