@@ -11,10 +11,10 @@ import signal
 import socket
 import threading
 import time
-import urllib.error
-import urllib.request
 
 import pytest
+
+from tests.fixtures._net import http_get
 
 #: Generous bounds: they prove "does not hang", they measure nothing.
 WAIT = 60
@@ -78,12 +78,7 @@ def free_address() -> str:
 
 
 def get(address: str, path: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(f"http://{address}{path}",
-                                    timeout=10) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
+    return http_get(f"http://{address}{path}")
 
 
 def wait_for_status(address: str, status: int, timeout: float = WAIT

@@ -2,23 +2,17 @@
 from __future__ import annotations
 
 import socket
-import urllib.error
-import urllib.request
 
 import pytest
 
 from scheduler import exception
 from scheduler import http
+from tests.fixtures._net import http_get
 
 
 def get(server, path: str) -> tuple[int, str]:
     host, port = server.server_address[:2]
-    try:
-        with urllib.request.urlopen(f"http://{host}:{port}{path}",
-                                    timeout=5) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
+    return http_get(f"http://{host}:{port}{path}")
 
 
 @pytest.fixture
