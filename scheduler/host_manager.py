@@ -16,6 +16,12 @@ next request of this process plans on the usage the previous one just
 planned instead of racing it for the same host. A failed claim *forgets*
 its assumption by re-reading those nodes.
 
+Requests that queue for the cycle share refreshes: a request needs the
+table as fresh as SQL was when it arrived, so a refresh that *began* after
+it arrived (another queued request's) is enough and it does not read
+again. Under load one refresh serves every request that queued behind it;
+alone, every request still reads.
+
 A refresh first reads the change counters (one row). Rows stamped since the
 last refresh are re-read, and only those hosts' states rebuilt; a deleted
 node (or any hard DELETE) makes it a full read. Liveness is not tracked by
@@ -70,6 +76,11 @@ class HostManager:
         self._liveness_at = float("-inf")
         self.liveness_interval = LIVENESS_INTERVAL
         self._warned_hosts: set[str] = set()
+        # Refreshes begun so far, and the number of the latest one that
+        # completed: a request that arrived when ``_refreshes_begun`` was
+        # N is served by any completed refresh numbered above N.
+        self._refreshes_begun = 0
+        self._fresh_from = 0
 
     # -- what drivers use ---------------------------------------------
 
@@ -78,9 +89,12 @@ class HostManager:
         """One scheduling cycle: the table, refreshed from SQL first (or,
         with ``refresh`` False, as cached — read once if empty), for the
         caller alone until the block ends. Plan and :meth:`assume` inside
-        it; claim in SQL after it."""
+        it; claim in SQL after it. A refresh that began after this call
+        (while it waited for the cycle) counts as its own."""
+        arrived = self._refreshes_begun
         with self._cycle:
-            if refresh or self._counters is None:
+            if self._counters is None or (
+                    refresh and self._fresh_from <= arrived):
                 started = time.perf_counter()
                 self.refresh()
                 trace.add(trace.REFRESH, time.perf_counter() - started)
@@ -151,7 +165,11 @@ class HostManager:
             happens by itself when nodes were hard-deleted).
         :returns: how many node states were rebuilt.
         """
-        rebuilt = self._refresh(full)
+        with self._cycle:
+            self._refreshes_begun += 1
+            begun = self._refreshes_begun
+            rebuilt = self._refresh(full)
+            self._fresh_from = begun
         metrics.host_table(len(self._table))
         return rebuilt
 

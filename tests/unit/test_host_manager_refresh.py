@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import datetime
+import threading
+import time
 
 import sqlalchemy as sa
 
@@ -101,3 +103,70 @@ def test_own_claims_show_before_any_read(register, host_manager):
     table = host_manager.cached_table()
     assert table.states[0].memory_mb_used == 2048
     assert table.memory_mb_used[0] == 2048
+
+
+def test_requests_queued_for_the_cycle_share_one_refresh(register, engine,
+                                                         host_manager):
+    """Two requests that arrive while a third plans need the table as SQL
+    was when they arrived: the first of them reads it, the second is
+    served by that read, and both see a write made before they arrived."""
+    register(node("h1"), node("h2"))
+    host_manager.refresh()
+    host_manager._cycle = cycle = _CountingLock()
+    reads = []
+    sa.event.listen(engine, "before_cursor_execute",
+                    lambda *args: reads.append(args[2])
+                    if "change_counter" in args[2] else None)
+    seen = {}
+
+    def plan(name):
+        with host_manager.planning() as table:
+            seen[name] = table.states[table.positions[ids["h2"]]]
+
+    with host_manager.planning() as table:
+        ids = {s.host: s.node_id for s in table.states}
+        set_node(engine, "h2", memory_mb_used=4321)
+        waiting = [threading.Thread(target=plan, args=(n,)) for n in "bc"]
+        for t in waiting:
+            t.start()
+        # Both are queued behind this cycle before it ends.
+        deadline = time.monotonic() + 5
+        while cycle.waiting < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        reads.clear()
+    for t in waiting:
+        t.join(5)
+    assert len(reads) == 1
+    assert seen["b"].memory_mb_used == seen["c"].memory_mb_used == 4321
+
+
+def test_a_request_arriving_after_a_refresh_began_reads_again(
+        register, engine, host_manager):
+    register(node("h1"))
+    host_manager.refresh()
+    set_node(engine, "h1", memory_mb_used=777)
+    # Sequential requests: each arrives after the previous refresh, so
+    # each reads (and sees what was written in between).
+    with host_manager.planning() as table:
+        assert table.states[0].memory_mb_used == 777
+    set_node(engine, "h1", memory_mb_used=778)
+    with host_manager.planning() as table:
+        assert table.states[0].memory_mb_used == 778
+
+
+class _CountingLock:
+    """The host manager's cycle lock, counting the threads blocked on it."""
+
+    def __init__(self):
+        self._lock = threading.RLock()
+        self.waiting = 0
+
+    def __enter__(self):
+        if not self._lock.acquire(blocking=False):
+            self.waiting += 1
+            self._lock.acquire()
+        return self
+
+    def __exit__(self, *exc):
+        self._lock.release()
