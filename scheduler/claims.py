@@ -152,6 +152,9 @@ def claim_in(conn: sa.Connection, claims: list[Claim], *,
     groups = sorted(groups, key=lambda g: g.uuid)
     for group in groups:
         _lock_group(conn, group.uuid)
+    node_ids = {c.node_id for c in claims}
+    if len(node_ids) > 1:
+        lock_nodes(conn, node_ids)
     _consume(conn, claims, default_ratios)
     if replace:
         rows = _delete(conn, models.allocations.c.consumer_uuid.in_(replace))
@@ -170,6 +173,24 @@ def claim_in(conn: sa.Connection, claims: list[Claim], *,
          "disk_gb": c.disk_gb, **ttl_params,
          **sources.get(c.consumer_uuid, _NO_SOURCE)}
         for c in claims])
+
+
+def lock_nodes(conn: sa.Connection, node_ids: Iterable[int]) -> None:
+    """Lock the rows of ``node_ids`` for this transaction, in id order, in
+    one statement (PostgreSQL and MySQL/MariaDB; SQLite has one writer).
+
+    Every UPDATE of a node also updates the one ``change_counter`` row
+    (migration 0003's trigger), so a writer locks its node, then the
+    counter. A transaction that goes on to lock a second node while
+    holding the counter waits for that node's writer, which waits for the
+    counter: a deadlock. Locking every node it will write first, then
+    writing, keeps the order "nodes, then the counter" for everyone.
+    """
+    if conn.dialect.name == "sqlite":
+        return
+    n = models.compute_nodes
+    conn.execute(sa.select(n.c.id).where(n.c.id.in_(sorted(node_ids)))
+                 .order_by(n.c.id).with_for_update()).all()
 
 
 _INSERT = models.allocations.insert()

@@ -92,6 +92,12 @@ class _Instruments:
         self.replans = prometheus_client.Counter(
             "scheduler_replans",
             "Plans made again after a refused claim.", registry=r)
+        self.claim_batches = prometheus_client.Histogram(
+            "scheduler_claim_batch_size",
+            "Claims made together in one transaction (group commit), per "
+            "transaction that held more than one.",
+            buckets=(2, 3, 4, 6, 8, 12, 16, 32, 64, float("inf")),
+            registry=r)
         self.db_transient_errors = prometheus_client.Counter(
             "scheduler_db_transient_errors",
             "Transient database errors (deadlock, lost connection, "
@@ -169,6 +175,11 @@ def claim_conflict(kind: str) -> None:
 def replan() -> None:
     """A request plans again after a refused claim."""
     _get().replans.inc()
+
+
+def claim_batch(size: int) -> None:
+    """``size`` (> 1) requests' claims are made in one transaction."""
+    _get().claim_batches.observe(size)
 
 
 def db_transient_error() -> None:

@@ -28,6 +28,14 @@ opts = [
                help="How often one request re-plans after losing a claim "
                     "race to another scheduler before it gives up with "
                     "NoValidHost."),
+    cfg.IntOpt("claim_batch_size", default=16, min=1,
+               help="Most claims one worker makes in one database "
+                    "transaction (group commit). Requests whose claims "
+                    "queue up while another claim commits share the next "
+                    "transaction and its commit; each keeps its own "
+                    "outcome. Only one-node claims without a server group "
+                    "or a move are batched. 1 gives every claim its own "
+                    "transaction."),
     cfg.IntOpt("db_retries", default=5, min=0,
                help="How often one database transaction is retried after a "
                     "transient error: a lost connection, a deadlock (on "

@@ -23,6 +23,7 @@ from oslo_log import log as logging
 import sqlalchemy as sa
 
 from scheduler import choice
+from scheduler import claim_batch
 from scheduler import claims
 from scheduler import exception
 from scheduler import metrics
@@ -61,6 +62,10 @@ class Driver:
         #: in each worker after the fork).
         self.chooser = choice.Chooser(
             conf.filter_scheduler.host_subset_choice)
+        #: Claims of this process's concurrent requests, committed
+        #: together when they queue up (one per process, like the chooser).
+        self.claims = claim_batch.ClaimBatcher(
+            engine, conf.scheduler.claim_batch_size)
 
     def host_table(self) -> HostTable:
         """The hosts, refreshed from SQL unless a driver caches: for looking
@@ -183,8 +188,8 @@ class Driver:
             claiming = time.perf_counter()
             try:
                 try:
-                    retry(claims.claim)(
-                        self.engine, to_claim, group=rule, replace=replace,
+                    retry(self.claims.claim)(
+                        to_claim, group=rule, replace=replace,
                         move=moving,
                         ttl=self.conf.scheduler.unconfirmed_claim_ttl,
                         default_ratios=self._default_ratios)

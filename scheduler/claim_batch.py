@@ -1,0 +1,153 @@
+"""Group commit: the claims of requests that queue up in one process, made in
+one transaction.
+
+Every claim is a transaction, and a transaction's commit is what costs when
+the database keeps its promise (an fsync of SQLite's WAL or PostgreSQL's
+log) and what serializes writers on SQLite. When requests of one worker
+arrive together, their claims queue for that commit one behind the other.
+:class:`ClaimBatcher` lets the first of them lead: it takes every claim
+queued so far (up to ``[scheduler] claim_batch_size``), makes each in a
+SAVEPOINT of one transaction, commits once and hands each request its own
+outcome. Claims that arrive meanwhile queue for the next batch, led by the
+first of them. Alone, a claim is its own transaction as before; nothing
+waits for company.
+
+Each claim keeps its own outcome: one that loses a race (or finds a
+consumer already placed) rolls back to its savepoint and raises to its
+request alone, exactly as :func:`scheduler.claims.claim` would; the others
+commit. If the transaction itself fails (a lost connection, a deadlock,
+the commit), nothing of the batch was written and every request that had
+no outcome of its own gets that error, to retry as it would have.
+
+Only plain claims share a transaction: one node, no server group, nothing
+replaced or moved. A batch first locks all its nodes in id order
+(:func:`scheduler.claims.lock_nodes`: every writer takes its nodes before
+the change counter, so nobody deadlocks), then makes the claims in node
+order, keeping arrival order on the same node (a later request planned on
+the earlier one's claim). Any other claim is made alone, as before.
+"""
+from __future__ import annotations
+
+import dataclasses
+import threading
+from typing import Iterable
+
+from oslo_db import exception as db_exc
+import sqlalchemy as sa
+
+from scheduler import claims
+from scheduler import metrics
+from scheduler.capacity import Ratios
+
+
+@dataclasses.dataclass
+class _Pending:
+    """One request's claim, waiting for its batch."""
+    claims: list[claims.Claim]
+    ttl: int
+    default_ratios: Ratios
+    done: threading.Event = dataclasses.field(default_factory=threading.Event)
+    #: Set with ``done`` when this request is to lead the next batch.
+    leads: bool = False
+    settled: bool = False
+    error: BaseException | None = None
+
+
+class ClaimBatcher:
+    """:func:`scheduler.claims.claim` for concurrent requests of one
+    process, committed together when they queue up.
+
+    :param max_batch: most claims per transaction; 1 makes every claim its
+        own transaction.
+    """
+
+    def __init__(self, engine: sa.Engine, max_batch: int):
+        self.engine = engine
+        self.max_batch = max_batch
+        self._lock = threading.Lock()
+        self._queue: list[_Pending] = []
+        self._leading = False
+
+    def claim(self, to_claim: list[claims.Claim], *,
+              group: claims.GroupRule | None = None,
+              replace: Iterable[str] = (), move: Iterable[str] = (),
+              ttl: int = 0, default_ratios: Ratios = Ratios()) -> None:
+        """Record ``to_claim`` all together or not at all; the contract and
+        errors of :func:`scheduler.claims.claim`, whose transaction it may
+        share with other requests' plain claims."""
+        replace, move = list(replace), list(move)
+        if (self.max_batch <= 1 or group is not None or replace or move
+                or len({c.node_id for c in to_claim}) != 1):
+            claims.claim(self.engine, to_claim, group=group, replace=replace,
+                         move=move, ttl=ttl, default_ratios=default_ratios)
+            return
+        me = _Pending(to_claim, ttl, default_ratios)
+        with self._lock:
+            self._queue.append(me)
+            lead = not self._leading
+            self._leading = True
+        if not lead:
+            me.done.wait()
+            lead = me.leads
+        if lead:
+            self._lead()
+        if me.error is not None:
+            raise me.error
+
+    def _lead(self) -> None:
+        """Make the queued claims (this thread's first among them) in one
+        transaction, then hand the lead to the first claim queued since."""
+        with self._lock:
+            batch = self._queue[:self.max_batch]
+            del self._queue[:self.max_batch]
+        try:
+            self._commit(batch)
+        finally:
+            with self._lock:
+                if self._queue:
+                    self._queue[0].leads = True
+                    self._queue[0].done.set()
+                else:
+                    self._leading = False
+            for pending in batch[1:]:
+                pending.done.set()
+
+    def _commit(self, batch: list[_Pending]) -> None:
+        if len(batch) == 1:
+            [pending] = batch
+            try:
+                claims.claim(self.engine, pending.claims, ttl=pending.ttl,
+                             default_ratios=pending.default_ratios)
+            except BaseException as e:
+                pending.error = e
+            return
+        metrics.claim_batch(len(batch))
+        # Node order, stable: same node keeps arrival order.
+        ordered = sorted(batch, key=lambda p: p.claims[0].node_id)
+        try:
+            with self.engine.begin() as conn:
+                claims.lock_nodes(conn, {p.claims[0].node_id for p in batch})
+                for pending in ordered:
+                    savepoint = conn.begin_nested()
+                    try:
+                        claims.claim_in(
+                            conn, pending.claims, ttl=pending.ttl,
+                            default_ratios=pending.default_ratios)
+                    except claims.ClaimConflict as e:
+                        savepoint.rollback()
+                        pending.error, pending.settled = e, True
+                    except db_exc.DBDuplicateEntry as e:
+                        savepoint.rollback()
+                        pending.error = claims.ConsumerExists(str(e))
+                        pending.settled = True
+                    else:
+                        savepoint.commit()
+                    # Any other error leaves the savepoint alone (after a
+                    # deadlock InnoDB has rolled back the transaction, and
+                    # the savepoint with it) and fails the whole batch.
+        except BaseException as e:
+            # Nothing of the batch was written: every claim without an
+            # outcome of its own fails as its lone transaction would have.
+            for pending in batch:
+                if not pending.settled:
+                    pending.error = e
