@@ -79,24 +79,14 @@ class Checks(upgradecheck.UpgradeCommands):
         """The schema revision is this code's head."""
         engine = self._engine()
         try:
-            current = migration.version(engine)
+            problem = migration.problem(engine,
+                                        errors.database_name(self.conf))
         finally:
             engine.dispose()
-        head = migration.head()
-        name = errors.database_name(self.conf)
-        if current == head:
-            return Result(Code.SUCCESS, f"schema at revision {head} (head)")
-        if current is None:
-            return Result(Code.FAILURE, f"no scheduler schema in {name} "
-                          f"(head is {head}); run 'scheduler-manage db sync'")
-        if not migration.known(current):
-            return Result(Code.FAILURE, f"schema in {name} is at revision "
-                          f"{current}, which this code does not know (head "
-                          f"is {head}): the database was upgraded by a newer "
-                          f"release; run that release")
-        return Result(Code.FAILURE, f"schema in {name} is at revision "
-                      f"{current}, head is {head}; run 'scheduler-manage db "
-                      f"sync'")
+        if problem:
+            return Result(Code.FAILURE, problem)
+        return Result(Code.SUCCESS,
+                      f"schema at revision {migration.head()} (head)")
 
     @_failure_for_operator_errors
     def check_broker(self) -> Result:

@@ -101,17 +101,17 @@ def check_database(conf: cfg.ConfigOpts, create: bool = False,
 
 
 def require_schema(conf: cfg.ConfigOpts, engine: sa.Engine) -> None:
-    """Everything but ``db sync``/``db version`` needs our tables.
+    """Everything but ``db sync``/``db version`` needs our tables, at the
+    revision this code was written for (:func:`migration.problem`).
 
-    :raises ConfigError: naming the database and the fix.
+    :raises ConfigError: naming the database, its revision and the fix.
     """
     from scheduler import errors
     from scheduler.db import migration
 
-    if migration.version(engine) is None:
-        raise exception.ConfigError(
-            f"no scheduler schema in {errors.database_name(conf)}; run "
-            f"'scheduler-manage db sync' first")
+    problem = migration.problem(engine, errors.database_name(conf))
+    if problem:
+        raise exception.ConfigError(problem)
 
 
 def conf_from_args(args: argparse.Namespace) -> cfg.ConfigOpts:

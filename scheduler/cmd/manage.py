@@ -53,12 +53,20 @@ def db_sync(conf, engine, args) -> None:
 
 
 def db_version(conf, engine, args) -> int:
-    """The schema revision; exit 1 without a schema, so a pre-start check
-    (the unit's ExecStartPre) fails before the service does."""
+    """The schema revision; exit 1 unless it is this code's head (none,
+    behind or unknown: :func:`migration.problem`'s line on stderr), so a
+    pre-start check (the unit's ExecStartPre) fails before the service
+    does."""
     revision = migration.version(engine)
     _print(args, {"revision": revision},
            lambda _: revision or "none (run 'scheduler-manage db sync')")
-    return 0 if revision else 1
+    if revision is None:
+        return 1
+    problem = migration.problem(engine, errors.database_name(conf))
+    if problem:
+        print(f"ERROR: {problem}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def service_list(conf, engine, args) -> None:

@@ -60,6 +60,27 @@ def known(revision: str) -> bool:
                for script in _scripts().walk_revisions())
 
 
+def problem(engine: sa.Engine, name: str) -> str | None:
+    """Why this code cannot run on the database ``name`` (as an operator
+    should read it, password hidden) as its schema stands, in one line
+    naming the fix; None when it is at this code's head. The one rule the
+    server, the other commands, ``db version`` (the unit's ExecStartPre)
+    and the upgrade check apply."""
+    current = version(engine)
+    if current is None:
+        return (f"no scheduler schema in {name}; run 'scheduler-manage db "
+                f"sync' first")
+    latest = head()
+    if current == latest:
+        return None
+    if not known(current):
+        return (f"schema in {name} is at revision {current}, which this "
+                f"code does not know (head is {latest}): the database was "
+                f"upgraded by a newer release; run that release")
+    return (f"schema in {name} is at revision {current}, head is {latest}; "
+            f"run 'scheduler-manage db sync'")
+
+
 def _scripts() -> ScriptDirectory:
     cfg = alembic_config.Config()
     cfg.set_main_option("script_location", _SCRIPTS)

@@ -138,6 +138,35 @@ def test_empty_database_without_schema(sqlite_config, shared_dir):
         1, "none (run 'scheduler-manage db sync')\n")
 
 
+def test_a_schema_behind_head_is_named_with_both_revisions(sqlite_config,
+                                                          shared_dir):
+    """An upgrade whose 'db sync' was forgotten: every command that needs
+    the schema refuses in one line, and so does the unit's pre-start
+    check, before the service meets a missing column."""
+    from scheduler import conf as sched_conf
+    from scheduler.db import api as db_api
+    from scheduler.db import migration
+
+    db = shared_dir / "behind.sqlite"
+    config = str(sqlite_config(db))
+    engine = db_api.create_engine(sched_conf.load(["--config-file", config]))
+    # The revision just before head (the chain is 0004 -> 0006 -> 0005).
+    migration.upgrade(engine, "0006")
+    engine.dispose()
+    expected = (f"ERROR: schema in {db} is at revision 0006, head is "
+                f"{migration.head()}; run 'scheduler-manage db sync'")
+    for command in ("manage", "fleet", "server"):
+        assert one_line_error(run(command, "--config-file", config,
+                                  *WORK[command])) == expected
+    result = run("manage", "--config-file", config, "db", "version")
+    assert (result.returncode, result.stdout, result.stderr) == (
+        1, "0006\n", expected + "\n")
+    assert run("manage", "--config-file", config, "db", "sync"
+               ).returncode == 0
+    assert run("manage", "--config-file", config, "db", "version"
+               ).returncode == 0
+
+
 def test_no_schema_on_every_database(make_deployment):
     deployment = make_deployment(sync_schema=False)
     line = one_line_error(deployment.manage("service", "list", check=False))
