@@ -34,6 +34,16 @@ MEASURES = {
     "claim_sqlite": ("claim, SQLite", "latency", "claim"),
     "claim_postgresql": ("claim, PostgreSQL", "latency", "claim"),
     "claim_mysql": ("claim, MariaDB", "latency", "claim"),
+    "claim_c8_sqlite": ("8 threads claiming, SQLite", "claims", "claim-8"),
+    "claim_c8_batched_sqlite": ("8 threads claiming, SQLite, group commit",
+                                "claims", "claim-8"),
+    "claim_c8_postgresql": ("8 threads claiming, PostgreSQL", "claims",
+                            "claim-8"),
+    "claim_c8_batched_postgresql": (
+        "8 threads claiming, PostgreSQL, group commit", "claims", "claim-8"),
+    "claim_c8_mysql": ("8 threads claiming, MariaDB", "claims", "claim-8"),
+    "claim_c8_batched_mysql": ("8 threads claiming, MariaDB, group commit",
+                               "claims", "claim-8"),
     "echo_c1": ("bus: echo call, concurrency 1", "latency", "rpc-1"),
     "select_c1": ("RPC select_destinations, concurrency 1", "latency",
                   "rpc-1"),
@@ -49,6 +59,8 @@ MEASURES = {
     "select_c8_mysql": ("RPC select_destinations, c8, MariaDB",
                         "throughput", "rpc-8"),
 }
+#: The bus row each kind is compared with; "claims" (claims/s in process)
+#: has none.
 BUS = {"latency": "echo_c1", "throughput": "echo_c8"}
 
 TABLE = "table.txt"
@@ -82,7 +94,7 @@ def summarize(rows: list[Row]) -> list[dict]:
             "samples_ms": [round(float(v), 4) for v in samples]})
     by_key = {(s["measure"], s["hosts"]): s for s in out}
     for s in out:
-        bus = by_key.get((BUS[s["kind"]], s["hosts"]))
+        bus = by_key.get((BUS.get(s["kind"]), s["hosts"]))
         s["bus_ratio"] = _ratio(s, bus)
         theirs = bus["server_cpu_ms"] if bus else None
         s["cpu_bus_ratio"] = (s["server_cpu_ms"] / theirs

@@ -253,6 +253,12 @@ def measure_size(run: Run, hosts: int, args, limits: Limits, bus,
         for kind, fleet in fleets.items():
             with run.stage(f"claim in {kind}", hosts, [f"claim_{kind}"]):
                 run.rows.append(stages.measure_claim(fleet, limits))
+            concurrent = [f"claim_c8_{kind}", f"claim_c8_batched_{kind}"]
+            with run.stage(f"8 threads claiming in {kind}", hosts,
+                           concurrent):
+                for batched in (False, True):
+                    run.rows.append(stages.measure_claims_concurrently(
+                        fleet, limits, batched))
         if main_fleet is not None:
             with run.stage("end to end over RabbitMQ", hosts,
                            ["echo_c1", "select_c1", "echo_c8",

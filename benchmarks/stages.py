@@ -1,21 +1,26 @@
 """In-process timings on one fleet: refresh (nothing changed, 1% of nodes
 changed, full read), the decision (refresh + filter + weigh + choose) and
-the claim transaction on its own.
+the claim transaction on its own, and claims made by 8 threads at once,
+each in its own transaction or through group commit.
 
 Only the stable entry points are used: ``SchedulerManager(conf, engine)``,
 its ``.driver.host_manager.refresh(full=...)`` (see :func:`refresh`, the one
 place to switch), ``.driver.decide(spec)``,
-``RequestSpec.from_primitives`` and ``scheduler.claims.claim``/``release``.
+``RequestSpec.from_primitives``, ``scheduler.claims.claim``/``release``
+and ``scheduler.claim_batch.ClaimBatcher``.
 """
 from __future__ import annotations
 
+import threading
 import uuid as uuidlib
 
 from scheduler import claims
+from scheduler.claim_batch import ClaimBatcher
 from scheduler.manager import SchedulerManager
 from scheduler.request_spec import RequestSpec
 
 from benchmarks import cluster as cluster_mod
+from benchmarks.timing import concurrently
 from benchmarks.timing import Limits
 from benchmarks.timing import repeat
 from benchmarks.timing import Row
@@ -29,6 +34,8 @@ CLAIM_FLAVOR = {"name": "bench.tiny", "memory_mb": 64, "vcpus": 1,
 #: At most this many nodes, picked by one decision, take the claim rows'
 #: claims in turn (so a node gets few of them and never fills up).
 CLAIM_NODES = 100
+#: Threads of the concurrent claim rows (a worker's requests in flight).
+CLAIM_CONCURRENCY = 8
 #: The share of nodes the "1% changed" row changes before each refresh.
 CHANGED_FRACTION = 0.01
 
@@ -95,59 +102,119 @@ def measure(fleet: cluster_mod.Cluster, limits: Limits) -> list[Row]:
     return rows
 
 
-def measure_claim(fleet: cluster_mod.Cluster, limits: Limits) -> Row:
-    """The claim transaction alone: one decision (untimed) places up to
-    CLAIM_NODES instances; then each timed call claims one instance on the
-    next node that decision chose, against the generation that node is
-    known to have (the one read, plus one per claim made since — what the
-    claim itself does). Everything claimed is released afterwards,
-    untimed."""
-    manager = SchedulerManager(fleet.conf, fleet.engine)
-    ttl = fleet.conf.scheduler.unconfirmed_claim_ttl
-    row = Row(f"claim_{fleet.kind}", fleet.hosts)
-    consumers: list[str] = []
-    state = {"targets": [], "generation": {}}
+class _ClaimTargets:
+    """Where the claim rows claim: the nodes one decision (untimed) chose
+    for up to CLAIM_NODES instances, taken in turn, each against the
+    generation it is known to have (the one read, plus one per claim made
+    since: what the claim itself does). Every consumer claimed is released
+    at the end, untimed."""
 
-    def pick() -> None:
-        count = min(CLAIM_NODES, limits.requests)
-        targets = _claim_targets(_decide(manager, spec(CLAIM_FLAVOR, count)))
-        state["targets"] = targets
-        state["generation"] = {t[0]: t[2] for t in targets}
+    def __init__(self, fleet: cluster_mod.Cluster, limits: Limits):
+        self.fleet = fleet
+        self.manager = SchedulerManager(fleet.conf, fleet.engine)
+        self.count = min(CLAIM_NODES, limits.requests)
+        self.ttl = fleet.conf.scheduler.unconfirmed_claim_ttl
+        self.consumers: list[str] = []
+        self.conflicts = 0
+        self._lock = threading.Lock()
+        self._next = 0
+        self.pick()
 
-    def claim(i: int) -> None:
-        targets = state["targets"]
-        node_id, host, _ = targets[i % len(targets)]
+    def pick(self) -> None:
+        """Decide again (after a conflict: someone moved a node)."""
+        targets = _claim_targets(_decide(self.manager,
+                                         spec(CLAIM_FLAVOR, self.count)))
+        with self._lock:
+            self._targets = targets
+            self._generation = {t[0]: t[2] for t in targets}
+
+    def next_claim(self) -> claims.Claim:
+        """The next node's claim; its generation counted as taken."""
         consumer = str(uuidlib.uuid4())
-        consumers.append(consumer)
-        claims.claim(fleet.engine, [claims.Claim(
+        with self._lock:
+            node_id, host, _ = self._targets[self._next % len(self._targets)]
+            self._next += 1
+            generation = self._generation[node_id]
+            self._generation[node_id] = generation + 1
+            self.consumers.append(consumer)
+        return claims.Claim(
             consumer_uuid=consumer, node_id=node_id, host=host,
-            generation=state["generation"][node_id],
-            vcpus=CLAIM_FLAVOR["vcpus"], memory_mb=CLAIM_FLAVOR["memory_mb"],
-            disk_gb=CLAIM_FLAVOR["root_gb"])], ttl=ttl)
-        state["generation"][node_id] += 1
+            generation=generation, vcpus=CLAIM_FLAVOR["vcpus"],
+            memory_mb=CLAIM_FLAVOR["memory_mb"],
+            disk_gb=CLAIM_FLAVOR["root_gb"])
 
-    conflicts = 0
-    counter = iter(range(1 << 62))
+    def conflicted(self) -> None:
+        with self._lock:
+            self.conflicts += 1
+        self.pick()
+
+    def finish(self, row: Row) -> Row:
+        for start in range(0, len(self.consumers), 500):
+            claims.release(self.fleet.engine,
+                           self.consumers[start:start + 500])
+        if self.conflicts:
+            row.notes.append(f"{self.conflicts} generation conflicts "
+                             f"(re-decided)")
+        return row
+
+
+def measure_claim(fleet: cluster_mod.Cluster, limits: Limits) -> Row:
+    """The claim transaction alone: one instance per call, one call at a
+    time, on the next node of :class:`_ClaimTargets`."""
+    targets = _ClaimTargets(fleet, limits)
+    row = Row(f"claim_{fleet.kind}", fleet.hosts)
 
     def call() -> None:
-        nonlocal conflicts
         try:
-            claim(next(counter))
+            claims.claim(fleet.engine, [targets.next_claim()],
+                         ttl=targets.ttl)
         except claims.ClaimConflict:
             # Someone else moved a node (nothing should, in-process):
             # count it, read again, keep going.
-            conflicts += 1
-            pick()
+            targets.conflicted()
             raise
 
-    pick()
     try:
         repeat(row, call, limits, expected=(claims.ClaimConflict,))
     finally:
-        for start in range(0, len(consumers), 500):
-            claims.release(fleet.engine, consumers[start:start + 500])
-    if conflicts:
-        row.notes.append(f"{conflicts} generation conflicts (re-decided)")
+        targets.finish(row)
+    return row
+
+
+def measure_claims_concurrently(fleet: cluster_mod.Cluster, limits: Limits,
+                                batched: bool) -> Row:
+    """CLAIM_CONCURRENCY threads claiming one instance each, back to back,
+    on the nodes of :class:`_ClaimTargets` (distinct nodes in flight): each
+    claim its own transaction (``claims.claim``), or with ``batched``
+    through one :class:`scheduler.claim_batch.ClaimBatcher` of
+    ``[scheduler] claim_batch_size`` (group commit), as a worker's request
+    threads make them. ``req/s`` is claims committed per second."""
+    targets = _ClaimTargets(fleet, limits)
+    suffix = "_batched" if batched else ""
+    row = Row(f"claim_c{CLAIM_CONCURRENCY}{suffix}_{fleet.kind}",
+              fleet.hosts)
+    if batched:
+        batcher = ClaimBatcher(fleet.engine,
+                               fleet.conf.scheduler.claim_batch_size)
+
+        def make(claim: claims.Claim) -> None:
+            batcher.claim([claim], ttl=targets.ttl)
+    else:
+        def make(claim: claims.Claim) -> None:
+            claims.claim(fleet.engine, [claim], ttl=targets.ttl)
+
+    def call() -> None:
+        try:
+            make(targets.next_claim())
+        except claims.ClaimConflict:
+            targets.conflicted()
+            raise
+
+    try:
+        concurrently(row, call, limits, CLAIM_CONCURRENCY,
+                     expected=(claims.ClaimConflict,))
+    finally:
+        targets.finish(row)
     return row
 
 

@@ -16,7 +16,10 @@ from tests.fixtures.rabbitmq import RabbitMQServer
 
 ROOT = Path(__file__).resolve().parents[2]
 MEASURES = ["refresh_nothing", "refresh_changed", "refresh_full", "decide",
-            "claim_sqlite", "claim_postgresql", "claim_mysql", "echo_c1",
+            "claim_sqlite", "claim_postgresql", "claim_mysql",
+            *(f"claim_c8{batched}_{kind}" for batched in ("", "_batched")
+              for kind in ("sqlite", "postgresql", "mysql")),
+            "echo_c1",
             "select_c1", "select_c1_postgresql", "select_c1_mysql",
             "echo_c8", "select_c8", "select_c8_postgresql", "select_c8_mysql"]
 
@@ -48,6 +51,7 @@ def test_quick_benchmark_runs(tmp_path):
     for label in ("refresh, nothing changed", "claim, PostgreSQL",
                   "claim, MariaDB", "RPC select_destinations, c1, MariaDB",
                   "bus: echo call, concurrency 1",
+                  "8 threads claiming, MariaDB, group commit",
                   "RPC select_destinations, concurrency 8"):
         assert label in result.stdout
         assert label in table
