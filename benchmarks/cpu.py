@@ -40,18 +40,22 @@ def group_seconds(pgid: int) -> float:
 
 
 class Meter:
-    """CPU seconds of a process group between :meth:`start` and
-    :meth:`stop`; ``None`` where /proc is missing."""
+    """CPU seconds of some process groups together (several servers)
+    between :meth:`start` and :meth:`stop`; ``None`` where /proc is
+    missing."""
 
-    def __init__(self, pgid: int | None):
-        self.pgid = pgid if available() else None
+    def __init__(self, pgids: list[int]):
+        self.pgids = list(pgids) if available() else None
         self._start = 0.0
 
+    def _seconds(self) -> float:
+        return sum(group_seconds(pgid) for pgid in self.pgids)
+
     def start(self) -> None:
-        if self.pgid is not None:
-            self._start = group_seconds(self.pgid)
+        if self.pgids is not None:
+            self._start = self._seconds()
 
     def stop(self) -> float | None:
-        if self.pgid is None:
+        if self.pgids is None:
             return None
-        return group_seconds(self.pgid) - self._start
+        return self._seconds() - self._start

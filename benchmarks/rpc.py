@@ -25,7 +25,7 @@ from scheduler.rpcapi import SchedulerAPI
 
 from benchmarks import cluster as cluster_mod
 from benchmarks import cpu
-from benchmarks import servers
+from benchmarks import servers as servers_mod
 from benchmarks.echo import EchoClient
 from benchmarks.stages import FLAVOR
 from benchmarks.timing import concurrently
@@ -48,14 +48,14 @@ class Bus:
 
     def __init__(self, workdir: Path):
         self.workdir = workdir
-        self.broker = servers.start_rabbitmq()
+        self.broker = servers_mod.start_rabbitmq()
         self.echo_topic = f"bench-echo-{uuidlib.uuid4().hex[:8]}"
         path = workdir / "echo"
         path.mkdir(parents=True, exist_ok=True)
         config = cluster_mod.write_config(path, {
             "transport_url": self.broker.transport_url,
             "host": "bench-echo"})
-        self.echo_server = servers.Process.python(
+        self.echo_server = servers_mod.Process.python(
             "benchmarks.echo", "--config-file", str(config),
             "--topic", self.echo_topic, log=path / "echo.log")
         try:
@@ -76,46 +76,62 @@ class Bus:
 
 
 @contextlib.contextmanager
-def deployment(bus: Bus, fleet: cluster_mod.Cluster, workers: int):
-    """A scheduler-server on ``fleet``'s database and a heartbeating fleet;
-    yields the client's ConfigOpts and the server's :class:`Process`.
-    Stops both afterwards."""
+def deployment(bus: Bus, fleet: cluster_mod.Cluster, workers: int,
+               servers: int = 1):
+    """``servers`` scheduler-servers (``workers`` each) on ``fleet``'s
+    database and one topic, and a heartbeating fleet; yields the client's
+    ConfigOpts and the servers' :class:`Process` list. Stops all
+    afterwards."""
     path = fleet.path / "rpc"
     path.mkdir(exist_ok=True)
-    config = cluster_mod.write_config(path, {
-        "state_path": path,
-        "transport_url": bus.transport_url,
-        "host": f"bench-sched-{fleet.hosts}",
-        "scheduler.topic": f"bench-scheduler-{uuidlib.uuid4().hex[:8]}",
-        "scheduler.workers": workers,
-        "scheduler.max_attempts": 1,
-        # No HTTP listener: runs on one machine must not share a port.
-        "scheduler.http_listen": "",
-        "database.connection": fleet.url,
-        **fleet.extra,
-    })
-    conf = sched_conf.load(["--config-file", str(config)])
-    started: list[servers.Process] = []
+    topic = f"bench-scheduler-{uuidlib.uuid4().hex[:8]}"
+
+    def config(name: str, where: Path) -> Path:
+        where.mkdir(exist_ok=True)
+        return cluster_mod.write_config(where, {
+            "state_path": where,
+            "transport_url": bus.transport_url,
+            # Each server also listens on a queue of its own name.
+            "host": name,
+            "scheduler.topic": topic,
+            "scheduler.workers": workers,
+            "scheduler.max_attempts": 1,
+            # No HTTP listener: runs on one machine must not share a port.
+            "scheduler.http_listen": "",
+            "database.connection": fleet.url,
+            **fleet.extra,
+        })
+
+    client_config = config(f"bench-sched-{fleet.hosts}", path)
+    conf = sched_conf.load(["--config-file", str(client_config)])
+    started: list[servers_mod.Process] = []
     try:
-        heartbeats = servers.Process.python(
-            "scheduler.cmd.fleet", "--config-file", str(config),
+        heartbeats = servers_mod.Process.python(
+            "scheduler.cmd.fleet", "--config-file", str(client_config),
             "--nodes", str(fleet.hosts), "--seed", str(cluster_mod.SEED),
             "--heartbeat-interval", str(HEARTBEAT_INTERVAL),
             log=path / "fleet.log")
         started.append(heartbeats)
         heartbeats.wait_for_output("registered", START_TIMEOUT)
-        server = servers.Process.python(
-            "scheduler.cmd.server", "--config-file", str(config),
-            log=path / "server.log")
-        started.append(server)
-        _wait_until_serving(conf, server)
-        yield conf, server
+        running = []
+        for i in range(servers):
+            where = path if servers == 1 else path / f"server-{i}"
+            server_config = client_config if servers == 1 else config(
+                f"bench-sched-{fleet.hosts}-{i}", where)
+            server = servers_mod.Process.python(
+                "scheduler.cmd.server", "--config-file", str(server_config),
+                log=where / "server.log")
+            started.append(server)
+            running.append(server)
+        for server in running:
+            _wait_until_serving(conf, server)
+        yield conf, running
     finally:
         for proc in reversed(started):
             proc.stop()
 
 
-def _wait_until_serving(conf, server: servers.Process) -> None:
+def _wait_until_serving(conf, server: servers_mod.Process) -> None:
     deadline = time.monotonic() + START_TIMEOUT
     probe = SchedulerAPI(conf, timeout=2)
     try:
@@ -136,16 +152,17 @@ def _wait_until_serving(conf, server: servers.Process) -> None:
 
 
 def measure(bus: Bus, fleet: cluster_mod.Cluster, limits: Limits,
-            workers: int = 1, other_db: bool = False) -> list[Row]:
+            workers: int = 1, other_db: bool = False,
+            servers: int = 1) -> list[Row]:
     """echo c1, select c1, echo c8, select c8 — in that order, so each
     scheduler row has a bus row of the same minute next to it.
     ``other_db``: the fleet is in another database than the run's main
     one; only the select rows, keyed ``select_cN_<kind>`` (the main
     fleet's bus rows stand beside them)."""
-    with deployment(bus, fleet, workers) as (conf, server):
+    with deployment(bus, fleet, workers, servers) as (conf, running):
         transport = rpc.get_transport(conf)
-        meters = {"echo": cpu.Meter(bus.echo_server.proc.pid),
-                  "select": cpu.Meter(server.proc.pid)}
+        meters = {"echo": cpu.Meter([bus.echo_server.proc.pid]),
+                  "select": cpu.Meter([s.proc.pid for s in running])}
         try:
             return _measure(conf, transport, bus.echo_topic, fleet.hosts,
                             limits, fleet.kind if other_db else "", meters)

@@ -99,6 +99,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=1,
                         help="[scheduler] workers of the scheduler-server "
                              "measured end to end")
+    parser.add_argument("--servers", type=int, default=1,
+                        help="scheduler-server processes on the one topic "
+                             "(each with --workers), end to end")
     parser.add_argument("--out", type=Path,
                         default=ROOT / "benchmarks" / "results",
                         help="where table.txt, results.json and "
@@ -122,8 +125,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     for key in ("hosts", "requests", "budget"):
         if getattr(args, key) is None:
             setattr(args, key, preset[key])
-    if args.requests < 1 or args.budget <= 0 or args.workers < 1:
-        parser.error("--requests, --budget and --workers must be positive")
+    if args.requests < 1 or args.budget <= 0 or args.workers < 1 or \
+            args.servers < 1:
+        parser.error("--requests, --budget, --workers and --servers must "
+                     "be positive")
     return args
 
 
@@ -203,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
         if (argv if argv is not None else sys.argv[1:]) else "")
     options = {"hosts": args.hosts, "requests": args.requests,
                "budget_s": args.budget, "db": args.db,
-               "workers": args.workers, "quick": args.quick,
+               "workers": args.workers, "servers": args.servers,
+               "quick": args.quick,
                "set": dict(args.set),
                "command": command, "failures": run.failures}
     text, paths = report.write(run.rows, meta, options, args.out)
@@ -264,14 +270,14 @@ def measure_size(run: Run, hosts: int, args, limits: Limits, bus,
                            ["echo_c1", "select_c1", "echo_c8",
                             "select_c8"]):
                 run.rows += rpc.measure(bus, main_fleet, limits,
-                                        args.workers)
+                                        args.workers, servers=args.servers)
         for kind, fleet in fleets.items():
             if kind == main_kind:
                 continue
             with run.stage(f"end to end over RabbitMQ, {kind}", hosts,
                            [f"select_c1_{kind}", f"select_c8_{kind}"]):
                 run.rows += rpc.measure(bus, fleet, limits, args.workers,
-                                        other_db=True)
+                                        other_db=True, servers=args.servers)
     finally:
         for fleet in fleets.values():
             fleet.dispose()
