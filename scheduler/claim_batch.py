@@ -28,6 +28,7 @@ the earlier one's claim). Any other claim is made alone, as before.
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import threading
 from typing import Iterable
@@ -147,7 +148,9 @@ class ClaimBatcher:
                     # the savepoint with it) and fails the whole batch.
         except BaseException as e:
             # Nothing of the batch was written: every claim without an
-            # outcome of its own fails as its lone transaction would have.
+            # outcome of its own fails as its lone transaction would have
+            # (each with its own copy: the requests raise it in their own
+            # threads, each with its own traceback).
             for pending in batch:
                 if not pending.settled:
-                    pending.error = e
+                    pending.error = copy.copy(e)

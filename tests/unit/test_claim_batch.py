@@ -170,13 +170,14 @@ def test_claims_on_one_node_commit_in_the_order_they_were_planned(
 def test_a_failed_transaction_fails_every_claim_in_it_and_writes_nothing(
         engine, rows):
     batcher = ClaimBatcher(engine, max_batch=16)
-    broken = Claim(consumer_uuid=_uuid(2), node_id=rows["h3"].id, host="h3",
-                   generation=rows["h3"].generation, vcpus=1,
-                   memory_mb=1024, disk_gb=None)        # NOT NULL column
+    broken = Claim(consumer_uuid=None, node_id=rows["h3"].id,  # NOT NULL
+                   host="h3", generation=rows["h3"].generation, vcpus=1,
+                   memory_mb=1024, disk_gb=1)
     errors = _run_queued(batcher, [_claim(rows["h1"], 0)],
                          [[_claim(rows["h2"], 1)], [broken]])
     assert errors[0] is None
-    assert errors[1] is errors[2] and isinstance(errors[1], Exception)
+    assert type(errors[1]) is type(errors[2])
+    assert str(errors[1]) == str(errors[2]) and "NOT NULL" in str(errors[1])
     assert not isinstance(errors[1], claims.ClaimConflict)
     assert {a.consumer_uuid for a in allocation_rows(engine)} == {_uuid(0)}
     assert node_row(engine, "h2").generation == rows["h2"].generation
