@@ -99,6 +99,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=1,
                         help="[scheduler] workers of the scheduler-server "
                              "measured end to end")
+    parser.add_argument("--durable-postgresql", action="store_true",
+                        help="run PostgreSQL with its own commit settings "
+                             "(fsync, a WAL flush per commit), as in "
+                             "production, instead of the tests' fsync=off")
     parser.add_argument("--servers", type=int, default=1,
                         help="scheduler-server processes on the one topic "
                              "(each with --workers), end to end")
@@ -190,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
             f"(work dir {workdir})")
         bus = rpc.Bus(workdir)
         for kind in server_dbs:
-            db_servers[kind] = servers.start_database(kind)
+            db_servers[kind] = servers.start_database(
+                kind, durable=args.durable_postgresql)
         for hosts in args.hosts:
             measure_size(run, hosts, args, limits, bus, db_servers, workdir)
     finally:
@@ -209,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     options = {"hosts": args.hosts, "requests": args.requests,
                "budget_s": args.budget, "db": args.db,
                "workers": args.workers, "servers": args.servers,
+               "durable_postgresql": args.durable_postgresql,
                "quick": args.quick,
                "set": dict(args.set),
                "command": command, "failures": run.failures}

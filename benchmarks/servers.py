@@ -36,10 +36,15 @@ def start_rabbitmq() -> RabbitMQServer:
     return server
 
 
-def start_database(kind: str) -> PostgreSQLServer | MariaDBServer:
+def start_database(kind: str, durable: bool = False
+                   ) -> PostgreSQLServer | MariaDBServer:
     """A started server for the claim and end-to-end rows of ``kind``
-    ("postgresql" or "mysql")."""
-    server = {"postgresql": PostgreSQLServer, "mysql": MariaDBServer}[kind]()
+    ("postgresql" or "mysql"); ``durable``: PostgreSQL with its own commit
+    settings (fsync, a WAL flush per commit) rather than the tests'."""
+    if kind == "postgresql":
+        server = PostgreSQLServer(durable=durable)
+    else:
+        server = MariaDBServer()
     server.start()
     return server
 
