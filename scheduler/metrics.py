@@ -71,7 +71,9 @@ class _Instruments:
         self.stage_seconds = prometheus_client.Histogram(
             "scheduler_stage_duration_seconds",
             "Time one request spent in a stage of a decision: parse "
-            "(and validate), refresh (the host table from SQL), filter "
+            "(and validate), refresh (the host table from SQL; none "
+            "when a refresh another queued request began after this one "
+            "arrived served it), filter "
             "(targeting and filters), weigh, claim (the SQL transaction, "
             "retries included). Summed over a request's instances and "
             "re-plans.", ["stage"], buckets=BUCKETS, registry=r)

@@ -104,8 +104,12 @@ def test_metrics_add_up_across_two_workers_during_and_after_load(
     stages = {stage: value(after, "scheduler_stage_duration_seconds_count",
                            stage=stage)
               for stage in ("parse", "refresh", "filter", "weigh", "claim")}
+    # A request that queued behind another's scheduling cycle may be
+    # served by the refresh that one began after it arrived: it spends no
+    # time refreshing and records none.
+    refreshes = stages.pop("refresh")
+    assert 1 <= refreshes <= placed + refused
     assert stages == {"parse": placed + refused,
-                      "refresh": placed + refused,
                       "filter": placed + refused,
                       "weigh": placed, "claim": placed}
     # Every refused claim was planned again (none gave up: all placed).
