@@ -50,7 +50,7 @@ class _Pending:
     done: threading.Event = dataclasses.field(default_factory=threading.Event)
     #: Set with ``done`` when this request is to lead the next batch.
     leads: bool = False
-    settled: bool = False
+    #: Its own outcome, or the batch's failure if it had none.
     error: BaseException | None = None
 
 
@@ -136,11 +136,10 @@ class ClaimBatcher:
                             default_ratios=pending.default_ratios)
                     except claims.ClaimConflict as e:
                         savepoint.rollback()
-                        pending.error, pending.settled = e, True
+                        pending.error = e
                     except db_exc.DBDuplicateEntry as e:
                         savepoint.rollback()
                         pending.error = claims.ConsumerExists(str(e))
-                        pending.settled = True
                     else:
                         savepoint.commit()
                     # Any other error leaves the savepoint alone (after a
@@ -152,5 +151,5 @@ class ClaimBatcher:
             # (each with its own copy: the requests raise it in their own
             # threads, each with its own traceback).
             for pending in batch:
-                if not pending.settled:
+                if pending.error is None:
                     pending.error = copy.copy(e)

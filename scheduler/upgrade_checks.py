@@ -79,7 +79,7 @@ class Checks(upgradecheck.UpgradeCommands):
         """The schema revision is this code's head."""
         engine = self._engine()
         try:
-            problem = migration.problem(engine,
+            problem = migration.problem(migration.version(engine),
                                         errors.database_name(self.conf))
         finally:
             engine.dispose()

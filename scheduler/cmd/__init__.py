@@ -109,7 +109,8 @@ def require_schema(conf: cfg.ConfigOpts, engine: sa.Engine) -> None:
     from scheduler import errors
     from scheduler.db import migration
 
-    problem = migration.problem(engine, errors.database_name(conf))
+    problem = migration.problem(migration.version(engine),
+                                errors.database_name(conf))
     if problem:
         raise exception.ConfigError(problem)
 

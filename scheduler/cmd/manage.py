@@ -62,7 +62,7 @@ def db_version(conf, engine, args) -> int:
            lambda _: revision or "none (run 'scheduler-manage db sync')")
     if revision is None:
         return 1
-    problem = migration.problem(engine, errors.database_name(conf))
+    problem = migration.problem(revision, errors.database_name(conf))
     if problem:
         print(f"ERROR: {problem}", file=sys.stderr)
         return 1

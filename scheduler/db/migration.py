@@ -60,13 +60,13 @@ def known(revision: str) -> bool:
                for script in _scripts().walk_revisions())
 
 
-def problem(engine: sa.Engine, name: str) -> str | None:
+def problem(current: str | None, name: str) -> str | None:
     """Why this code cannot run on the database ``name`` (as an operator
-    should read it, password hidden) as its schema stands, in one line
+    should read it, password hidden) whose schema is at revision
+    ``current`` (:func:`version`; None: no schema), in one line
     naming the fix; None when it is at this code's head. The one rule the
     server, the other commands, ``db version`` (the unit's ExecStartPre)
     and the upgrade check apply."""
-    current = version(engine)
     if current is None:
         return (f"no scheduler schema in {name}; run 'scheduler-manage db "
                 f"sync' first")
