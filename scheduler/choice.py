@@ -17,11 +17,21 @@ knowing of each other. Both policies skip nodes this process is still
 claiming on, or read before its own claim there committed (a second request
 of the same process would lose to the first), unless nothing else is left.
 
+The workers of one ``scheduler-server`` do know of each other: each has its
+:class:`Share`, worker *i* of *n*. Under ``per_process`` a worker prefers,
+among the best, the nodes whose id is *i* modulo *n*, so the workers of a
+server never share a favourite while their own part of the best has a free
+node — without it they found each other's favourites only by losing races on
+them, and on a fleet of equal nodes every placement moves a favourite
+(measured in ``benchmarks/race.py``). Workers of different servers still
+settle apart by salt and avoidance.
+
 A :class:`Chooser` lives as long as its driver, one per worker process
 (created after the fork, so every process draws its own salt).
 """
 from __future__ import annotations
 
+import dataclasses
 import random
 import threading
 import time
@@ -37,14 +47,36 @@ AVOID_SECONDS = 2.0
 _PRUNE_AT = 4096
 
 
+@dataclasses.dataclass(frozen=True)
+class Share:
+    """A worker's place among the workers of its server: ``index`` of
+    ``count`` (cotyledon's worker id and ``[scheduler] workers``)."""
+    index: int = 0
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.index < self.count:
+            raise ValueError(f"worker {self.index} of {self.count}")
+
+    def owns(self, node_id: int) -> bool:
+        """Whether this worker prefers ``node_id`` among equals."""
+        return node_id % self.count == self.index
+
+
+#: A process that is the only worker it knows of.
+ALONE = Share()
+
+
 class Chooser:
     """One process's choice among the best hosts; safe across threads."""
 
-    def __init__(self, policy: str = "random", seed: int | None = None):
+    def __init__(self, policy: str = "random", seed: int | None = None,
+                 share: Share = ALONE):
         if policy not in POLICIES:
             raise ValueError(f"host_subset_choice: expected one of "
                              f"{', '.join(POLICIES)}, got {policy!r}")
         self.policy = policy
+        self.share = share
         self._rng = random.Random(seed)
         self._salt = self._rng.getrandbits(64)
         self._lock = threading.Lock()
@@ -59,7 +91,8 @@ class Chooser:
         """The index into ``candidates`` — ``(node id, generation as read)``
         of the best hosts, best first — of the one to place on. Nodes this
         process is claiming on, or (per_process) saw another writer on
-        lately, are passed over while others remain."""
+        lately, are passed over while others remain; (per_process) those
+        of this worker's share come first."""
         now = time.monotonic()
         with self._lock:
             # A generation below one this process made is a read from
@@ -82,7 +115,9 @@ class Chooser:
                 or list(range(len(candidates)))
         if self.policy == "random":
             return self._rng.choice(free)
-        return min(free, key=lambda i: hash((self._salt, candidates[i][0])))
+        owns = self.share.owns
+        return min(free, key=lambda i: (not owns(candidates[i][0]),
+                                        hash((self._salt, candidates[i][0]))))
 
     def claiming(self, planned: Sequence[tuple[int, int]]) -> None:
         """This process is about to claim on these nodes, ``(node id,

@@ -15,6 +15,7 @@ from oslo_log import log as logging
 import oslo_messaging as messaging
 import sqlalchemy as sa
 
+from scheduler import choice
 from scheduler import claims
 from scheduler import exception
 from scheduler import instrument
@@ -46,11 +47,14 @@ class SchedulerManager:
     #: The API label of this endpoint's metrics and notifications.
     rpc_api = "scheduler"
 
-    def __init__(self, conf: cfg.ConfigOpts, engine: sa.Engine):
+    def __init__(self, conf: cfg.ConfigOpts, engine: sa.Engine,
+                 share: choice.Share = choice.ALONE):
+        """``share``: this worker's place among its server's workers."""
         self.conf = conf
         self.engine = engine
         self.host_manager = HostManager(conf, engine)
-        self.driver = plugins.load_driver(conf, self.host_manager, engine)
+        self.driver = plugins.load_driver(conf, self.host_manager, engine,
+                                          share)
         self._retry = db_retry.retrying(conf.scheduler.db_retries)
         #: None unless a notification driver is configured.
         self.notifier = notifications.notifier(conf)

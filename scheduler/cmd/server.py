@@ -26,6 +26,7 @@ import cotyledon
 from oslo_log import log as logging
 
 from scheduler import broker
+from scheduler import choice
 from scheduler import cmd
 from scheduler import conf as sched_conf
 from scheduler import errors
@@ -90,7 +91,9 @@ class SchedulerWorker(cotyledon.Service):
 
     def _start(self) -> None:
         self._engine = db.create_engine(self.conf)
-        manager = SchedulerManager(self.conf, self._engine)
+        manager = SchedulerManager(
+            self.conf, self._engine,
+            choice.Share(self.worker_id, self.conf.scheduler.workers))
         # Before consuming: otherwise the first request pays for the load
         # (seconds at 100,000 hosts) and READY=1 would be a lie.
         started = time.monotonic()

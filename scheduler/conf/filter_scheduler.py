@@ -50,8 +50,10 @@ opts = [
                choices=[("random", "nova's: a uniform random pick among "
                                    "the host_subset_size best"),
                         ("per_process", "each scheduler process prefers "
-                                        "its own hosts among them (a hash "
-                                        "of the node salted per process) "
+                                        "its own hosts among them (the "
+                                        "workers of one server split them "
+                                        "by node id, other processes by a "
+                                        "hash salted per process) "
                                         "and passes over, for a few "
                                         "seconds, nodes it sees another "
                                         "writer change")],

@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 import time
 
+from scheduler import choice
 from scheduler import exception
 from scheduler import targeting
 from scheduler import trace
@@ -26,8 +27,8 @@ from scheduler.host_table import HostView
 
 
 class ChanceScheduler(Driver):
-    def __init__(self, conf, host_manager, engine):
-        super().__init__(conf, host_manager, engine)
+    def __init__(self, conf, host_manager, engine, share=choice.ALONE):
+        super().__init__(conf, host_manager, engine, share)
         self.filters = [cls(conf) for cls in
                         (ComputeFilter, RamFilter, CoreFilter, DiskFilter)]
 

@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from scheduler import choice
 from scheduler import exception
 from scheduler.conf import frozen
 from scheduler import plugins
@@ -68,8 +69,8 @@ class Pipeline:
 
 
 class FilterScheduler(Driver):
-    def __init__(self, conf, host_manager, engine):
-        super().__init__(conf, host_manager, engine)
+    def __init__(self, conf, host_manager, engine, share=choice.ALONE):
+        super().__init__(conf, host_manager, engine, share)
         self.pipeline = Pipeline.load(conf)
 
     @property

@@ -105,3 +105,25 @@ def test_when_every_candidate_is_avoided_one_is_still_chosen():
 def test_an_unknown_policy_is_refused():
     with pytest.raises(ValueError, match="host_subset_choice"):
         choice.Chooser("sticky")
+
+
+def test_workers_of_one_server_prefer_their_own_share_of_the_best():
+    candidates = _nodes(*range(100, 164))
+    for seed in range(20):
+        workers = [choice.Chooser("per_process", seed=seed * 2 + i,
+                                  share=choice.Share(i, 2))
+                   for i in range(2)]
+        favourites = [candidates[w.pick(candidates)][0] for w in workers]
+        assert [n % 2 for n in favourites] == [0, 1]
+
+
+def test_a_worker_takes_another_share_when_its_own_is_taken():
+    chooser = choice.Chooser("per_process", seed=3,
+                             share=choice.Share(1, 2))
+    chooser.claiming([(1, 1), (3, 1)])
+    assert chooser.pick(_nodes(0, 1, 2, 3)) in (0, 2)
+
+
+def test_a_share_outside_its_server_is_refused():
+    with pytest.raises(ValueError, match="worker 2 of 2"):
+        choice.Share(2, 2)

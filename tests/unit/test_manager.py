@@ -12,6 +12,7 @@ import oslo_messaging as messaging
 import pytest
 import sqlalchemy as sa
 
+from scheduler import choice
 from scheduler import exception
 from scheduler.db import api as db_api
 from scheduler.db import models
@@ -27,6 +28,14 @@ U = [f"99999999-0000-4000-8000-{i:012d}" for i in range(6)]
 @pytest.fixture
 def manager(conf, engine):
     return SchedulerManager(conf, engine)
+
+
+@pytest.mark.parametrize("driver", ["filter_scheduler", "chance_scheduler",
+                                    "caching_scheduler"])
+def test_every_driver_chooses_as_its_workers_share(conf, engine, driver):
+    conf.set_override("driver", driver, group="scheduler")
+    share = choice.Share(1, 3)
+    assert SchedulerManager(conf, engine, share).driver.chooser.share == share
 
 
 def _raised(call, *args, **kwargs):
