@@ -4,7 +4,8 @@ one PostgreSQL cost each other.
 For each fleet fill level (default 20, 60, 90 %) one fleet in its own
 PostgreSQL database is filled to that level with real claims; then for each
 process count (default 1, 2, 4, 6) one ``scheduler-server`` with that many
-worker processes consumes one topic on a private RabbitMQ while client
+worker processes (``--servers``: that many servers of one worker each)
+consumes one topic on a private RabbitMQ while client
 threads place one m1.small instance per call. Per cell: placements/s,
 p50/p99, lost claim races per placement, re-plans, the work thrown away on
 lost races, NoValidHost answers that were only races (room was left at the
@@ -123,6 +124,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    metavar="SEC", help="seconds of calls per cell")
     p.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY,
                    help="client threads calling select_destinations")
+    p.add_argument("--servers", action="store_true",
+                   help="each process its own scheduler-server (one "
+                        "worker, its own host): processes that know "
+                        "nothing of each other, unlike the workers of one "
+                        "server")
     p.add_argument("--set", type=cluster.option_setting,
                    action="append", default=[],
                    metavar="GROUP.OPTION=VALUE",
@@ -237,6 +243,7 @@ def fill(engine: sa.Engine, ratios: capacity.Ratios, level: float,
 class Cell:
     fill: int                    # percent the fleet was filled to
     processes: int
+    servers: bool = False        # one server per process, not workers
     fill_before: float = 0.0     # measured share taken before the row
     fill_after: float = 0.0
     calls: int = 0
@@ -274,6 +281,8 @@ def _config(path: Path, bus_url: str, url: str, workers: int,
         "host": "race-sched",
         "scheduler.topic": f"race-{uuidlib.uuid4().hex[:8]}",
         "scheduler.workers": workers, "scheduler.max_attempts": 1,
+        # No HTTP listener: servers of one cell must not share a port.
+        "scheduler.http_listen": "",
         # No heartbeating fleet: nothing but the schedulers writes to the
         # nodes, so every lost race is one scheduler against another.
         "scheduler.service_down_time": 86400,
@@ -332,22 +341,26 @@ def run_cell(cell: Cell, workdir: Path, bus_url: str, url: str,
     path = workdir / f"fill{cell.fill}-p{cell.processes}"
     path.mkdir(parents=True)
     extra = dict(args.set)
-    config = _config(path, bus_url, url, cell.processes, extra)
+    per_server = 1 if cell.servers else cell.processes
+    config = _config(path, bus_url, url, per_server, extra)
     sconf = sched_conf.load(["--config-file", str(config)])
     ratios = _ratios(sconf)
     cell.subset = sconf.filter_scheduler.host_subset_size
     cell.choice = sconf.filter_scheduler.host_subset_choice
     cell.weight_gap = choice_cost(sconf, engine)
     cell.fill_before, _ = fill_level(engine, ratios)
-    server = servers.Process.python(
+    started = [servers.Process.python(
         "scheduler.cmd.server", "--config-file", str(config),
-        log=path / "server.log")
+        log=path / f"server-{i}.log",
+        env={"OS_DEFAULT__HOST": f"race-sched-{i}"})
+        for i in range(cell.processes // per_server)]
     placed: list[str] = []
     refusals: list[str] = []
     lock = threading.Lock()
-    offset = 0
+    offsets = [0] * len(started)
     try:
-        _wait_for_workers(sconf, server, cell.processes)
+        for server in started:
+            _wait_for_workers(sconf, server, per_server)
         transport = rpc.get_transport(sconf)
         api = SchedulerAPI(sconf, transport=transport, timeout=CALL_TIMEOUT)
         spec = {"flavor": dict(FLAVOR), "num_instances": 1}
@@ -356,8 +369,8 @@ def run_cell(cell: Cell, workdir: Path, bus_url: str, url: str,
                 placed += [d["uuid"] for d in
                            api.select_destinations({}, spec)]
             _release(api, placed)
-            # Only the row's races count: remember where the log is now.
-            offset = len(server.log.read_bytes())
+            # Only the row's races count: remember where the logs are now.
+            offsets = [len(server.log.read_bytes()) for server in started]
 
             def select() -> None:
                 try:
@@ -399,9 +412,11 @@ def run_cell(cell: Cell, workdir: Path, bus_url: str, url: str,
         finally:
             transport.cleanup()
     finally:
-        server.stop()
-    _count_races(cell, server.log.read_bytes()[offset:].decode(
-        errors="replace"))
+        for server in started:
+            server.stop()
+    for server, offset in zip(started, offsets):
+        _count_races(cell, server.log.read_bytes()[offset:].decode(
+            errors="replace"))
 
 
 def _release(api: SchedulerAPI, placed: list[str]) -> None:
@@ -438,15 +453,19 @@ def _f(value, fmt: str) -> str:
     return "—" if value is None else format(value, fmt)
 
 
+def _processes(c: Cell) -> str:
+    return f"{c.processes} srv" if c.servers else str(c.processes)
+
+
 def table(cells: list[Cell]) -> str:
     lines = []
     for c in cells:
         if c.error:
-            lines.append((f"{c.fill}%", str(c.processes), "", "", "", "", "",
+            lines.append((f"{c.fill}%", _processes(c), "", "", "", "", "",
                           "", "", "", "", "", "", f"FAILED: {c.error}"))
             continue
         lines.append((
-            f"{c.fill}%", str(c.processes), f"{c.choice} {c.subset}",
+            f"{c.fill}%", _processes(c), f"{c.choice} {c.subset}",
             f"{c.fill_before:.0%}→{c.fill_after:.0%}",
             str(c.placements), _f(c.per_second, ".0f"), _f(c.p50_ms, ".1f"),
             _f(c.p99_ms, ".0f"),
@@ -475,7 +494,8 @@ def table(cells: list[Cell]) -> str:
 
 def plot(runs: list[dict], path: Path) -> None:
     """Lost races per placement and placements/s against processes, one
-    line per fill level; the first run solid, compared runs dashed."""
+    line per fill level; the first run solid, compared runs dashed, then
+    dotted."""
     import matplotlib
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
@@ -483,7 +503,7 @@ def plot(runs: list[dict], path: Path) -> None:
     fig, (ax_c, ax_t) = plt.subplots(1, 2, figsize=(13, 5.5))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for r, run in enumerate(runs):
-        style = "-" if r == 0 else "--"
+        style = ("-", "--", ":")[min(r, 2)]
         fills = sorted({c["fill"] for c in run["cells"]})
         for i, level in enumerate(fills):
             cells = [c for c in run["cells"]
@@ -573,7 +593,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"({count:,} instances, {left:,} places left) in "
                     f"{time.monotonic() - t0:.1f}s")
                 for processes in args.processes:
-                    cell = Cell(level, processes)
+                    cell = Cell(level, processes, args.servers)
                     log(f"{level}% full, {processes} process(es) ...")
                     try:
                         run_cell(cell, workdir, broker.transport_url, url,
@@ -607,6 +627,7 @@ def main(argv: list[str] | None = None) -> int:
                f"{args.concurrency} client threads")
     run = {"label": args.label, "meta": meta, "table": text,
            "options": {"hosts": args.hosts, "processes": args.processes,
+                       "servers": args.servers,
                        "fill": args.fill, "requests": args.requests,
                        "budget_s": args.budget,
                        "concurrency": args.concurrency,
