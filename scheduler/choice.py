@@ -23,8 +23,10 @@ among the best, the nodes whose id is *i* modulo *n*, so the workers of a
 server never share a favourite while their own part of the best has a free
 node — without it they found each other's favourites only by losing races on
 them, and on a fleet of equal nodes every placement moves a favourite
-(measured in ``benchmarks/race.py``). Workers of different servers still
-settle apart by salt and avoidance.
+(measured in ``benchmarks/race.py``). The share comes before avoidance: a
+worker whose own best hosts were all just written by others (a release)
+stays among them rather than move into its sibling's. Workers of different
+servers still settle apart by salt and avoidance.
 
 A :class:`Chooser` lives as long as its driver, one per worker process
 (created after the fork, so every process draws its own salt).
@@ -90,9 +92,9 @@ class Chooser:
     def pick(self, candidates: Sequence[tuple[int, int]]) -> int:
         """The index into ``candidates`` — ``(node id, generation as read)``
         of the best hosts, best first — of the one to place on. Nodes this
-        process is claiming on, or (per_process) saw another writer on
-        lately, are passed over while others remain; (per_process) those
-        of this worker's share come first."""
+        process is claiming on are passed over while others remain;
+        (per_process) then this worker's share comes first, and within it
+        the nodes it did not see another writer on lately."""
         now = time.monotonic()
         with self._lock:
             # A generation below one this process made is a read from
@@ -108,16 +110,17 @@ class Chooser:
                     self._avoid = {n: u for n, u in self._avoid.items()
                                    if u > now}
             avoided = [self._avoid.get(n, 0.0) > now for n, _ in candidates]
-        free = [i for i in range(len(candidates))
-                if not busy[i] and not avoided[i]]
-        if not free:
-            free = [i for i in range(len(candidates)) if not busy[i]] \
-                or list(range(len(candidates)))
+        usable = [i for i in range(len(candidates)) if not busy[i]] \
+            or list(range(len(candidates)))
         if self.policy == "random":
-            return self._rng.choice(free)
+            return self._rng.choice(usable)
+        # The share before avoidance: a sibling worker writes only its own
+        # share, so a node of ours another writer touched (another server,
+        # a release) is a better bet than the sibling's next favourite.
         owns = self.share.owns
-        return min(free, key=lambda i: (not owns(candidates[i][0]),
-                                        hash((self._salt, candidates[i][0]))))
+        return min(usable, key=lambda i: (not owns(candidates[i][0]),
+                                          avoided[i],
+                                          hash((self._salt, candidates[i][0]))))
 
     def claiming(self, planned: Sequence[tuple[int, int]]) -> None:
         """This process is about to claim on these nodes, ``(node id,

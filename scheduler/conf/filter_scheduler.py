@@ -66,8 +66,9 @@ opts = [
                     "processes with host_subset_size 64, no claim lost "
                     "between the workers of one server and 0.2-0.3 per "
                     "100 placements between separate servers, where "
-                    "random loses 4 even at 128; it lands a little further from the best weight "
-                    "than random at the same size (a process keeps its "
+                    "random loses 4 even at 128; it lands a little "
+                    "further from the best weight than random at the "
+                    "same size (a process keeps its "
                     "favourite until it leaves the best). See "
                     "benchmarks/README.rst, 'Claim races'."),
     cfg.FloatOpt("cpu_allocation_ratio", default=16.0, min=0.0,

@@ -5,7 +5,9 @@ equal nodes every placement moves the best hosts, so two workers that pick
 by salt alone keep landing on the same node and one of them loses the
 claim. Each worker prefers its own share of the best hosts instead
 (``scheduler.choice.Share``), so eight callers fill the fleet without a
-single lost race.
+single lost race — also right after a release, when every best host was
+just written by someone else and each worker would otherwise steer clear
+of its own share into its sibling's.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import uuid
 from scheduler import races
 from tests.functional.conftest import node
 
-HOSTS = 96
+HOSTS = 300
 CALLERS = 8
 PLACEMENTS = 160
 FLAVOR = {"memory_mb": 256, "vcpus": 1, "root_gb": 1}
@@ -33,12 +35,14 @@ def test_two_workers_of_one_server_never_lose_a_claim_to_each_other(
 
     def place(_):
         spec = {"instance_uuids": [str(uuid.uuid4())], "flavor": FLAVOR}
-        return deployment.api.select_destinations({}, spec)[0]["host"]
+        return deployment.api.select_destinations({}, spec)[0]["uuid"]
 
+    placed = [place(i) for i in range(PLACEMENTS)]
+    deployment.api.release({}, placed)
     with concurrent.futures.ThreadPoolExecutor(CALLERS) as pool:
-        hosts = list(pool.map(place, range(PLACEMENTS)))
+        again = list(pool.map(place, range(PLACEMENTS)))
 
-    assert len(hosts) == PLACEMENTS
+    assert len(set(placed + again)) == 2 * PLACEMENTS
     assert len(deployment.allocations()) == PLACEMENTS
     lost = [line for line in deployment.server_log().splitlines()
             if races.LINE in line]

@@ -127,3 +127,19 @@ def test_a_worker_takes_another_share_when_its_own_is_taken():
 def test_a_share_outside_its_server_is_refused():
     with pytest.raises(ValueError, match="worker 2 of 2"):
         choice.Share(2, 2)
+
+
+def test_a_worker_keeps_to_its_share_where_another_writer_was_seen():
+    # After a release every one of its best hosts has a generation this
+    # worker did not make; its sibling's share is the sibling's next pick.
+    chooser = choice.Chooser("per_process", seed=3,
+                             share=choice.Share(0, 2))
+    for n in (0, 2, 4):
+        chooser.lost(n)
+    assert chooser.pick(_nodes(*range(6))) in (0, 2, 4)
+    # Within the share, a node nobody else touched comes first.
+    chooser = choice.Chooser("per_process", seed=3,
+                             share=choice.Share(0, 2))
+    chooser.lost(0)
+    chooser.lost(2)
+    assert chooser.pick(_nodes(*range(6))) == 4
