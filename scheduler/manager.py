@@ -53,8 +53,13 @@ class SchedulerManager:
         self.conf = conf
         self.engine = engine
         self.host_manager = HostManager(conf, engine)
-        self.driver = plugins.load_driver(conf, self.host_manager, engine,
-                                          share)
+        self.driver = plugins.load_driver(conf, self.host_manager, engine)
+        # Given here, before any request, not to the driver's constructor:
+        # drivers, third parties' included, keep the (conf, host_manager,
+        # engine) signature.
+        chooser = getattr(self.driver, "chooser", None)
+        if chooser is not None:
+            chooser.share = share
         self._retry = db_retry.retrying(conf.scheduler.db_retries)
         #: None unless a notification driver is configured.
         self.notifier = notifications.notifier(conf)

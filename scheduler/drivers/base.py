@@ -54,14 +54,15 @@ class Driver:
     """Base of all drivers. Subclasses implement :meth:`plan`."""
 
     def __init__(self, conf: cfg.ConfigOpts, host_manager: HostManager,
-                 engine: sa.Engine, share: choice.Share = choice.ALONE):
+                 engine: sa.Engine):
         self.conf = conf
         self.host_manager = host_manager
         self.engine = engine
         #: Picks among the best hosts; one per process (drivers are made
-        #: in each worker after the fork), ``share`` its worker's place.
+        #: in each worker after the fork). The manager gives it the
+        #: worker's share.
         self.chooser = choice.Chooser(
-            conf.filter_scheduler.host_subset_choice, share=share)
+            conf.filter_scheduler.host_subset_choice)
         #: Claims of this process's concurrent requests, committed
         #: together when they queue up (one per process, like the chooser).
         self.claims = claim_batch.ClaimBatcher(

@@ -10,7 +10,6 @@ from __future__ import annotations
 import random
 import time
 
-from scheduler import choice
 from scheduler import exception
 from scheduler import targeting
 from scheduler import trace
@@ -27,8 +26,8 @@ from scheduler.host_table import HostView
 
 
 class ChanceScheduler(Driver):
-    def __init__(self, conf, host_manager, engine, share=choice.ALONE):
-        super().__init__(conf, host_manager, engine, share)
+    def __init__(self, conf, host_manager, engine):
+        super().__init__(conf, host_manager, engine)
         self.filters = [cls(conf) for cls in
                         (ComputeFilter, RamFilter, CoreFilter, DiskFilter)]
 

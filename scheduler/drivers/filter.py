@@ -8,7 +8,6 @@ from typing import Any, Callable
 
 import numpy as np
 
-from scheduler import choice
 from scheduler import exception
 from scheduler.conf import frozen
 from scheduler import plugins
@@ -69,8 +68,8 @@ class Pipeline:
 
 
 class FilterScheduler(Driver):
-    def __init__(self, conf, host_manager, engine, share=choice.ALONE):
-        super().__init__(conf, host_manager, engine, share)
+    def __init__(self, conf, host_manager, engine):
+        super().__init__(conf, host_manager, engine)
         self.pipeline = Pipeline.load(conf)
 
     @property
