@@ -33,6 +33,7 @@ from scheduler import errors
 from scheduler import health
 from scheduler import http
 from scheduler import malformed
+from scheduler import memory
 from scheduler import metrics
 from scheduler import plugins
 from scheduler import rpc
@@ -288,8 +289,9 @@ def main(argv: list[str] | None = None) -> int:
         loaded.append(conf)
         _register_server_opts(conf)
         logging.setup(conf, "scheduler")
-        # Before forking, so every worker inherits it.
+        # Before forking, so every worker inherits them.
         malformed.install()
+        memory.return_large_buffers()
         notifier.send(STATUS="checking plugins, database and broker")
         check_startup(conf, config_given=bool(conf.config_file
                                               or conf.config_dir))
