@@ -17,16 +17,18 @@ knowing of each other. Both policies skip nodes this process is still
 claiming on, or read before its own claim there committed (a second request
 of the same process would lose to the first), unless nothing else is left.
 
-The workers of one ``scheduler-server`` do know of each other: each has its
-:class:`Share`, worker *i* of *n*. Under ``per_process`` a worker prefers,
-among the best, the nodes whose id is *i* modulo *n*, so the workers of a
-server never share a favourite while their own part of the best has a free
-node — without it they found each other's favourites only by losing races on
-them, and on a fleet of equal nodes every placement moves a favourite
-(measured in ``benchmarks/race.py``). The share comes before avoidance: a
-worker whose own best hosts were all just written by others (a release)
-stays among them rather than move into its sibling's. Workers of different
-servers still settle apart by salt and avoidance.
+The workers of one ``scheduler-server`` do know of each other, and the
+servers on one topic find each other in ``services``
+(:mod:`scheduler.peers`): each worker has its :class:`Share`, worker *i* of
+*n* of server *s* of *m*. Under ``per_process`` a worker prefers, among the
+best, the nodes its share owns (one part in *n* × *m*), so no two workers
+share a favourite while their own part of the best has a free node —
+without it they found each other's favourites only by losing races on them,
+and on a fleet of equal nodes every placement moves a favourite (measured
+in ``benchmarks/race.py``). The share comes before avoidance: a worker
+whose own best hosts were all just written by others (a release) stays
+among them rather than move into a sibling's. Salt and avoidance still
+settle apart whoever the shares do not separate (a server not yet seen).
 
 A :class:`Chooser` lives as long as its driver, one per worker process
 (created after the fork, so every process draws its own salt).
@@ -51,18 +53,29 @@ _PRUNE_AT = 4096
 
 @dataclasses.dataclass(frozen=True)
 class Share:
-    """A worker's place among the workers of its server: ``index`` of
-    ``count`` (cotyledon's worker id and ``[scheduler] workers``)."""
+    """A worker's place: worker ``index`` of its server's ``count``
+    (cotyledon's worker id and ``[scheduler] workers``), on server
+    ``server`` of the ``servers`` up on its topic (:func:`peers.place`).
+
+    Servers split the nodes by id modulo ``servers``, and each server's
+    workers split its part again, so every node has exactly one owner
+    whatever each server's number of workers.
+    """
     index: int = 0
     count: int = 1
+    server: int = 0
+    servers: int = 1
 
     def __post_init__(self) -> None:
         if not 0 <= self.index < self.count:
             raise ValueError(f"worker {self.index} of {self.count}")
+        if not 0 <= self.server < self.servers:
+            raise ValueError(f"server {self.server} of {self.servers}")
 
     def owns(self, node_id: int) -> bool:
         """Whether this worker prefers ``node_id`` among equals."""
-        return node_id % self.count == self.index
+        return (node_id % self.servers == self.server
+                and node_id // self.servers % self.count == self.index)
 
 
 #: A process that is the only worker it knows of.
@@ -115,8 +128,8 @@ class Chooser:
         if self.policy == "random":
             return self._rng.choice(usable)
         # The share before avoidance: a sibling worker writes only its own
-        # share, so a node of ours another writer touched (another server,
-        # a release) is a better bet than the sibling's next favourite.
+        # share, so a node of ours another writer touched (a server not yet
+        # seen, a release) is a better bet than the sibling's next favourite.
         owns = self.share.owns
         return min(usable, key=lambda i: (not owns(candidates[i][0]),
                                           avoided[i],

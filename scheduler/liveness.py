@@ -1,11 +1,13 @@
-"""Is a compute service up: the one owner of the rule.
+"""Is a service up (a compute, or a scheduler server among its peers):
+the one owner of the rule.
 
 A service is up when it is not forced down and its last heartbeat
 (``last_seen_up``, else ``updated_at``, else ``created_at``) is at most
 ``service_down_time`` seconds old by the database's clock — never a
 worker's, so clock skew between machines cannot make a healthy service look
-dead. The host manager (which hosts are down) and the admin commands (each
-service's state) both ask here.
+dead. The host manager (which hosts are down), the admin commands (each
+service's state) and :mod:`scheduler.peers` (which scheduler servers share
+the topic) all ask here.
 """
 from __future__ import annotations
 

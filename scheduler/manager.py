@@ -6,6 +6,7 @@ traceback) and keeps serving, and the caller gets the same class back.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 import uuid as uuidlib
@@ -20,6 +21,7 @@ from scheduler import claims
 from scheduler import exception
 from scheduler import instrument
 from scheduler import notifications
+from scheduler import peers
 from scheduler import plugins
 from scheduler import rpc
 from scheduler import trace
@@ -63,6 +65,28 @@ class SchedulerManager:
         self._retry = db_retry.retrying(conf.scheduler.db_retries)
         #: None unless a notification driver is configured.
         self.notifier = notifications.notifier(conf)
+
+    def report(self) -> None:
+        """Heartbeat this server's ``services`` row and take this worker's
+        share among the servers up on its topic (:mod:`scheduler.peers`).
+
+        The chooser gets a new :class:`~scheduler.choice.Share` (a request
+        reads it once), and only when the place changed.
+        :raises sqlalchemy.exc.SQLAlchemyError: the database is away.
+        """
+        topic, host = self.conf.scheduler.topic, self.conf.host
+        peers.report(self.engine, host, topic)
+        server, servers = peers.place(self.engine, host, topic,
+                                      self.conf.scheduler.service_down_time)
+        chooser = getattr(self.driver, "chooser", None)
+        if chooser is None or (chooser.share.server,
+                               chooser.share.servers) == (server, servers):
+            return
+        chooser.share = dataclasses.replace(chooser.share, server=server,
+                                            servers=servers)
+        LOG.info("Scheduler server %d of %d up on topic %r: its workers "
+                 "prefer 1 in %d of the best hosts", server + 1, servers,
+                 topic, servers * chooser.share.count)
 
     def close(self) -> None:
         """Release the notification transport (the worker stops)."""

@@ -107,6 +107,9 @@ class SchedulerWorker(cotyledon.Service):
         # message's major version.
         self._server = rpc.get_server(self.conf, self._transport,
                                       [manager, NovaSchedulerEndpoint(manager)])
+        # Reporting first: the first requests already know their peers.
+        threading.Thread(target=self._report, args=(manager,),
+                         name="service-report", daemon=True).start()
         self._server.start()
         threading.Thread(target=self._periodic, args=(manager,),
                          name="periodic-tasks", daemon=True).start()
@@ -117,12 +120,32 @@ class SchedulerWorker(cotyledon.Service):
     def _periodic(self, manager: SchedulerManager) -> None:
         interval = self.conf.scheduler.periodic_task_interval
         while not self._stopped.wait(interval):
-            try:
-                manager.run_periodic_tasks()
-            except Exception:
-                # A failed refresh (database away) must not end the loop;
-                # the next one may succeed.
-                LOG.exception("Periodic task failed")
+            # A failed refresh (database away) must not end the loop; the
+            # next one may succeed.
+            self._attempt(manager.run_periodic_tasks, "run its periodic tasks")
+
+    def _report(self, manager: SchedulerManager) -> None:
+        """Heartbeat now, then every ``report_interval`` seconds."""
+        while True:
+            self._attempt(manager.report,
+                          "report to the services table")
+            if self._stopped.wait(self.conf.report_interval):
+                return
+
+    def _attempt(self, task, what: str) -> None:
+        """Run ``task``: an operator's problem (the database away) costs
+        one WARNING line naming it, a bug its traceback; never raises."""
+        try:
+            task()
+            return
+        except Exception as e:
+            why = errors.describe(e, self.conf)
+            if why is None:
+                LOG.exception("Worker %d could not %s", self.worker_id, what)
+                return
+        # Outside the except clause: oslo.log would append the exception's
+        # text, SQL statement and all, to a line logged inside it.
+        LOG.warning("Worker %d could not %s: %s", self.worker_id, what, why)
 
     def reload(self) -> None:
         """SIGHUP: re-read the configuration files and apply the mutable

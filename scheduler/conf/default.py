@@ -13,6 +13,13 @@ opts = [
                help="Directory for the service's state. Unless [database] "
                     "connection is set, the database is the SQLite file "
                     "$state_path/scheduler.sqlite."),
+    cfg.IntOpt("report_interval", default=10, min=1,
+               help="Seconds between this server's heartbeats in the "
+                    "services table (binary scheduler-server). The servers "
+                    "up on one topic (a heartbeat within [scheduler] "
+                    "service_down_time) divide the best hosts among them, "
+                    "so they do not race each other for the same nodes; "
+                    "keep it well below service_down_time."),
 ]
 
 

@@ -143,3 +143,21 @@ def test_a_worker_keeps_to_its_share_where_another_writer_was_seen():
     chooser.lost(0)
     chooser.lost(2)
     assert chooser.pick(_nodes(*range(6))) == 4
+
+
+def test_every_node_has_one_owner_among_all_servers_workers():
+    # Servers with different numbers of workers still cover every node
+    # exactly once.
+    shares = [choice.Share(i, workers, server, 3)
+              for server, workers in enumerate((2, 1, 3))
+              for i in range(workers)]
+    for node_id in range(600):
+        assert sum(s.owns(node_id) for s in shares) == 1
+    # A server's part is a third of the nodes, split among its workers.
+    assert sum(shares[0].owns(n) for n in range(600)) == 100
+    assert sum(shares[2].owns(n) for n in range(600)) == 200
+
+
+def test_a_server_outside_its_peers_is_refused():
+    with pytest.raises(ValueError, match="server 3 of 3"):
+        choice.Share(0, 1, 3, 3)

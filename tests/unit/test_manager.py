@@ -14,6 +14,7 @@ import sqlalchemy as sa
 
 from scheduler import choice
 from scheduler import exception
+from scheduler import peers
 from scheduler.db import api as db_api
 from scheduler.db import models
 from scheduler.manager import SchedulerManager
@@ -204,3 +205,13 @@ def test_stacks_are_placed_ranked_and_released_through_the_manager(
     assert sorted(hosts.values()) == ["h1", "h2"]
     assert manager.release_stack({}, stack_id=U[0].upper()) == 2
     assert allocation_rows(engine) == []
+
+
+def test_report_gives_the_chooser_its_place_among_the_servers(conf, engine):
+    conf.set_override("host", "sched-b")
+    peers.report(engine, "sched-a", conf.scheduler.topic)
+    manager = SchedulerManager(conf, engine, choice.Share(1, 2))
+    before = manager.driver.chooser.share
+    manager.report()
+    assert manager.driver.chooser.share == choice.Share(1, 2, 1, 2)
+    assert before == choice.Share(1, 2)   # swapped, not changed in place
