@@ -40,6 +40,7 @@ from scheduler import rpc
 from scheduler import sd_notify
 from scheduler import worker_state
 from scheduler.db import api as db
+from scheduler.db import wrapped
 from scheduler.manager import SchedulerManager
 from scheduler.nova.endpoint import NovaSchedulerEndpoint
 
@@ -314,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.setup(conf, "scheduler")
         # Before forking, so every worker inherits them.
         malformed.install()
+        wrapped.install()
         memory.return_large_buffers()
         notifier.send(STATUS="checking plugins, database and broker")
         check_startup(conf, config_given=bool(conf.config_file
