@@ -286,6 +286,9 @@ def _config(path: Path, bus_url: str, url: str, workers: int,
         # No heartbeating fleet: nothing but the schedulers writes to the
         # nodes, so every lost race is one scheduler against another.
         "scheduler.service_down_time": 86400,
+        # Servers of a cell find each other within a second of starting,
+        # not up to 10 s into the cell (the topic is the cell's own).
+        "report_interval": 1,
         "database.connection": url, **extra})
 
 
