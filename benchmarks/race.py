@@ -364,6 +364,7 @@ def run_cell(cell: Cell, workdir: Path, bus_url: str, url: str,
     try:
         for server in started:
             _wait_for_workers(sconf, server, per_server)
+        servers.wait_for_peers(started, START_TIMEOUT)
         transport = rpc.get_transport(sconf)
         api = SchedulerAPI(sconf, transport=transport, timeout=CALL_TIMEOUT)
         spec = {"flavor": dict(FLAVOR), "num_instances": 1}

@@ -128,6 +128,7 @@ def deployment(bus: Bus, fleet: cluster_mod.Cluster, workers: int,
             running.append(server)
         for server in running:
             _wait_until_serving(conf, server)
+        servers_mod.wait_for_peers(running, START_TIMEOUT)
         yield conf, running
     finally:
         for proc in reversed(started):

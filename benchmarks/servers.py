@@ -108,3 +108,20 @@ class Process:
         except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
+
+
+def wait_for_peers(started: list[Process], timeout: float) -> None:
+    """Until every scheduler-server of ``started`` (on one topic) has found
+    all the others in ``services`` (its log says so; a lone server has
+    nobody to find): runs measure servers that know their peers, not the
+    second after they start."""
+    if len(started) < 2:
+        return
+    deadline = time.monotonic() + timeout
+    for server in started:
+        while f"of {len(started)} up on topic" not in server.log.read_text(
+                errors="replace"):
+            if time.monotonic() > deadline:
+                raise RuntimeError("scheduler-servers did not find each "
+                                   "other:\n" + server.output())
+            time.sleep(0.1)
