@@ -114,24 +114,28 @@ class Weighing:
     #: weigher name -> normalized values (before the multiplier)
     parts: dict[str, np.ndarray]
 
-    def best(self, k: int) -> np.ndarray:
+    def best(self, k: int, ties: int = 0) -> np.ndarray:
         """Indexes into ``idx`` of the ``k`` best hosts, best first; ties in
-        input order. Partial sort: cost grows with k, not with all hosts."""
+        input order. With ``ties``, up to that many more hosts of exactly
+        the k-th's weight follow them: equals of the last, which a choice
+        among the best may take as well. Partial sort: cost grows with k,
+        not with all hosts, nor with how many are tied."""
         n = len(self.idx)
         if n == 0:
             return np.arange(0)
         k = min(k, n)
-        if k == 1:
+        if k == 1 and not ties:
             # argmax returns the first of equal maxima: input order kept.
             return np.array([int(np.argmax(self.total))])
         order_key = -self.total
-        if k < n:
-            kth = np.partition(order_key, k - 1)[k - 1]
-            candidates = np.flatnonzero(order_key <= kth)
-        else:
-            candidates = np.arange(n)
-        ranked = candidates[np.lexsort((candidates, order_key[candidates]))]
-        return ranked[:k]
+        kth = np.partition(order_key, k - 1)[k - 1]
+        # Fewer than k hosts are strictly better than the k-th; the rest
+        # of the k, and the ties after them, are the first hosts of
+        # exactly its weight (flatnonzero keeps input order).
+        better = np.flatnonzero(order_key < kth)
+        better = better[np.lexsort((better, order_key[better]))]
+        tied = np.flatnonzero(order_key == kth)[:k - len(better) + ties]
+        return np.concatenate((better, tied))
 
 
 def normalize(values: Sequence[float] | np.ndarray,

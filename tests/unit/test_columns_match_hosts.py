@@ -214,3 +214,32 @@ def test_best_keeps_input_order_among_ties():
     w = Weighing(np.arange(6), np.array([1.0, 2.0, 2.0, 0.5, 2.0, 1.0]), {})
     assert list(w.best(2)) == [1, 2]
     assert list(w.best(4)) == [1, 2, 4, 0]
+
+
+def test_best_adds_only_hosts_tied_with_the_last_when_asked():
+    from scheduler.weighers.base import Weighing
+    w = Weighing(np.arange(7),
+                 np.array([1.0, 2.0, 2.0, 0.5, 2.0, 1.0, 1.0]), {})
+    # The best weight is held by 1, 2 and 4: all three are equally best.
+    assert list(w.best(1, ties=8)) == [1, 2, 4]
+    assert list(w.best(1, ties=1)) == [1, 2]
+    # The 4th best (1.0) is tied with two more; nothing weaker joins.
+    assert list(w.best(4, ties=8)) == [1, 2, 4, 0, 5, 6]
+    assert list(w.best(7, ties=8)) == [1, 2, 4, 0, 5, 6, 3]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_best_with_ties_matches_a_full_sort(seed):
+    from scheduler.weighers.base import Weighing
+    rng = random.Random(seed)
+    n = rng.randint(1, 60)
+    total = np.array([rng.choice((0.0, 0.25, 0.5, 1.0)) for _ in range(n)])
+    ranked = sorted(range(n), key=lambda i: (-total[i], i))
+    w = Weighing(np.arange(n), total, {})
+    for k in (1, 2, 5, n):
+        for ties in (0, 3, 100):
+            kk = min(k, n)
+            last = total[ranked[kk - 1]]
+            tied_after = [i for i in ranked[kk:] if total[i] == last]
+            assert list(w.best(k, ties)) == \
+                ranked[:kk] + tied_after[:ties]
