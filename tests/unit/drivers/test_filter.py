@@ -137,6 +137,48 @@ def test_host_subset_size(register, conf, filter_driver, monkeypatch):
     assert seen == [["h3", "h2", "h1"]] and selection.host.host == "h1"
 
 
+def test_hosts_tied_with_the_last_of_the_subset_are_candidates_too(
+        register, conf, filter_driver, monkeypatch):
+    register(node("small", memory_mb=8192), node("t1", memory_mb=32768),
+             node("t2", memory_mb=32768), node("t3", memory_mb=32768))
+    seen = []
+    table = filter_driver.host_table()
+    hosts = {s.node_id: s.host for s in table.states}
+
+    def first(candidates):
+        seen.append(sorted(hosts[n] for n, _ in candidates))
+        return 0
+
+    monkeypatch.setattr(filter_driver.chooser, "pick", first)
+    spec = _spec(memory_mb=1024)
+    filter_driver.plan(spec, table)
+    # One best host asked for, three equally best offered; never "small".
+    assert seen == [["t1", "t2", "t3"]]
+
+    seen.clear()
+    conf.set_override("host_subset_size", 2, group="filter_scheduler")
+    filter_driver.reload()
+    filter_driver.plan(spec, table)
+    assert seen == [["t1", "t2", "t3"]]
+
+
+def test_two_workers_take_different_hosts_of_the_best_weight(
+        register, make_driver):
+    from scheduler import choice
+    # host_subset_size 1 (the default), on identical nodes and one that
+    # is worse: each worker's own, never the worse one.
+    register(node("small", memory_mb=8192),
+             *(node(f"t{i}", memory_mb=32768) for i in range(8)))
+    chosen = set()
+    for index in (0, 1):
+        driver = make_driver()
+        driver.chooser.share = choice.Share(index, 2)
+        [selection] = driver.plan(_spec(memory_mb=1024), driver.host_table())
+        assert driver.chooser.share.owns(selection.host.node_id)
+        chosen.add(selection.host.host)
+    assert len(chosen) == 2 and "small" not in chosen
+
+
 def test_plan_carries_hosts_as_read(register, filter_driver):
     register(node("h1", memory_mb=16384))
     hosts = filter_driver.host_table()
