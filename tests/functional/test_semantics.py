@@ -120,7 +120,8 @@ def test_affinity_keeps_members_together_across_requests(make_deployment):
 
 def test_soft_anti_affinity_prefers_empty_hosts_but_never_refuses(
         make_deployment):
-    # RAM weigher stacking: without the group everything piles up
+    # RAM weigher stacking: without the group everything piles up (on
+    # one of the three equal hosts: among equals the choice is free)
     deployment = make_deployment(
         filter_scheduler__weighers="RAMWeigher,"
                                    "ServerGroupSoftAntiAffinityWeigher",
@@ -131,7 +132,7 @@ def test_soft_anti_affinity_prefers_empty_hosts_but_never_refuses(
                           node("h3", memory_mb=8192)])
     deployment.start_server()
     control = [_one(deployment) for _ in range(2)]
-    assert _hosts(control) == ["h1", "h1"]
+    assert len(set(_hosts(control))) == 1
 
     group = str(uuid.uuid4())
     placed = [_one(deployment, instance_group=_group("soft-anti-affinity",
