@@ -22,11 +22,12 @@ it arrived (another queued request's) is enough and it does not read
 again. Under load one refresh serves every request that queued behind it;
 alone, every request still reads.
 
-A refresh first reads the change counters (one row). Rows stamped since the
-last refresh are re-read, and only those hosts' states rebuilt; a deleted
-node (or any hard DELETE) makes it a full read. Liveness is not tracked by
-writes — heartbeats would rewrite every row every few seconds — but read as
-"which services are down", at most every ``LIVENESS_INTERVAL`` seconds.
+A refresh first reads the change counters and, in the same statement, the
+node rows stamped since the last refresh; only those hosts' states are
+rebuilt. A deleted node (or any hard DELETE) makes it a full read.
+Liveness is not tracked by writes — heartbeats would rewrite every row
+every few seconds — but read as "which services are down", at most every
+``LIVENESS_INTERVAL`` seconds.
 """
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ class HostManager:
         # table (re-entrant: refresh() runs inside planning()).
         self._cycle = threading.RLock()
         self._table = HostTable([])
-        self._counters: sa.Row | None = None
+        self._counters: db.Counters | None = None
         self._skipped_hosts: set[str] = set()
         self._by_host: tuple[HostTable, dict[str, list[int]]] | None = None
         self._services: dict[str, sa.Row] = {}
@@ -175,10 +176,11 @@ class HostManager:
 
     def _refresh(self, full: bool) -> int:
         with self._cycle, self.engine.connect() as conn:
-            counters = db.change_counters(conn)
             seen = self._counters
-            if full or seen is None or counters.node_deletes != \
-                    seen.node_deletes:
+            if full or seen is None:
+                return self._read_all(conn, db.changes(conn)[0])
+            counters, node_rows = db.changes(conn, self._node_seq)
+            if counters.node_deletes != seen.node_deletes:
                 return self._read_all(conn, counters)
             table = self._table
             changed: dict[int, HostState] = {}   # position -> new state
@@ -226,8 +228,8 @@ class HostManager:
                         changed[i] = dataclasses.replace(
                             changed.get(i, table.states[i]),
                             aggregates=self._aggregate_tuple(host))
-            if counters.nodes != seen.nodes:
-                for row in db.compute_nodes(conn, self._node_seq):
+            if node_rows:
+                for row in node_rows:
                     self._node_seq = max(self._node_seq, row.change_seq)
                     i = table.positions.get(row.id)
                     if row.deleted:
@@ -255,7 +257,7 @@ class HostManager:
                 table.rebuild_zones()
             return len(changed)
 
-    def _read_all(self, conn: sa.Connection, counters: sa.Row) -> int:
+    def _read_all(self, conn: sa.Connection, counters: db.Counters) -> int:
         node_rows = db.compute_nodes(conn)
         service_rows = db.compute_services(conn)
         self._services = {row.host: row for row in service_rows}

@@ -8,6 +8,7 @@ cannot make a healthy service look dead.
 from __future__ import annotations
 
 import datetime
+from typing import NamedTuple
 
 from oslo_config import cfg
 from oslo_db import options as db_options
@@ -147,20 +148,12 @@ def db_time(conn: sa.Connection) -> datetime.datetime:
     return value
 
 
-def _change_counters_statement() -> sa.Select:
-    c = models.change_counter
-    return sa.select(c.c.nodes, c.c.node_deletes, c.c.services,
-                     c.c.aggregates).where(c.c.id == 1)
-
-
-# Built once: every request's refresh runs it, and building the expression
-# (and its cache key) cost about as much as running it on SQLite.
-_CHANGE_COUNTERS = _change_counters_statement()
-
-
-def change_counters(conn: sa.Connection) -> sa.Row:
+class Counters(NamedTuple):
     """The counters triggers bump on tracked writes (migration 0003)."""
-    return conn.execute(_CHANGE_COUNTERS).one()
+    nodes: int
+    node_deletes: int
+    services: int
+    aggregates: int
 
 
 _NODE_COLUMNS = [
@@ -178,29 +171,51 @@ _SERVICE_COLUMNS = [
         "host", "disabled", "disabled_reason", "forced_down",
         "change_seq", "deleted")]
 
+_COUNTER = models.change_counter
+_COUNTER_COLUMNS = [_COUNTER.c[name].label(f"counter_{name}")
+                    for name in Counters._fields]
 
-def compute_nodes(conn: sa.Connection, since: int | None = None,
-                  ids: list[int] | None = None) -> list[sa.Row]:
-    """Compute node rows with the columns host states need: the live ones
-    (those of ``ids`` only, if given), or (``since``) every row stamped
-    after that change number, deleted ones included so the caller can drop
-    them."""
-    nodes = models.compute_nodes
-    if since is not None and ids is None:
-        # The refresh's query, once per request: built once.
-        return list(conn.execute(_NODES_SINCE, {"since": since}))
-    query = sa.select(*_NODE_COLUMNS)
+# Built once: every request's refresh runs them, and building an expression
+# (and its cache key) cost about as much as running it on SQLite.
+_COUNTERS = sa.select(*_COUNTER_COLUMNS).where(_COUNTER.c.id == 1)
+_CHANGES = (
+    sa.select(*_COUNTER_COLUMNS, *_NODE_COLUMNS)
+    .select_from(_COUNTER.outerjoin(
+        models.compute_nodes,
+        models.compute_nodes.c.change_seq > sa.bindparam("since")))
+    .where(_COUNTER.c.id == 1))
+
+
+def _counters(row: sa.Row) -> Counters:
+    return Counters(*(row[i] for i in range(len(Counters._fields))))
+
+
+def changes(conn: sa.Connection, since: int | None = None
+            ) -> tuple[Counters, list[sa.Row]]:
+    """The change counters and (with ``since``) every compute node row
+    stamped after that change number, deleted ones included so the caller
+    can drop them.
+
+    One statement, the refresh's once per request: one round trip, and
+    rows and counters come from one snapshot, so the counters cover every
+    row returned.
+    """
     if since is None:
-        query = query.where(nodes.c.deleted == 0)
-    else:
-        query = query.where(nodes.c.change_seq > since)
+        return _counters(conn.execute(_COUNTERS).one()), []
+    rows = conn.execute(_CHANGES, {"since": since}).all()
+    # The outer join: one row with no node when nothing was stamped.
+    return _counters(rows[0]), [row for row in rows if row.id is not None]
+
+
+def compute_nodes(conn: sa.Connection, ids: list[int] | None = None
+                  ) -> list[sa.Row]:
+    """The live compute node rows (those of ``ids`` only, if given), with
+    the columns host states need."""
+    nodes = models.compute_nodes
+    query = sa.select(*_NODE_COLUMNS).where(nodes.c.deleted == 0)
     if ids is not None:
         query = query.where(nodes.c.id.in_(ids))
     return list(conn.execute(query))
-
-
-_NODES_SINCE = sa.select(*_NODE_COLUMNS).where(
-    models.compute_nodes.c.change_seq > sa.bindparam("since"))
 
 
 def compute_services(conn: sa.Connection, since: int | None = None

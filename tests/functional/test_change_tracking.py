@@ -34,9 +34,9 @@ def _stamp(engine: sa.Engine, table: sa.Table, host: str) -> int:
                             .where(table.c.host == host)).scalar_one()
 
 
-def _counters(engine: sa.Engine) -> sa.Row:
+def _counters(engine: sa.Engine) -> db_api.Counters:
     with engine.connect() as conn:
-        return db_api.change_counters(conn)
+        return db_api.changes(conn)[0]
 
 
 def test_node_writes_are_stamped_in_order_and_deletes_counted(engine):
@@ -50,8 +50,9 @@ def test_node_writes_are_stamped_in_order_and_deletes_counted(engine):
     _write(engine, nodes.delete().where(nodes.c.host == "h2"))
     assert _counters(engine).node_deletes == before.node_deletes + 1
     with engine.connect() as conn:
-        changed = db_api.compute_nodes(conn, since=before.nodes)
+        counters, changed = db_api.changes(conn, since=before.nodes)
     assert [row.host for row in changed] == ["h1"]
+    assert counters.nodes == stamp
 
 
 def test_heartbeats_are_not_changes_but_admin_changes_are(engine):
@@ -100,8 +101,8 @@ def test_no_stamp_is_taken_while_an_earlier_writer_is_uncommitted(engine):
         writer_a.execute(nodes.update().where(nodes.c.host == "h1")
                          .values(memory_mb_used=1))
         with engine.connect() as reader:
-            assert db_api.change_counters(reader).nodes == seen
-            assert db_api.compute_nodes(reader, since=seen) == []
+            counters, changed = db_api.changes(reader, since=seen)
+            assert (counters.nodes, changed) == (seen, [])
             reader.rollback()
         # MariaDB's 1205 arrives as DBDeadlock; PostgreSQL's lock timeout
         # (55P03) as the raw OperationalError (oslo.db 18).
@@ -117,5 +118,5 @@ def test_no_stamp_is_taken_while_an_earlier_writer_is_uncommitted(engine):
     assert _stamp(engine, nodes, "h2") == seen + 2
     with engine.connect() as reader:
         assert [(r.host, r.change_seq) for r in sorted(
-            db_api.compute_nodes(reader, since=seen),
+            db_api.changes(reader, since=seen)[1],
             key=lambda r: r.change_seq)] == [("h1", seen + 1), ("h2", seen + 2)]

@@ -483,7 +483,7 @@ def _rows(engine, table, **where):
 
 def _counter(engine):
     with engine.connect() as conn:
-        return db_api.change_counters(conn).aggregates
+        return db_api.changes(conn)[0].aggregates
 
 
 def test_create_aggregate(engine):

@@ -39,6 +39,30 @@ def test_a_write_by_anyone_is_picked_up_alone(register, engine,
     ] == 1234
 
 
+def test_a_refresh_reads_counters_and_changed_nodes_in_one_statement(
+        register, engine, host_manager):
+    # One round trip per request on PostgreSQL and MySQL, whether or not a
+    # node changed (liveness, read at most every second, is not due here).
+    register(node("h1"), node("h2"))
+    host_manager.refresh()
+    host_manager.liveness_interval = 3600
+    statements = []
+
+    def count(conn, cursor, statement, *args):
+        if statement.strip().upper() != "BEGIN":
+            statements.append(statement)
+    sa.event.listen(engine, "before_cursor_execute", count)
+    try:
+        assert host_manager.refresh() == 0
+        assert len(statements) == 1, statements
+        set_node(engine, "h2", memory_mb_used=99)
+        statements.clear()
+        assert host_manager.refresh() == 1
+        assert len(statements) == 1, statements
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", count)
+
+
 def test_heartbeats_alone_do_not_count_as_changes(register, engine,
                                                   host_manager):
     register(node("h1"))
