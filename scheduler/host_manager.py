@@ -36,9 +36,10 @@ import contextlib
 import dataclasses
 import threading
 import time
-from typing import Iterator
+from typing import Callable, Iterator, TypeVar
 
 from oslo_config import cfg
+from oslo_db import exception as db_exc
 from oslo_log import log as logging
 import sqlalchemy as sa
 
@@ -57,6 +58,8 @@ LOG = logging.getLogger(__name__)
 #: Seconds between reads of which services are down.
 LIVENESS_INTERVAL = 1.0
 
+T = TypeVar("T")
+
 
 class HostManager:
     def __init__(self, conf: cfg.ConfigOpts, engine: sa.Engine):
@@ -66,6 +69,11 @@ class HostManager:
         # table (re-entrant: refresh() runs inside planning()).
         self._cycle = threading.RLock()
         self._table = HostTable([])
+        # The cycle's own connection (see _reading), made on first use: in
+        # the worker process, never inherited across a fork.
+        self._conn: sa.Connection | None = None
+        # None: read everything next time (never read, or a refresh failed
+        # half-way).
         self._counters: db.Counters | None = None
         self._skipped_hosts: set[str] = set()
         self._by_host: tuple[HostTable, dict[str, list[int]]] | None = None
@@ -149,9 +157,11 @@ class HostManager:
     def forget(self, node_ids: list[int]) -> None:
         """A claim on these nodes failed: put them back as SQL has them
         (dropping what was assumed)."""
-        with self._cycle, self.engine.connect() as conn:
+        with self._cycle:
             table = self._table
-            for row in db.compute_nodes(conn, ids=node_ids):
+            rows = self._reading(
+                lambda conn: db.compute_nodes(conn, ids=node_ids))
+            for row in rows:
                 i = table.positions.get(row.id)
                 state = self._state(row)
                 if i is not None and state is not None:
@@ -169,17 +179,68 @@ class HostManager:
         with self._cycle:
             self._refreshes_begun += 1
             begun = self._refreshes_begun
-            rebuilt = self._refresh(full)
+            rebuilt = self._reading(lambda conn: self._refresh(conn, full))
             self._fresh_from = begun
         metrics.host_table(len(self._table))
         return rebuilt
 
-    def _refresh(self, full: bool) -> int:
-        with self._cycle, self.engine.connect() as conn:
+    def close(self) -> None:
+        """Give back the connection refreshes keep (at shutdown)."""
+        with self._cycle:
+            self._discard_connection()
+
+    def _reading(self, read: Callable[[sa.Connection], T]) -> T:
+        """``read(conn)`` on the cycle's own connection; call with the
+        cycle held.
+
+        Every request refreshes. A pooled connection each time cost a
+        checkout, a ping, BEGIN and ROLLBACK: three round trips on
+        PostgreSQL and MySQL before the one statement a refresh usually
+        is. The kept connection runs in autocommit there (every read is
+        its own snapshot under READ COMMITTED anyway). SQLite keeps its
+        transaction, a refresh's reads sharing one snapshot, and ends it
+        after each read so that no read transaction holds back WAL
+        checkpoints.
+
+        Unpinged, a connection the database dropped since its last use (a
+        restart, an admin's kill) fails at its first statement: it is
+        discarded on any error, and after a lost connection the read runs
+        once more on a new one.
+        """
+        kept = self._conn is not None
+        while True:
+            if self._conn is None:
+                self._conn = self.engine.connect()
+                if self._conn.dialect.name != "sqlite":
+                    self._conn.execution_options(isolation_level="AUTOCOMMIT")
+            try:
+                result = read(self._conn)
+                if self._conn.dialect.name == "sqlite":
+                    self._conn.rollback()
+                return result
+            except BaseException as e:
+                self._discard_connection()
+                if not (kept and isinstance(e, db_exc.DBConnectionError)):
+                    raise
+                kept = False     # once more, on a new connection
+
+    def _discard_connection(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except sa.exc.SQLAlchemyError:
+                pass   # already lost; the pool drops it
+
+    def _refresh(self, conn: sa.Connection, full: bool) -> int:
+        with self._cycle:
             seen = self._counters
             if full or seen is None:
                 return self._read_all(conn, db.changes(conn)[0])
             counters, node_rows = db.changes(conn, self._node_seq)
+            # From here on the state below is changed piece by piece; if a
+            # read fails half-way, the next refresh must read everything.
+            self._counters = None
             if counters.node_deletes != seen.node_deletes:
                 return self._read_all(conn, counters)
             table = self._table
@@ -258,6 +319,7 @@ class HostManager:
             return len(changed)
 
     def _read_all(self, conn: sa.Connection, counters: db.Counters) -> int:
+        self._counters = None     # until everything below is read
         node_rows = db.compute_nodes(conn)
         service_rows = db.compute_services(conn)
         self._services = {row.host: row for row in service_rows}

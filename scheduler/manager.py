@@ -89,10 +89,12 @@ class SchedulerManager:
                  topic, servers * chooser.share.count)
 
     def close(self) -> None:
-        """Release the notification transport (the worker stops)."""
+        """Release the notification transport and the host manager's
+        connection (the worker stops)."""
         if self.notifier is not None:
             self.notifier.transport.cleanup()
             self.notifier = None
+        self.driver.host_manager.close()
 
     @messaging.expose
     @messaging.expected_exceptions(exception.NoValidHost,

@@ -9,8 +9,12 @@ from oslo_db import exception as db_exc
 import pytest
 import sqlalchemy as sa
 
+from scheduler import conf as sched_conf
+from scheduler import fleet
 from scheduler.db import models
 from scheduler.db import retry
+from scheduler.host_manager import HostManager
+from tests.functional.conftest import node
 
 SERVERS = pytest.mark.parametrize("database_url", ["postgresql", "mysql"],
                                   indirect=True)
@@ -140,3 +144,44 @@ def test_a_killed_connection_is_a_dbconnectionerror_and_retried(engine):
     assert [type(e) for e in errors] == [db_exc.DBConnectionError]
     assert retry.is_transient(errors[0])
     assert _generations(engine) == {"a": 1, "b": 1}
+
+
+def _end_other_sessions(engine: sa.Engine) -> None:
+    """What a restart or an admin does to every session of the database
+    but the caller's."""
+    with engine.connect() as conn:
+        if conn.dialect.name == "mysql":
+            for (backend_id,) in conn.exec_driver_sql(
+                    "SELECT id FROM information_schema.processlist "
+                    "WHERE db = DATABASE() AND id <> CONNECTION_ID()"):
+                conn.exec_driver_sql(f"KILL CONNECTION {int(backend_id)}")
+        else:
+            conn.exec_driver_sql(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid()")
+        conn.commit()
+
+
+@SERVERS
+def test_refreshes_carry_on_after_the_server_ends_their_connection(
+        engine, tmp_path):
+    """A host manager keeps its connection between refreshes, unpinged.
+    When the server ends it, the next refresh runs on a new connection,
+    still reading only what changed, and misses nothing."""
+    conf = sched_conf.new_conf()
+    conf([], default_config_files=[])
+    conf.set_override("state_path", str(tmp_path))
+    fleet.register(engine, [node("h1"), node("h2")])
+    host_manager = HostManager(conf, engine)
+    assert host_manager.refresh() == 2
+    nodes = models.compute_nodes
+    for used in (512, 1024):
+        _end_other_sessions(engine)
+        with engine.begin() as conn:
+            conn.execute(nodes.update().where(nodes.c.host == "h1")
+                         .values(memory_mb_used=used))
+        assert host_manager.refresh() == 1
+        states = {s.host: s for s in host_manager.cached_table().states}
+        assert states["h1"].memory_mb_used == used
+    host_manager.close()

@@ -63,6 +63,33 @@ def test_a_refresh_reads_counters_and_changed_nodes_in_one_statement(
         sa.event.remove(engine, "before_cursor_execute", count)
 
 
+def test_refreshes_keep_one_connection_and_no_read_transaction(
+        register, engine, host_manager):
+    register(node("h1"), node("h2"))
+    host_manager.refresh()
+    checkouts = []
+
+    def checkout(*args):
+        checkouts.append(1)
+    sa.event.listen(engine, "checkout", checkout)
+    try:
+        for used in (1, 2, 3):
+            set_node(engine, "h1", memory_mb_used=used)
+            checkouts.clear()
+            assert host_manager.refresh() == 1
+            assert checkouts == []
+            # The kept connection holds no snapshot between requests: a
+            # checkpoint can take in every committed write.
+            with engine.connect() as conn:
+                busy, _, _ = conn.exec_driver_sql(
+                    "PRAGMA wal_checkpoint(TRUNCATE)").one()
+            assert busy == 0
+    finally:
+        sa.event.remove(engine, "checkout", checkout)
+    host_manager.close()
+    assert _states(host_manager)["h1"].memory_mb_used == 3
+
+
 def test_heartbeats_alone_do_not_count_as_changes(register, engine,
                                                   host_manager):
     register(node("h1"))
