@@ -233,90 +233,88 @@ class HostManager:
                 pass   # already lost; the pool drops it
 
     def _refresh(self, conn: sa.Connection, full: bool) -> int:
-        with self._cycle:
-            seen = self._counters
-            if full or seen is None:
-                return self._read_all(conn, db.changes(conn)[0])
-            counters, node_rows = db.changes(conn, self._node_seq)
-            # From here on the state below is changed piece by piece; if a
-            # read fails half-way, the next refresh must read everything.
-            self._counters = None
-            if counters.node_deletes != seen.node_deletes:
-                return self._read_all(conn, counters)
-            table = self._table
-            changed: dict[int, HostState] = {}   # position -> new state
-            added: list[HostState] = []
-            removed: set[int] = set()            # node ids
-            zones_changed = False
+        seen = self._counters
+        if full or seen is None:
+            return self._read_all(conn, db.changes(conn)[0])
+        counters, node_rows = db.changes(conn, self._node_seq)
+        if counters.node_deletes != seen.node_deletes:
+            return self._read_all(conn, counters)
+        # From here on the state below is changed piece by piece; if a
+        # read fails half-way, the next refresh must read everything.
+        self._counters = None
+        table = self._table
+        changed: dict[int, HostState] = {}   # position -> new state
+        added: list[HostState] = []
+        removed: set[int] = set()            # node ids
+        zones_changed = False
 
-            # Liveness first: the service and node rows below are turned
-            # into states with the down set as it is now — a node added in
-            # this refresh must not get the old one.
-            if time.monotonic() - self._liveness_at >= \
-                    self.liveness_interval:
-                down = self._read_liveness(conn)
-                for host in down ^ self._down:
-                    for i in self._positions_of(host):
-                        changed[i] = dataclasses.replace(
-                            table.states[i], service_up=host not in down)
-                self._down = down
+        # Liveness first: the service and node rows below are turned
+        # into states with the down set as it is now — a node added in
+        # this refresh must not get the old one.
+        if time.monotonic() - self._liveness_at >= \
+                self.liveness_interval:
+            down = self._read_liveness(conn)
+            for host in down ^ self._down:
+                for i in self._positions_of(host):
+                    changed[i] = dataclasses.replace(
+                        table.states[i], service_up=host not in down)
+            self._down = down
 
-            if counters.services != seen.services:
-                for row in db.compute_services(conn, self._service_seq):
-                    self._service_seq = max(self._service_seq,
-                                            row.change_seq)
+        if counters.services != seen.services:
+            for row in db.compute_services(conn, self._service_seq):
+                self._service_seq = max(self._service_seq,
+                                        row.change_seq)
+                if row.deleted:
+                    self._services.pop(row.host, None)
+                else:
+                    if row.host in self._skipped_hosts:
+                        # Nodes we skipped for want of this service.
+                        return self._read_all(conn, counters)
+                    self._services[row.host] = row
+                for i in self._positions_of(row.host):
                     if row.deleted:
-                        self._services.pop(row.host, None)
+                        removed.add(table.states[i].node_id)
                     else:
-                        if row.host in self._skipped_hosts:
-                            # Nodes we skipped for want of this service.
-                            return self._read_all(conn, counters)
-                        self._services[row.host] = row
-                    for i in self._positions_of(row.host):
-                        if row.deleted:
-                            removed.add(table.states[i].node_id)
-                        else:
-                            changed[i] = self._with_service(
-                                changed.get(i, table.states[i]), row)
-            if counters.aggregates != seen.aggregates:
-                old = self._aggregates
-                self._aggregates = db.aggregates_by_host(conn)
-                for host in old.keys() | self._aggregates.keys():
-                    if old.get(host) == self._aggregates.get(host):
-                        continue
-                    zones_changed = True
-                    for i in self._positions_of(host):
-                        changed[i] = dataclasses.replace(
-                            changed.get(i, table.states[i]),
-                            aggregates=self._aggregate_tuple(host))
-            if node_rows:
-                for row in node_rows:
-                    self._node_seq = max(self._node_seq, row.change_seq)
-                    i = table.positions.get(row.id)
-                    if row.deleted:
-                        removed.add(row.id)
-                        continue
-                    state = self._state(row)
-                    if state is None:
-                        continue
-                    if i is None:
-                        added.append(state)
-                    else:
-                        changed[i] = state
-            self._counters = counters
+                        changed[i] = self._with_service(
+                            changed.get(i, table.states[i]), row)
+        if counters.aggregates != seen.aggregates:
+            old = self._aggregates
+            self._aggregates = db.aggregates_by_host(conn)
+            for host in old.keys() | self._aggregates.keys():
+                if old.get(host) == self._aggregates.get(host):
+                    continue
+                zones_changed = True
+                for i in self._positions_of(host):
+                    changed[i] = dataclasses.replace(
+                        changed.get(i, table.states[i]),
+                        aggregates=self._aggregate_tuple(host))
+        for row in node_rows:
+            self._node_seq = max(self._node_seq, row.change_seq)
+            i = table.positions.get(row.id)
+            if row.deleted:
+                removed.add(row.id)
+                continue
+            state = self._state(row)
+            if state is None:
+                continue
+            if i is None:
+                added.append(state)
+            else:
+                changed[i] = state
+        self._counters = counters
 
-            if added or removed:
-                states = list(table.states)
-                for i, state in changed.items():
-                    states[i] = state
-                states = [s for s in states if s.node_id not in removed]
-                self._table = HostTable(states + added)
-                return len(self._table)
+        if added or removed:
+            states = list(table.states)
             for i, state in changed.items():
-                table.set(i, state)
-            if zones_changed:
-                table.rebuild_zones()
-            return len(changed)
+                states[i] = state
+            states = [s for s in states if s.node_id not in removed]
+            self._table = HostTable(states + added)
+            return len(self._table)
+        for i, state in changed.items():
+            table.set(i, state)
+        if zones_changed:
+            table.rebuild_zones()
+        return len(changed)
 
     def _read_all(self, conn: sa.Connection, counters: db.Counters) -> int:
         self._counters = None     # until everything below is read

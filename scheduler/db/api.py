@@ -187,7 +187,7 @@ _CHANGES = (
 
 
 def _counters(row: sa.Row) -> Counters:
-    return Counters(*(row[i] for i in range(len(Counters._fields))))
+    return Counters(*row[:len(Counters._fields)])
 
 
 def changes(conn: sa.Connection, since: int | None = None
