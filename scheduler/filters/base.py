@@ -123,6 +123,13 @@ def run_filters(filters: Sequence[BaseFilter], view: HostView,
         passed = f.filter_columns(view, idx, spec)
         if passed is None:
             passed = _filter_states(f, view, idx, spec)
+        if len(passed) == len(idx):
+            # Nothing removed (passed keeps idx's order): idx itself, not
+            # the filter's copy of it. Until a host is removed that is the
+            # table's all-positions array, and every later filter and
+            # weigher reads whole columns instead of gathering copies
+            # (HostTable.take).
+            passed = idx
         sample: tuple[str, ...] = ()
         if len(passed) < len(idx):
             # A mask over the table, not np.isin (which sorts): this runs

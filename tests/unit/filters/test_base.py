@@ -215,3 +215,24 @@ def test_narrow_records_a_step_only_when_it_removes_hosts():
     assert list(kept) == [0, 2]
     assert steps == [FilterStep("ignore_hosts", 4, 2,
                                 "ignored by the request", ("h1", "h3"))]
+
+
+class Copying(BaseFilter):
+    """A column filter that keeps every host, as a new array."""
+
+    def host_passes(self, host, spec):
+        return True
+
+    def filter_columns(self, view, idx, spec):
+        return idx.copy()
+
+
+def test_filters_that_remove_nothing_keep_the_all_positions_array(conf):
+    # Later filters and weighers read whole columns, without gathering,
+    # only while the positions are the table's own all-positions array.
+    view = HostView(HostTable([make_host(f"h{i}") for i in range(4)]))
+    everywhere = view.all_positions()
+    passed, steps = base.run_filters([Copying(conf), Copying(conf)], view,
+                                     everywhere, make_spec())
+    assert passed is everywhere
+    assert [(s.hosts_in, s.hosts_out) for s in steps] == [(4, 4), (4, 4)]
