@@ -196,11 +196,13 @@ class HostManager:
         Every request refreshes. A pooled connection each time cost a
         checkout, a ping, BEGIN and ROLLBACK: three round trips on
         PostgreSQL and MySQL before the one statement a refresh usually
-        is. The kept connection runs in autocommit there (every read is
-        its own snapshot under READ COMMITTED anyway). SQLite keeps its
-        transaction, a refresh's reads sharing one snapshot, and ends it
-        after each read so that no read transaction holds back WAL
-        checkpoints.
+        is. The kept connection runs in autocommit: every statement is its
+        own snapshot, as under READ COMMITTED anyway, and on SQLite no read
+        transaction outlives its statement to hold back WAL checkpoints.
+        A refresh's statements need no common snapshot: the counters come
+        first (with the changed node rows, in one statement), and whatever
+        is read after them is at least as new, which at worst makes the
+        next refresh read some rows again.
 
         Unpinged, a connection the database dropped since its last use (a
         restart, an admin's kill) fails at its first statement: it is
@@ -211,13 +213,9 @@ class HostManager:
         while True:
             if self._conn is None:
                 self._conn = self.engine.connect()
-                if self._conn.dialect.name != "sqlite":
-                    self._conn.execution_options(isolation_level="AUTOCOMMIT")
+                self._conn.execution_options(isolation_level="AUTOCOMMIT")
             try:
-                result = read(self._conn)
-                if self._conn.dialect.name == "sqlite":
-                    self._conn.rollback()
-                return result
+                return read(self._conn)
             except BaseException as e:
                 self._discard_connection()
                 if not (kept and isinstance(e, db_exc.DBConnectionError)):

@@ -87,7 +87,33 @@ def create_engine(conf: cfg.ConfigOpts) -> sa.Engine:
             cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
             cursor.close()
+        _sqlite_begin_directly(engine)
     return engine
+
+
+def _sqlite_begin_directly(engine: sa.Engine) -> None:
+    """Start SQLite transactions on the driver's connection, and none at
+    all on a connection in AUTOCOMMIT.
+
+    oslo.db turns pysqlite's own transaction handling off and emits BEGIN
+    from its "begin" listener as a SQLAlchemy statement: 65 us a time on
+    the benchmark machine, one BEGIN per claim and one per refresh, where
+    the driver takes 3 us. It also emits it under AUTOCOMMIT, so a refresh
+    (usually one SELECT) paid for a transaction, and a ROLLBACK, it does not
+    need. This listener takes that one's place; if oslo.db ever ships
+    without it, its own transaction control is left as it is.
+    """
+    oslo_begin = [fn for fn in engine.dispatch.begin
+                  if getattr(fn, "__name__", "") == "_sqlite_emit_begin"]
+    if len(oslo_begin) != 1:
+        return
+    sa.event.remove(engine, "begin", oslo_begin[0])
+
+    @sa.event.listens_for(engine, "begin")
+    def _sqlite_begin(conn: sa.Connection) -> None:
+        if conn.get_execution_options().get("isolation_level") != \
+                "AUTOCOMMIT":
+            conn.connection.driver_connection.execute("BEGIN")
 
 
 class utcnow(expression.FunctionElement):

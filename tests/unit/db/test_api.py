@@ -55,3 +55,36 @@ def test_returning_a_connection_does_not_sleep(conf, monkeypatch,
     finally:
         engine.dispose()
     assert sleeps == []
+
+
+def _statements(engine: sa.Engine) -> list[str]:
+    seen: list[str] = []
+    sa.event.listen(engine, "before_cursor_execute",
+                    lambda conn, cursor, statement, *rest:
+                    seen.append(statement))
+    return seen
+
+
+def test_a_sqlite_transaction_is_one_on_the_driver_connection(engine):
+    # BEGIN goes to the driver directly, before the first statement, and
+    # what the block wrote is undone as a whole when it fails.
+    seen = _statements(engine)
+    with pytest.raises(RuntimeError):
+        with engine.begin() as conn:
+            assert conn.connection.driver_connection.in_transaction
+            conn.exec_driver_sql(
+                "INSERT INTO claim_groups (uuid, generation) VALUES ('g', 1)")
+            raise RuntimeError("undo")
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql(
+            "SELECT count(*) FROM claim_groups").scalar() == 0
+    assert "BEGIN" not in seen
+
+
+def test_a_sqlite_read_in_autocommit_holds_no_transaction(engine):
+    # A refresh's reads: each statement its own snapshot, and no read
+    # transaction left open to hold back WAL checkpoints.
+    with engine.connect() as conn:
+        conn.execution_options(isolation_level="AUTOCOMMIT")
+        conn.exec_driver_sql("SELECT count(*) FROM compute_nodes").scalar()
+        assert not conn.connection.driver_connection.in_transaction
