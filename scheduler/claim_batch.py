@@ -39,6 +39,7 @@ import sqlalchemy as sa
 from scheduler import claims
 from scheduler import metrics
 from scheduler.capacity import Ratios
+from scheduler.db import kept
 
 
 @dataclasses.dataclass
@@ -68,6 +69,15 @@ class ClaimBatcher:
         self._lock = threading.Lock()
         self._queue: list[_Pending] = []
         self._leading = False
+        # The leader's connection: one leader at a time uses it, so every
+        # queued claim's transaction skips the pool (made on first use, in
+        # the worker process).
+        self._conn = kept.KeptConnection(engine, autocommit=False)
+
+    def close(self) -> None:
+        """Give back the connection batches keep (at shutdown, with no claim
+        in flight)."""
+        self._conn.close()
 
     def claim(self, to_claim: list[claims.Claim], *,
               group: claims.GroupRule | None = None,
@@ -117,34 +127,17 @@ class ClaimBatcher:
         if len(batch) == 1:
             [pending] = batch
             try:
-                claims.claim(self.engine, pending.claims, ttl=pending.ttl,
-                             default_ratios=pending.default_ratios)
+                self._conn.run(lambda conn: claims.claim_in(
+                    conn, pending.claims, ttl=pending.ttl,
+                    default_ratios=pending.default_ratios))
+            except db_exc.DBDuplicateEntry as e:
+                pending.error = claims.ConsumerExists(str(e))
             except BaseException as e:
                 pending.error = e
             return
         metrics.claim_batch(len(batch))
-        # Node order, stable: same node keeps arrival order.
-        ordered = sorted(batch, key=lambda p: p.claims[0].node_id)
         try:
-            with self.engine.begin() as conn:
-                claims.lock_nodes(conn, {p.claims[0].node_id for p in batch})
-                for pending in ordered:
-                    savepoint = conn.begin_nested()
-                    try:
-                        claims.claim_in(
-                            conn, pending.claims, ttl=pending.ttl,
-                            default_ratios=pending.default_ratios)
-                    except claims.ClaimConflict as e:
-                        savepoint.rollback()
-                        pending.error = e
-                    except db_exc.DBDuplicateEntry as e:
-                        savepoint.rollback()
-                        pending.error = claims.ConsumerExists(str(e))
-                    else:
-                        savepoint.commit()
-                    # Any other error leaves the savepoint alone (after a
-                    # deadlock InnoDB has rolled back the transaction, and
-                    # the savepoint with it) and fails the whole batch.
+            self._conn.run(lambda conn: self._claim_each(conn, batch))
         except BaseException as e:
             # Nothing of the batch was written: every claim without an
             # outcome of its own fails as its lone transaction would have
@@ -153,3 +146,29 @@ class ClaimBatcher:
             for pending in batch:
                 if pending.error is None:
                     pending.error = copy.copy(e)
+
+    @staticmethod
+    def _claim_each(conn: sa.Connection, batch: list[_Pending]) -> None:
+        """Each pending claim of ``batch`` in a SAVEPOINT of ``conn``'s
+        transaction, the nodes locked first; a lost race or a repeated
+        consumer becomes that claim's own error."""
+        for pending in batch:
+            pending.error = None   # a run again after a lost connection
+        claims.lock_nodes(conn, {p.claims[0].node_id for p in batch})
+        # Node order, stable: same node keeps arrival order.
+        for pending in sorted(batch, key=lambda p: p.claims[0].node_id):
+            savepoint = conn.begin_nested()
+            try:
+                claims.claim_in(conn, pending.claims, ttl=pending.ttl,
+                                default_ratios=pending.default_ratios)
+            except claims.ClaimConflict as e:
+                savepoint.rollback()
+                pending.error = e
+            except db_exc.DBDuplicateEntry as e:
+                savepoint.rollback()
+                pending.error = claims.ConsumerExists(str(e))
+            else:
+                savepoint.commit()
+            # Any other error leaves the savepoint alone (after a deadlock
+            # InnoDB has rolled back the transaction, and the savepoint
+            # with it) and fails the whole batch.

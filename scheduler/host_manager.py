@@ -39,7 +39,6 @@ import time
 from typing import Callable, Iterator, TypeVar
 
 from oslo_config import cfg
-from oslo_db import exception as db_exc
 from oslo_log import log as logging
 import sqlalchemy as sa
 
@@ -48,6 +47,7 @@ from scheduler import liveness
 from scheduler import metrics
 from scheduler import trace
 from scheduler.db import api as db
+from scheduler.db import kept
 from scheduler.db import rows
 from scheduler.host_state import Aggregate
 from scheduler.host_state import HostState
@@ -71,7 +71,7 @@ class HostManager:
         self._table = HostTable([])
         # The cycle's own connection (see _reading), made on first use: in
         # the worker process, never inherited across a fork.
-        self._conn: sa.Connection | None = None
+        self._conn = kept.KeptConnection(engine, autocommit=True)
         # None: read everything next time (never read, or a refresh failed
         # half-way).
         self._counters: db.Counters | None = None
@@ -187,48 +187,23 @@ class HostManager:
     def close(self) -> None:
         """Give back the connection refreshes keep (at shutdown)."""
         with self._cycle:
-            self._discard_connection()
+            self._conn.close()
 
     def _reading(self, read: Callable[[sa.Connection], T]) -> T:
-        """``read(conn)`` on the cycle's own connection; call with the
+        """``read(conn)`` on the cycle's own kept connection; call with the
         cycle held.
 
-        Every request refreshes. A pooled connection each time cost a
-        checkout, a ping, BEGIN and ROLLBACK: three round trips on
-        PostgreSQL and MySQL before the one statement a refresh usually
-        is. The kept connection runs in autocommit: every statement is its
-        own snapshot, as under READ COMMITTED anyway, and on SQLite no read
-        transaction outlives its statement to hold back WAL checkpoints.
-        A refresh's statements need no common snapshot: the counters come
-        first (with the changed node rows, in one statement), and whatever
-        is read after them is at least as new, which at worst makes the
-        next refresh read some rows again.
-
-        Unpinged, a connection the database dropped since its last use (a
-        restart, an admin's kill) fails at its first statement: it is
-        discarded on any error, and after a lost connection the read runs
-        once more on a new one.
+        Every request refreshes, usually in one statement; the kept
+        connection spares it a checkout, and on PostgreSQL and MySQL a
+        ping, BEGIN and ROLLBACK. It runs in autocommit: every statement is
+        its own snapshot, as under READ COMMITTED anyway, and on SQLite no
+        read transaction outlives its statement to hold back WAL
+        checkpoints. A refresh's statements need no common snapshot: the
+        counters come first (with the changed node rows, in one statement),
+        and whatever is read after them is at least as new, which at worst
+        makes the next refresh read some rows again.
         """
-        kept = self._conn is not None
-        while True:
-            if self._conn is None:
-                self._conn = self.engine.connect()
-                self._conn.execution_options(isolation_level="AUTOCOMMIT")
-            try:
-                return read(self._conn)
-            except BaseException as e:
-                self._discard_connection()
-                if not (kept and isinstance(e, db_exc.DBConnectionError)):
-                    raise
-                kept = False     # once more, on a new connection
-
-    def _discard_connection(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            try:
-                conn.close()
-            except sa.exc.SQLAlchemyError:
-                pass   # already lost; the pool drops it
+        return self._conn.run(read)
 
     def _refresh(self, conn: sa.Connection, full: bool) -> int:
         seen = self._counters

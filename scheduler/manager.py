@@ -89,12 +89,12 @@ class SchedulerManager:
                  topic, servers * chooser.share.count)
 
     def close(self) -> None:
-        """Release the notification transport and the host manager's
-        connection (the worker stops)."""
+        """Release the notification transport and the driver's connections
+        (the worker stops, no request in flight)."""
         if self.notifier is not None:
             self.notifier.transport.cleanup()
             self.notifier = None
-        self.driver.host_manager.close()
+        self.driver.close()
 
     @messaging.expose
     @messaging.expected_exceptions(exception.NoValidHost,

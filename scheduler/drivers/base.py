@@ -107,6 +107,12 @@ class Driver:
             driver then keeps working as before.
         """
 
+    def close(self) -> None:
+        """The worker stops, no request in flight: give back the
+        connections the host manager and the claims keep."""
+        self.host_manager.close()
+        self.claims.close()
+
     def select_destinations(self, spec: RequestSpec) -> list[dict[str, Any]]:
         """Plan and claim every instance of ``spec``, all or nothing.
 

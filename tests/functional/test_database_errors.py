@@ -9,8 +9,10 @@ from oslo_db import exception as db_exc
 import pytest
 import sqlalchemy as sa
 
+from scheduler import claims
 from scheduler import conf as sched_conf
 from scheduler import fleet
+from scheduler.claim_batch import ClaimBatcher
 from scheduler.db import models
 from scheduler.db import retry
 from scheduler.host_manager import HostManager
@@ -185,3 +187,27 @@ def test_refreshes_carry_on_after_the_server_ends_their_connection(
         states = {s.host: s for s in host_manager.cached_table().states}
         assert states["h1"].memory_mb_used == used
     host_manager.close()
+
+
+@SERVERS
+def test_claims_carry_on_after_the_server_ends_their_connection(engine):
+    """Claims keep their connection between transactions, unpinged. When
+    the server ends it, the next claim runs on a new connection, and every
+    claim is recorded once."""
+    fleet.register(engine, [node("h1")])
+    batcher = ClaimBatcher(engine, max_batch=16)
+    nodes = models.compute_nodes
+    for i in range(3):
+        with engine.connect() as conn:
+            row = conn.execute(sa.select(nodes)).one()
+        _end_other_sessions(engine)
+        batcher.claim([claims.Claim(
+            consumer_uuid=f"cccccccc-0000-4000-8000-{i:012d}",
+            node_id=row.id, host="h1", generation=row.generation, vcpus=1,
+            memory_mb=512, disk_gb=1)])
+    batcher.close()
+    with engine.connect() as conn:
+        row = conn.execute(sa.select(nodes)).one()
+        held = conn.execute(sa.select(sa.func.count()).select_from(
+            models.allocations)).scalar()
+    assert (held, row.vcpus_used, row.memory_mb_used) == (3, 3, 1536)

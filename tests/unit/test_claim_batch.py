@@ -218,3 +218,14 @@ def test_size_one_gives_every_claim_its_own_transaction(engine, rows,
     for t in threads:
         t.join(30)
     assert len(commits) == 4
+
+
+def test_claims_one_after_another_keep_one_connection(engine, rows):
+    checkouts = []
+    sa.event.listen(engine, "checkout", lambda *args: checkouts.append(1))
+    batcher = ClaimBatcher(engine, max_batch=16)
+    for i, host in enumerate(HOSTS):
+        batcher.claim([_claim(rows[host], i)])
+    assert len(checkouts) == 1
+    batcher.close()
+    assert len(allocation_rows(engine)) == 4

@@ -37,10 +37,10 @@ def test_the_driver_records_each_lost_race(register, conf, engine,
     conf.set_override("claim_retries", 2, group="scheduler")
     driver = FilterScheduler(conf, fresh_host_manager(conf, engine), engine)
 
-    def always_conflict(engine_, to_claim, **kw):
+    def always_conflict(to_claim, **kw):
         raise claims.ClaimConflict("node changed", to_claim[0].node_id)
 
-    monkeypatch.setattr(claims, "claim", always_conflict)
+    monkeypatch.setattr(driver.claims, "claim", always_conflict)
     before = races.totals()
     with pytest.raises(exception.NoValidHost):
         driver.select_destinations(make_spec(

@@ -124,7 +124,7 @@ def test_a_process_never_races_its_own_threads(register, engine,
     register(*[node(f"h{i}", memory_mb=4096) for i in range(hosts)])
     driver = make_driver()
     lost = []
-    real_claim = claims.claim
+    real_claim = driver.claims.claim
 
     def counting_claim(*args, **kwargs):
         try:
@@ -133,7 +133,7 @@ def test_a_process_never_races_its_own_threads(register, engine,
             lost.append(str(e))
             raise
 
-    monkeypatch.setattr(claims, "claim", counting_claim)
+    monkeypatch.setattr(driver.claims, "claim", counting_claim)
     start = threading.Barrier(hosts)
     results: list = []
 

@@ -278,11 +278,11 @@ def test_losing_every_race_gives_no_valid_host(register, engine, conf,
     from scheduler import claims
     attempts = []
 
-    def always_conflict(engine_, to_claim, **kw):
+    def always_conflict(to_claim, **kw):
         attempts.append(to_claim)
         raise claims.ClaimConflict("node changed", to_claim[0].node_id)
 
-    monkeypatch.setattr(claims, "claim", always_conflict)
+    monkeypatch.setattr(filter_driver.claims, "claim", always_conflict)
     with pytest.raises(exception.NoValidHost) as info:
         filter_driver.select_destinations(_spec())
     assert len(attempts) == 3
@@ -442,7 +442,7 @@ def test_a_lost_race_widens_the_choice(register, engine, filter_driver,
         return original(spec, table, spread)
 
     from scheduler import claims
-    real_claim = claims.claim
+    real_claim = filter_driver.claims.claim
     lost = []
 
     def lose_twice(*args, **kwargs):
@@ -452,7 +452,7 @@ def test_a_lost_race_widens_the_choice(register, engine, filter_driver,
         return real_claim(*args, **kwargs)
 
     filter_driver.plan = recording
-    monkeypatch.setattr(claims, "claim", lose_twice)
+    monkeypatch.setattr(filter_driver.claims, "claim", lose_twice)
     filter_driver.select_destinations(_spec())
     assert subsets == [1, 2, 4]
 

@@ -138,16 +138,16 @@ def test_hints_are_resolved_once_per_request_and_only_with_hints(
     assert calls == []
     # a lost claim race re-plans, but does not look the hints up again
     conf.set_override("claim_retries", 2, group="scheduler")
-    real_claim = claims.claim
+    real_claim = hint_driver.claims.claim
     lost = []
 
-    def lose_once(engine_, to_claim, **kw):
+    def lose_once(to_claim, **kw):
         if not lost:
             lost.append(to_claim)
             raise claims.ClaimConflict("node changed", to_claim[0].node_id)
-        return real_claim(engine_, to_claim, **kw)
+        return real_claim(to_claim, **kw)
 
-    monkeypatch.setattr(claims, "claim", lose_once)
+    monkeypatch.setattr(hint_driver.claims, "claim", lose_once)
     dests = hint_driver.select_destinations(_spec(
         U[2:4], scheduler_hints={"same_host": [U[0]],
                                  "different_host": [U[1]]}))

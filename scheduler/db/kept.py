@@ -1,0 +1,68 @@
+"""One database connection kept across calls, for work done on every request.
+
+A pooled connection per call costs a checkout (a ping: one round trip on
+PostgreSQL and MySQL, a statement on SQLite) and a check-in each time. The
+host manager's refresh and the claim batch's transaction run once per
+request, one caller at a time; each keeps a connection of its own instead.
+"""
+from __future__ import annotations
+
+from typing import Callable, TypeVar
+
+from oslo_db import exception as db_exc
+import sqlalchemy as sa
+
+T = TypeVar("T")
+
+
+class KeptConnection:
+    """A connection of ``engine`` that stays checked out between calls of
+    :meth:`run`. Not thread-safe: its owner runs one call at a time.
+
+    :param autocommit: run the work in autocommit (every statement its own
+        transaction: reads that need no common snapshot); else each call is
+        one transaction.
+    """
+
+    def __init__(self, engine: sa.Engine, autocommit: bool):
+        self.engine = engine
+        self.autocommit = autocommit
+        self._conn: sa.Connection | None = None
+
+    def run(self, work: Callable[[sa.Connection], T]) -> T:
+        """``work(conn)`` on the kept connection: in autocommit, or in one
+        transaction committed when it returns and rolled back if it raises.
+
+        Unpinged, a connection the database dropped since its last use (a
+        restart, an admin's kill) fails at its first statement. The
+        connection is discarded on any error, and after a lost connection
+        the work runs once more on a new one. A transaction cut off at its
+        COMMIT may have committed; work that is run again must then fail
+        as a repeat (a claim's consumer key does) rather than do it twice.
+        :raises: whatever ``work`` or the database raises.
+        """
+        kept = self._conn is not None
+        while True:
+            if self._conn is None:
+                self._conn = self.engine.connect()
+                if self.autocommit:
+                    self._conn.execution_options(isolation_level="AUTOCOMMIT")
+            try:
+                if self.autocommit:
+                    return work(self._conn)
+                with self._conn.begin():
+                    return work(self._conn)
+            except BaseException as e:
+                self.close()
+                if not (kept and isinstance(e, db_exc.DBConnectionError)):
+                    raise
+                kept = False     # once more, on a new connection
+
+    def close(self) -> None:
+        """Give the connection back (at shutdown, or after an error)."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except sa.exc.SQLAlchemyError:
+                pass   # already lost; the pool drops it
