@@ -150,7 +150,15 @@ def normalize(values: Sequence[float] | np.ndarray,
     upper = values.max() if maxval is None else maxval
     if upper <= lower:
         return np.zeros(len(values))
-    return (np.clip(values, lower, upper) - lower) / (upper - lower)
+    # Only a declared bound can cut a value (the other is the values' own
+    # extreme): one pass each for those, and the rest in place.
+    if minval is not None:
+        values = np.maximum(values, lower)
+    if maxval is not None:
+        values = np.minimum(values, upper)
+    out = values - lower
+    out /= upper - lower
+    return out
 
 
 def weigh(weighers: Sequence[BaseWeigher], view: HostView, idx: np.ndarray,
