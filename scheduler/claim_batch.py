@@ -6,18 +6,22 @@ the database keeps its promise (an fsync of SQLite's WAL or PostgreSQL's
 log) and what serializes writers on SQLite. When requests of one worker
 arrive together, their claims queue for that commit one behind the other.
 :class:`ClaimBatcher` lets the first of them lead: it takes every claim
-queued so far (up to ``[scheduler] claim_batch_size``), makes each in a
-SAVEPOINT of one transaction, commits once and hands each request its own
-outcome. Claims that arrive meanwhile queue for the next batch, led by the
-first of them. Alone, a claim is its own transaction as before; nothing
-waits for company.
+queued so far (up to ``[scheduler] claim_batch_size``), makes them in one
+transaction, commits once and hands each request its own outcome. Claims
+that arrive meanwhile queue for the next batch, led by the first of them.
+Alone, a claim is its own transaction as before; nothing waits for
+company.
 
-Each claim keeps its own outcome: one that loses a race (or finds a
-consumer already placed) rolls back to its savepoint and raises to its
-request alone, exactly as :func:`scheduler.claims.claim` would; the others
-commit. If the transaction itself fails (a lost connection, a deadlock,
-the commit), nothing of the batch was written and every request that had
-no outcome of its own gets that error, to retry as it would have.
+Each claim keeps its own outcome and raises to its request alone, exactly
+as :func:`scheduler.claims.claim` would; the others commit. A claim that
+loses a race wrote nothing (its node's guarded UPDATE matched no row), so
+the batch goes on without a SAVEPOINT per claim (two statements each). One
+that finds its consumer already placed has written its node's UPDATE: the
+transaction is rolled back and the others are made again without it, a
+rare case (a re-sent request). If the transaction itself fails (a lost
+connection, a deadlock, the commit), nothing of the batch was written and
+every request that had no outcome of its own gets that error, to retry as
+it would have.
 
 Only plain claims share a transaction: one node, no server group, nothing
 replaced or moved. A batch first locks all its nodes in id order
@@ -137,7 +141,12 @@ class ClaimBatcher:
             return
         metrics.claim_batch(len(batch))
         try:
-            self._conn.run(lambda conn: self._claim_each(conn, batch))
+            while True:
+                try:
+                    self._conn.run(lambda conn: self._claim_each(conn, batch))
+                    return
+                except _Repeated:
+                    continue    # rolled back: the others again, without it
         except BaseException as e:
             # Nothing of the batch was written: every claim without an
             # outcome of its own fails as its lone transaction would have
@@ -149,26 +158,32 @@ class ClaimBatcher:
 
     @staticmethod
     def _claim_each(conn: sa.Connection, batch: list[_Pending]) -> None:
-        """Each pending claim of ``batch`` in a SAVEPOINT of ``conn``'s
-        transaction, the nodes locked first; a lost race or a repeated
-        consumer becomes that claim's own error."""
-        for pending in batch:
-            pending.error = None   # a run again after a lost connection
-        claims.lock_nodes(conn, {p.claims[0].node_id for p in batch})
+        """The claims of ``batch`` in ``conn``'s transaction, the nodes
+        locked first; a lost race becomes that claim's own error.
+        :raises _Repeated: a claim's consumer is placed already (its error
+            set); the transaction must be rolled back.
+        """
+        # A run before this one was rolled back: its outcomes are void, but
+        # a consumer found placed stays placed.
+        todo = [p for p in batch
+                if not isinstance(p.error, claims.ConsumerExists)]
+        for pending in todo:
+            pending.error = None
+        if not todo:
+            return
+        claims.lock_nodes(conn, {p.claims[0].node_id for p in todo})
         # Node order, stable: same node keeps arrival order.
-        for pending in sorted(batch, key=lambda p: p.claims[0].node_id):
-            savepoint = conn.begin_nested()
+        for pending in sorted(todo, key=lambda p: p.claims[0].node_id):
             try:
                 claims.claim_in(conn, pending.claims, ttl=pending.ttl,
                                 default_ratios=pending.default_ratios)
             except claims.ClaimConflict as e:
-                savepoint.rollback()
                 pending.error = e
             except db_exc.DBDuplicateEntry as e:
-                savepoint.rollback()
                 pending.error = claims.ConsumerExists(str(e))
-            else:
-                savepoint.commit()
-            # Any other error leaves the savepoint alone (after a deadlock
-            # InnoDB has rolled back the transaction, and the savepoint
-            # with it) and fails the whole batch.
+                raise _Repeated() from e
+
+
+class _Repeated(Exception):
+    """A batch's claim found its consumer placed after its node's UPDATE
+    (and on PostgreSQL the transaction is lost): roll back, go again."""

@@ -35,10 +35,13 @@ class KeptConnection:
 
         Unpinged, a connection the database dropped since its last use (a
         restart, an admin's kill) fails at its first statement. The
-        connection is discarded on any error, and after a lost connection
-        the work runs once more on a new one. A transaction cut off at its
-        COMMIT may have committed; work that is run again must then fail
-        as a repeat (a claim's consumer key does) rather than do it twice.
+        connection is discarded after a database error (or an interrupt),
+        and after a lost connection the work runs once more on a new one.
+        A transaction cut off at its COMMIT may have committed; work that
+        is run again must then fail as a repeat (a claim's consumer key
+        does) rather than do it twice. An exception of the work's own (a
+        lost claim race) only rolls its transaction back: the connection
+        stays.
         :raises: whatever ``work`` or the database raises.
         """
         kept = self._conn is not None
@@ -52,11 +55,17 @@ class KeptConnection:
                     return work(self._conn)
                 with self._conn.begin():
                     return work(self._conn)
-            except BaseException as e:
+            except Exception as e:
+                if not isinstance(e, (sa.exc.SQLAlchemyError,
+                                      db_exc.DBError)):
+                    raise
                 self.close()
                 if not (kept and isinstance(e, db_exc.DBConnectionError)):
                     raise
                 kept = False     # once more, on a new connection
+            except BaseException:
+                self.close()
+                raise
 
     def close(self) -> None:
         """Give the connection back (at shutdown, or after an error)."""

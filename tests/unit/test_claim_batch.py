@@ -145,10 +145,33 @@ def test_a_consumer_already_placed_is_rolled_back_alone(engine, rows):
                          [[again], [_claim(rows["h3"], 2)]])
     assert errors[0] is None and errors[2] is None
     assert isinstance(errors[1], claims.ConsumerExists)
-    # Its node UPDATE went with its savepoint.
+    # Its node UPDATE was rolled back with the batch; the others were
+    # made again without it.
     h2 = node_row(engine, "h2")
     assert (h2.memory_mb_used, h2.generation) == (0, rows["h2"].generation)
     assert node_row(engine, "h3").memory_mb_used == 1024
+
+
+def test_after_a_repeated_consumer_the_others_are_decided_again(engine,
+                                                                 rows):
+    """Made again without the consumer already placed, a claim planned on
+    top of it (same node, the generation after its claim) now loses the
+    race; the rest are made."""
+    claims.claim(engine, [_claim(rows["h4"], 7)])
+    batcher = ClaimBatcher(engine, max_batch=16)
+    g = rows["h3"].generation
+    again = Claim(consumer_uuid=_uuid(7), node_id=rows["h3"].id, host="h3",
+                  generation=g, vcpus=1, memory_mb=1024, disk_gb=1)
+    errors = _run_queued(batcher, [_claim(rows["h1"], 0)],
+                         [[again], [_claim(rows["h3"], 2, generation=g + 1)],
+                          [_claim(rows["h2"], 3)]])
+    assert errors[0] is None and errors[3] is None
+    assert isinstance(errors[1], claims.ConsumerExists)
+    assert type(errors[2]) is claims.ClaimConflict
+    h3 = node_row(engine, "h3")
+    assert (h3.memory_mb_used, h3.generation) == (0, g)
+    assert {a.consumer_uuid for a in allocation_rows(engine)} == {
+        _uuid(7), _uuid(0), _uuid(3)}
 
 
 def test_claims_on_one_node_commit_in_the_order_they_were_planned(

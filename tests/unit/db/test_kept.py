@@ -63,7 +63,23 @@ def test_autocommit_calls_hold_no_transaction(engine):
     kept.close()
 
 
-def test_an_error_gives_the_connection_up(engine, checkouts):
+def test_the_works_own_error_rolls_back_and_keeps_the_connection(
+        engine, checkouts):
+    kept = KeptConnection(engine, autocommit=False)
+
+    def half_then_lose(conn):
+        _insert("a")(conn)
+        raise LookupError("a lost race, say")
+
+    with pytest.raises(LookupError):
+        kept.run(half_then_lose)
+    kept.run(_insert("b"))
+    assert len(checkouts) == 1
+    assert _groups(engine) == ["b"]
+    kept.close()
+
+
+def test_a_database_error_gives_the_connection_up(engine, checkouts):
     kept = KeptConnection(engine, autocommit=False)
     kept.run(_insert("a"))
     with pytest.raises(db_exc.DBDuplicateEntry):
