@@ -316,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         # Before forking, so every worker inherits them.
         malformed.install()
         wrapped.install()
-        memory.return_large_buffers()
+        memory.tune_allocator()
         notifier.send(STATUS="checking plugins, database and broker")
         check_startup(conf, config_given=bool(conf.config_file
                                               or conf.config_dir))
