@@ -37,7 +37,6 @@ import dataclasses
 import threading
 from typing import Iterable
 
-from oslo_db import exception as db_exc
 import sqlalchemy as sa
 
 from scheduler import claims
@@ -134,8 +133,6 @@ class ClaimBatcher:
                 self._conn.run(lambda conn: claims.claim_in(
                     conn, pending.claims, ttl=pending.ttl,
                     default_ratios=pending.default_ratios))
-            except db_exc.DBDuplicateEntry as e:
-                pending.error = claims.ConsumerExists(str(e))
             except BaseException as e:
                 pending.error = e
             return
@@ -179,8 +176,8 @@ class ClaimBatcher:
                                 default_ratios=pending.default_ratios)
             except claims.ClaimConflict as e:
                 pending.error = e
-            except db_exc.DBDuplicateEntry as e:
-                pending.error = claims.ConsumerExists(str(e))
+            except claims.ConsumerExists as e:
+                pending.error = e
                 raise _Repeated() from e
 
 

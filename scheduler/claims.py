@@ -127,13 +127,10 @@ def claim(engine: sa.Engine, claims: list[Claim], *,
     :raises ConsumerExists: a consumer already has an allocation; nothing
         was written.
     """
-    try:
-        with engine.begin() as conn:
-            claim_in(conn, claims, groups=[group] if group else [],
-                     replace=replace, move=move, ttl=ttl,
-                     default_ratios=default_ratios)
-    except db_exc.DBDuplicateEntry as e:
-        raise ConsumerExists(str(e)) from e
+    with engine.begin() as conn:
+        claim_in(conn, claims, groups=[group] if group else [],
+                 replace=replace, move=move, ttl=ttl,
+                 default_ratios=default_ratios)
 
 
 def claim_in(conn: sa.Connection, claims: list[Claim], *,
@@ -143,11 +140,23 @@ def claim_in(conn: sa.Connection, claims: list[Claim], *,
     """:func:`claim`'s writes inside the caller's transaction ``conn``, for
     callers that record more in the same transaction (a stack's row). Every
     group in ``groups`` is kept; a claim counts towards the group named by
-    its ``group_uuid``. Raises as :func:`claim`, except that a consumer
-    already holding a claim raises oslo.db's ``DBDuplicateEntry``; on any
-    error the caller must roll back.
+    its ``group_uuid``. Raises as :func:`claim`; on any error the caller
+    must roll back (on PostgreSQL a duplicate key has already aborted the
+    transaction).
     """
-    replace, move = list(replace), list(move)
+    try:
+        _claim_in(conn, claims, groups, list(replace), list(move), ttl,
+                  default_ratios)
+    except db_exc.DBDuplicateEntry as e:
+        # The one place that says what a duplicate key of a claim means:
+        # allocations are unique per consumer and node, so the consumer
+        # is placed already (a re-sent request, a concurrent duplicate).
+        raise ConsumerExists(str(e)) from e
+
+
+def _claim_in(conn: sa.Connection, claims: list[Claim],
+              groups: Iterable[GroupRule], replace: list[str],
+              move: list[str], ttl: int, default_ratios: Ratios) -> None:
     # Sorted: two transactions lock the same groups in the same order.
     groups = sorted(groups, key=lambda g: g.uuid)
     for group in groups:

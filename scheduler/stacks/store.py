@@ -40,25 +40,26 @@ def claim(engine: sa.Engine, stack: Stack, to_claim: list[claims.Claim], *,
         was written.
     """
     t = models.stacks
-    try:
-        with engine.begin() as conn:
-            if known:
-                # Touch (and lock) the row: it must still be this stack.
-                found = conn.execute(
-                    t.update().where(t.c.stack_id == stack.stack_id,
-                                     t.c.definition == stack.definition)
-                    .values(definition=stack.definition)).rowcount
-                if found != 1:
-                    raise claims.ConsumerExists(
-                        f"stack {stack.stack_id} changed concurrently")
-            else:
+    with engine.begin() as conn:
+        if known:
+            # Touch (and lock) the row: it must still be this stack.
+            found = conn.execute(
+                t.update().where(t.c.stack_id == stack.stack_id,
+                                 t.c.definition == stack.definition)
+                .values(definition=stack.definition)).rowcount
+            if found != 1:
+                raise claims.ConsumerExists(
+                    f"stack {stack.stack_id} changed concurrently")
+        else:
+            try:
                 conn.execute(t.insert().values(
                     stack_id=stack.stack_id, project_id=stack.project_id,
                     user_id=stack.user_id, definition=stack.definition))
-            claims.claim_in(conn, to_claim, groups=groups, replace=replace,
-                            ttl=ttl, default_ratios=default_ratios)
-    except db_exc.DBDuplicateEntry as e:
-        raise claims.ConsumerExists(str(e)) from e
+            except db_exc.DBDuplicateEntry as e:
+                # A concurrent request stored the stack first.
+                raise claims.ConsumerExists(str(e)) from e
+        claims.claim_in(conn, to_claim, groups=groups, replace=replace,
+                        ttl=ttl, default_ratios=default_ratios)
 
 
 def release(engine: sa.Engine, stack_id: str) -> int:

@@ -252,3 +252,19 @@ def test_claims_one_after_another_keep_one_connection(engine, rows):
     assert len(checkouts) == 1
     batcher.close()
     assert len(allocation_rows(engine)) == 4
+
+
+def test_a_repeated_lone_claim_keeps_the_connection(engine, rows):
+    """A consumer placed already is the request's answer, not a database
+    failure: the kept connection is not given up for it."""
+    checkouts = []
+    sa.event.listen(engine, "checkout", lambda *args: checkouts.append(1))
+    batcher = ClaimBatcher(engine, max_batch=16)
+    batcher.claim([_claim(rows["h1"], 0)])
+    with pytest.raises(claims.ConsumerExists):
+        batcher.claim([_claim(rows["h2"], 0)])
+    batcher.claim([_claim(rows["h3"], 1)])
+    assert len(checkouts) == 1
+    batcher.close()
+    assert {a.consumer_uuid for a in allocation_rows(engine)} == {
+        _uuid(0), _uuid(1)}

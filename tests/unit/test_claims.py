@@ -137,6 +137,17 @@ def test_duplicate_consumer_within_one_claim(engine, nodes):
     assert _usage(engine, "h2")["generation"] == 0
 
 
+def test_claim_in_says_a_placed_consumer_exists(engine, nodes):
+    """Inside a caller's transaction (a stack's) too: the duplicate key
+    arrives as ConsumerExists, and the caller's rollback undoes the rest."""
+    claims.claim(engine, [_claim(nodes["h1"], C1)])
+    h2 = node_row(engine, "h2")
+    with pytest.raises(claims.ConsumerExists), engine.begin() as conn:
+        claims.claim_in(conn, [_claim(h2, C1)])
+    assert _usage(engine, "h2")["generation"] == h2.generation
+    assert [a.consumer_uuid for a in allocation_rows(engine)] == [C1]
+
+
 def test_release_gives_usage_back_once(engine, nodes):
     claims.claim(engine, [_claim(nodes["h1"], C1), _claim(nodes["h1"], C2)])
     assert claims.release(engine, [C1]) == 1
