@@ -149,8 +149,8 @@ def claim_in(conn: sa.Connection, claims: list[Claim], *,
                   default_ratios)
     except db_exc.DBDuplicateEntry as e:
         # The one place that says what a duplicate key of a claim means:
-        # allocations are unique per consumer and node, so the consumer
-        # is placed already (a re-sent request, a concurrent duplicate).
+        # an allocation's consumer_uuid is unique, so the consumer is
+        # placed already (a re-sent request, a concurrent duplicate).
         raise ConsumerExists(str(e)) from e
 
 
