@@ -7,7 +7,8 @@ threading executor::
     python -m benchmarks.echo --config-file server.conf --topic TOPIC
 
 and called with :class:`EchoClient` exactly as ``SchedulerAPI`` calls the
-scheduler (same transport, serializer, payload).
+scheduler (same transport, serializer, payload). Its listener polls as
+the scheduler's does (``rpc.quiet_listener_polling``).
 """
 from __future__ import annotations
 
@@ -49,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     conf = sched_conf.load(["--config-file", args.config_file])
     transport = rpc.get_transport(conf)
+    # The scheduler's listener setting: the floor is the same bus.
+    rpc.quiet_listener_polling()
     server = messaging.get_rpc_server(
         transport, messaging.Target(topic=args.topic, server=conf.host),
         [EchoEndpoint()], executor="threading",
