@@ -166,7 +166,7 @@ def _claim_in(conn: sa.Connection, claims: list[Claim],
         lock_nodes(conn, node_ids)
     _consume(conn, claims, default_ratios)
     if replace:
-        rows = _delete(conn, models.allocations.c.consumer_uuid.in_(replace))
+        rows = _delete_consumers(conn, replace)
         _give_back(conn, _held(rows) + _sources(rows))
     sources = _start_moves(conn, move) if move else {}
     for group in groups:
@@ -207,16 +207,18 @@ _INSERT_EXPIRING = models.allocations.insert().values(
     expires_at=db.utcnow_plus(sa.bindparam("b_ttl", type_=sa.Integer)))
 
 
-def _consume_statement() -> sa.Update:
-    # Built once: constructing this expression per claim cost more than
-    # running it.
+def _usage_update(*where) -> sa.Update:
+    """The one UPDATE of a node's usage, for claims and releases alike:
+    node ``b_node_id`` (if ``where`` holds too) gets ``b_vcpus``,
+    ``b_memory``, ``b_disk`` and ``b_count`` instances added (negative:
+    given back), its free columns kept in step, and its generation bumped.
+
+    Built once per use, with bind parameters: constructing the expression
+    per call cost more than running it.
+    """
     n = models.compute_nodes
     return (
-        n.update()
-        .where(n.c.id == sa.bindparam("b_node_id"),
-               n.c.generation == sa.bindparam("b_seen"),
-               n.c.deleted == 0,
-               *(_within(resource, n) for resource in capacity.RESOURCES))
+        n.update().where(n.c.id == sa.bindparam("b_node_id"), *where)
         .values(vcpus_used=n.c.vcpus_used + sa.bindparam("b_vcpus"),
                 memory_mb_used=n.c.memory_mb_used + sa.bindparam("b_memory"),
                 local_gb_used=n.c.local_gb_used + sa.bindparam("b_disk"),
@@ -224,6 +226,15 @@ def _consume_statement() -> sa.Update:
                 free_disk_gb=n.c.free_disk_gb - sa.bindparam("b_disk"),
                 running_vms=n.c.running_vms + sa.bindparam("b_count"),
                 generation=n.c.generation + 1))
+
+
+def _consume_statement() -> sa.Update:
+    # A claim's: only at the generation it was planned against, and only
+    # within the limits (capacity.within_sql).
+    n = models.compute_nodes
+    return _usage_update(
+        n.c.generation == sa.bindparam("b_seen"), n.c.deleted == 0,
+        *(_within(resource, n) for resource in capacity.RESOURCES))
 
 
 #: resource -> (usage column, total column, ratio column, bind name).
@@ -427,6 +438,22 @@ def _delete(conn: sa.Connection, where) -> list[sa.Row]:
         allocs.delete().where(where).returning(*allocs.c)).all()
 
 
+# Built once, as _CONSUME: building the expression per call cost more than
+# running it (a release is a delete of its consumers, then a usage change).
+_DELETE_CONSUMERS = (
+    models.allocations.delete()
+    .where(models.allocations.c.consumer_uuid.in_(
+        sa.bindparam("b_uuids", expanding=True)))
+    .returning(*models.allocations.c))
+
+
+def _delete_consumers(conn: sa.Connection,
+                      consumer_uuids: list[str]) -> list[sa.Row]:
+    """:func:`_delete` of the allocations of ``consumer_uuids``."""
+    return conn.execute(_DELETE_CONSUMERS,
+                        {"b_uuids": list(consumer_uuids)}).all()
+
+
 #: (node id, vcpus, memory_mb, disk_gb) of one side of a claim.
 Usage = tuple[int, int, int, int]
 
@@ -463,18 +490,18 @@ def _change_usage(conn: sa.Connection, usages: list[Usage],
         t[1] += sign * memory_mb
         t[2] += sign * disk_gb
         t[3] += sign
-    nodes = models.compute_nodes
-    for node_id in sorted(totals):
-        vcpus, memory, disk, count = totals[node_id]
-        conn.execute(
-            nodes.update().where(nodes.c.id == node_id)
-            .values(vcpus_used=nodes.c.vcpus_used + vcpus,
-                    memory_mb_used=nodes.c.memory_mb_used + memory,
-                    local_gb_used=nodes.c.local_gb_used + disk,
-                    free_ram_mb=nodes.c.free_ram_mb - memory,
-                    free_disk_gb=nodes.c.free_disk_gb - disk,
-                    running_vms=nodes.c.running_vms + count,
-                    generation=nodes.c.generation + 1))
+    if not totals:
+        return
+    # In node id order: two transactions lock nodes in the same order.
+    conn.execute(_CHANGE_USAGE, [
+        {"b_node_id": node_id, "b_vcpus": vcpus, "b_memory": memory,
+         "b_disk": disk, "b_count": count}
+        for node_id, (vcpus, memory, disk, count) in sorted(totals.items())])
+
+
+# A release's or a move's: no generation or capacity check, the usage
+# given back or moved is already counted.
+_CHANGE_USAGE = _usage_update()
 
 
 def _reinsert(conn: sa.Connection, rows: list[sa.Row],
@@ -496,8 +523,7 @@ def _start_moves(conn: sa.Connection, consumer_uuids: list[str]
         now, or, if it was already moving, the source of that move (whose
         abandoned destination is given back here).
     """
-    rows = _delete(conn, models.allocations.c.consumer_uuid.in_(
-        consumer_uuids))
+    rows = _delete_consumers(conn, consumer_uuids)
     _give_back(conn, _held(r for r in rows if r.source_node_id is not None))
     out = {}
     for r in rows:
@@ -525,8 +551,7 @@ def release(engine: sa.Engine, consumer_uuids: list[str]) -> int:
 def release_in(conn: sa.Connection, consumer_uuids: list[str]) -> int:
     """:func:`release` inside the caller's transaction ``conn`` (both
     sides of a move in flight)."""
-    rows = _delete(conn, models.allocations.c.consumer_uuid.in_(
-        consumer_uuids))
+    rows = _delete_consumers(conn, consumer_uuids)
     _give_back(conn, _held(rows) + _sources(rows))
     return len(rows)
 
