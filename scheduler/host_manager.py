@@ -42,6 +42,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 import sqlalchemy as sa
 
+from scheduler import capacity
 from scheduler import claims
 from scheduler import liveness
 from scheduler import metrics
@@ -65,6 +66,9 @@ class HostManager:
     def __init__(self, conf: cfg.ConfigOpts, engine: sa.Engine):
         self.conf = conf
         self.engine = engine
+        # Read once: not mutable on SIGHUP, and a node's state is built
+        # with them on every refresh.
+        self._default_ratios = capacity.Ratios.from_conf(conf)
         # The scheduling cycle: whoever holds it may read and change the
         # table (re-entrant: refresh() runs inside planning()).
         self._cycle = threading.RLock()
@@ -331,7 +335,7 @@ class HostManager:
             service_up=not service.forced_down and state.host not in
             self._down)
 
-    def _state(self, row: sa.Row) -> HostState | None:
+    def _state(self, row: db.NodeRow) -> HostState | None:
         service = self._services.get(row.host)
         if service is None:
             self._skipped_hosts.add(row.host)
@@ -340,6 +344,7 @@ class HostManager:
                 LOG.warning("No compute service record found for host %s; "
                             "its nodes are not scheduled to", row.host)
             return None
-        return rows.host_state(self.conf, row, service,
+        return rows.host_state(row, service,
                                self._aggregates.get(row.host, ()),
-                               row.host not in self._down)
+                               row.host not in self._down,
+                               self._default_ratios)

@@ -7,6 +7,7 @@ cannot make a healthy service look dead.
 """
 from __future__ import annotations
 
+import collections
 import datetime
 from typing import NamedTuple
 
@@ -192,6 +193,12 @@ _NODE_COLUMNS = [
         "host_ip", "hypervisor_type", "hypervisor_version", "stats",
         "supported_instances", "metrics", "cpu_info")]
 
+#: A compute node row as host states read it. A named tuple, not
+#: SQLAlchemy's Row: a Row's attribute costs 0.2 us to read, a named
+#: tuple's a tenth of that, and a host state reads some 30.
+NodeRow = collections.namedtuple(
+    "NodeRow", [column.name for column in _NODE_COLUMNS])
+
 _SERVICE_COLUMNS = [
     models.services.c[name] for name in (
         "host", "disabled", "disabled_reason", "forced_down",
@@ -217,7 +224,7 @@ def _counters(row: sa.Row) -> Counters:
 
 
 def changes(conn: sa.Connection, since: int | None = None
-            ) -> tuple[Counters, list[sa.Row]]:
+            ) -> tuple[Counters, list[NodeRow]]:
     """The change counters and (with ``since``) every compute node row
     stamped after that change number, deleted ones included so the caller
     can drop them.
@@ -230,18 +237,20 @@ def changes(conn: sa.Connection, since: int | None = None
         return _counters(conn.execute(_COUNTERS).one()), []
     rows = conn.execute(_CHANGES, {"since": since}).all()
     # The outer join: one row with no node when nothing was stamped.
-    return _counters(rows[0]), [row for row in rows if row.id is not None]
+    first = len(Counters._fields)
+    return _counters(rows[0]), [NodeRow._make(row[first:]) for row in rows
+                                if row.id is not None]
 
 
 def compute_nodes(conn: sa.Connection, ids: list[int] | None = None
-                  ) -> list[sa.Row]:
+                  ) -> list[NodeRow]:
     """The live compute node rows (those of ``ids`` only, if given), with
     the columns host states need."""
     nodes = models.compute_nodes
     query = sa.select(*_NODE_COLUMNS).where(nodes.c.deleted == 0)
     if ids is not None:
         query = query.where(nodes.c.id.in_(ids))
-    return list(conn.execute(query))
+    return [NodeRow._make(row) for row in conn.execute(query)]
 
 
 def compute_services(conn: sa.Connection, since: int | None = None

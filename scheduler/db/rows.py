@@ -11,19 +11,21 @@ import math
 import sys
 import types
 
-from oslo_config import cfg
 import sqlalchemy as sa
 
 from scheduler import capacity
+from scheduler.db.api import NodeRow
 from scheduler.host_state import Aggregate
 from scheduler.host_state import HostState
 
 
-def host_state(conf: cfg.ConfigOpts, row: sa.Row, service: sa.Row,
-               aggregates: tuple[Aggregate, ...], up: bool) -> HostState:
+def host_state(row: NodeRow, service: sa.Row,
+               aggregates: tuple[Aggregate, ...], up: bool,
+               default_ratios: capacity.Ratios) -> HostState:
     """The HostState of a compute node row, its service row, the host's
-    aggregates and whether the service is up."""
-    fs = conf.filter_scheduler
+    aggregates and whether the service is up; a node without a ratio of
+    its own gets ``default_ratios`` (``[filter_scheduler]
+    *_allocation_ratio``)."""
     stats = _stats(row.stats)
     return HostState(
         node_id=row.id, uuid=row.uuid, host=row.host,
@@ -35,11 +37,11 @@ def host_state(conf: cfg.ConfigOpts, row: sa.Row, service: sa.Row,
         memory_mb_total=row.memory_mb, memory_mb_used=row.memory_mb_used,
         disk_gb_total=row.local_gb, disk_gb_used=row.local_gb_used,
         cpu_allocation_ratio=capacity.ratio(row.cpu_allocation_ratio,
-                                            fs.cpu_allocation_ratio),
+                                            default_ratios.cpu),
         ram_allocation_ratio=capacity.ratio(row.ram_allocation_ratio,
-                                            fs.ram_allocation_ratio),
+                                            default_ratios.ram),
         disk_allocation_ratio=capacity.ratio(row.disk_allocation_ratio,
-                                             fs.disk_allocation_ratio),
+                                             default_ratios.disk),
         service_up=up and not service.forced_down,
         service_disabled=bool(service.disabled),
         disabled_reason=service.disabled_reason,

@@ -9,6 +9,7 @@ import sqlalchemy as sa
 from scheduler import fleet
 from scheduler.db import api as db_api
 from scheduler.db import models
+from tests.unit.conftest import fresh_host_manager
 from tests.unit.fakes import node
 from tests.unit.fakes import node_row
 from tests.unit.fakes import set_node
@@ -161,15 +162,16 @@ def test_deleted_node_disappears_on_the_next_refresh(register, engine,
     assert [s.host for s in list(host_manager.cached_table().states)] == ["h1"]
 
 
-def test_zero_or_null_ratio_falls_back_to_the_options(register, engine, conf,
-                                                      host_manager):
+def test_zero_or_null_ratio_falls_back_to_the_options(register, engine,
+                                                      conf):
     register(node("zero"), node("null"))
     set_node(engine, "zero", cpu_allocation_ratio=0.0,
              ram_allocation_ratio=0.0, disk_allocation_ratio=0.0)
     set_node(engine, "null", cpu_allocation_ratio=None,
              ram_allocation_ratio=None, disk_allocation_ratio=None)
+    # Read when the host manager is made (the options are not mutable).
     conf.set_override("disk_allocation_ratio", 2.0, group="filter_scheduler")
-    for state in host_manager.host_states():
+    for state in fresh_host_manager(conf, engine).host_states():
         assert (state.cpu_allocation_ratio, state.ram_allocation_ratio,
                 state.disk_allocation_ratio) == (16.0, 1.5, 2.0)
 
