@@ -66,9 +66,10 @@ class HostManager:
     def __init__(self, conf: cfg.ConfigOpts, engine: sa.Engine):
         self.conf = conf
         self.engine = engine
-        # Read once: not mutable on SIGHUP, and a node's state is built
-        # with them on every refresh.
-        self._default_ratios = capacity.Ratios.from_conf(conf)
+        #: The ratios of nodes without their own: what host states are
+        #: built with and what claims fall back to. Read once: not mutable
+        #: on SIGHUP, and a node's state is built on every refresh.
+        self.default_ratios = capacity.Ratios.from_conf(conf)
         # The scheduling cycle: whoever holds it may read and change the
         # table (re-entrant: refresh() runs inside planning()).
         self._cycle = threading.RLock()
@@ -347,4 +348,4 @@ class HostManager:
         return rows.host_state(row, service,
                                self._aggregates.get(row.host, ()),
                                row.host not in self._down,
-                               self._default_ratios)
+                               self.default_ratios)

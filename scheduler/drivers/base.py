@@ -199,7 +199,7 @@ class Driver:
                         to_claim, group=rule, replace=replace,
                         move=moving,
                         ttl=self.conf.scheduler.unconfirmed_claim_ttl,
-                        default_ratios=self._default_ratios)
+                        default_ratios=self.host_manager.default_ratios)
                 finally:
                     trace.add(trace.CLAIM, time.perf_counter() - claiming)
             except claims.NoRoom as e:
@@ -337,12 +337,6 @@ class Driver:
         hosts += [h for h in group.hosts if h not in members]
         return dataclasses.replace(spec, instance_group=dataclasses.replace(
             group, hosts=tuple(hosts)))
-
-    @property
-    def _default_ratios(self) -> claims.Ratios:
-        fs = self.conf.filter_scheduler
-        return claims.Ratios(fs.cpu_allocation_ratio, fs.ram_allocation_ratio,
-                             fs.disk_allocation_ratio)
 
     def _assume(self, placed: Iterable[tuple[HostState, Flavor]]
                 ) -> list[int]:

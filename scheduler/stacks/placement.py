@@ -201,7 +201,7 @@ def _claim(driver, stack: stacks.Stack, to_claim: list[claims.Claim],
         retry(store.claim)(
             driver.engine, stack, to_claim, known=known, groups=groups,
             replace=replace, ttl=driver.conf.scheduler.unconfirmed_claim_ttl,
-            default_ratios=driver._default_ratios)
+            default_ratios=driver.host_manager.default_ratios)
     except Exception:
         driver.host_manager.forget(assumed)
         raise
