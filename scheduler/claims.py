@@ -430,21 +430,21 @@ def consumer_hosts(conn: sa.Connection, consumer_uuids: Iterable[str],
     return out
 
 
-def _delete(conn: sa.Connection, where) -> list[sa.Row]:
+def _deleting(where) -> sa.Delete:
     # DELETE ... RETURNING: a row is gone for any concurrent deleter, so its
     # usage is given back exactly once.
     allocs = models.allocations
-    return conn.execute(
-        allocs.delete().where(where).returning(*allocs.c)).all()
+    return allocs.delete().where(where).returning(*allocs.c)
+
+
+def _delete(conn: sa.Connection, where) -> list[sa.Row]:
+    return conn.execute(_deleting(where)).all()
 
 
 # Built once, as _CONSUME: building the expression per call cost more than
 # running it (a release is a delete of its consumers, then a usage change).
-_DELETE_CONSUMERS = (
-    models.allocations.delete()
-    .where(models.allocations.c.consumer_uuid.in_(
-        sa.bindparam("b_uuids", expanding=True)))
-    .returning(*models.allocations.c))
+_DELETE_CONSUMERS = _deleting(models.allocations.c.consumer_uuid.in_(
+    sa.bindparam("b_uuids", expanding=True)))
 
 
 def _delete_consumers(conn: sa.Connection,
