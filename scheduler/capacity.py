@@ -14,7 +14,7 @@ variants):
   the limit; a node reporting 0 vCPUs is not judged on vCPUs (``fits``).
 
 The same rule in its three shapes sits side by side here — one host
-(``fits``), NumPy columns (``fits_columns``) and the claim's SQL
+(``fits``), NumPy columns (``headroom_columns``) and the claim's SQL
 (``within_sql``) — so the planner and the claim cannot drift apart: the claim
 is handed the limit the planner enforced and checks exactly that.
 
@@ -38,15 +38,18 @@ class Resource:
     used: str            # HostState field / column of the usage
     ratio: str           # HostState field (node's ratio, default applied)
     limit: str           # HostTable column of total × ratio
+    headroom: str        # HostTable column of the most a node takes
     zero_unjudged: bool  # a node reporting 0 of it is not judged (vCPUs)
 
 
 VCPU = Resource("vcpu", "vcpus_total", "vcpus_used", "cpu_allocation_ratio",
-                "vcpus_limit", True)
+                "vcpus_limit", "vcpus_headroom", True)
 MEMORY = Resource("memory_mb", "memory_mb_total", "memory_mb_used",
-                  "ram_allocation_ratio", "memory_mb_limit", False)
+                  "ram_allocation_ratio", "memory_mb_limit",
+                  "memory_mb_headroom", False)
 DISK = Resource("disk_gb", "disk_gb_total", "disk_gb_used",
-                "disk_allocation_ratio", "disk_gb_limit", False)
+                "disk_allocation_ratio", "disk_gb_limit", "disk_gb_headroom",
+                False)
 RESOURCES = (VCPU, MEMORY, DISK)
 
 
@@ -136,13 +139,24 @@ def host_fits(resource: Resource, host, need: float,
                 limit(total, r))
 
 
-def fits_columns(resource: Resource, need: float, total: np.ndarray,
-                 used: np.ndarray, limit_: np.ndarray) -> np.ndarray:
-    """:func:`fits` over whole columns: a boolean mask."""
-    ok = (need <= total) & (used + need <= limit_)
+def headroom_columns(resource: Resource, total: np.ndarray,
+                     used: np.ndarray, limit_: np.ndarray) -> np.ndarray:
+    """:func:`fits` over whole columns, as the most of ``resource`` each node
+    takes: ``need`` fits exactly where ``need <= headroom``. It is the
+    smaller of the physical total and what the limit leaves (limit -
+    used); unbounded where a node is not judged on the resource.
+
+    Kept per host table (and per request view as it plans), so a filter
+    makes one comparison per host instead of four passes. Usage and needs
+    are whole numbers, so ``limit - used`` falls on the same side of
+    ``need`` as ``used + need`` falls of the limit: a limit that is not
+    whole is at least one unit in its last place away from any whole
+    number, more than the subtraction can round.
+    """
+    room = np.minimum(total, limit_ - used)
     if resource.zero_unjudged:
-        ok |= total == 0
-    return ok
+        room[total == 0] = np.inf
+    return room
 
 
 def within_sql(resource: Resource, used, amount, total, ratio_column,

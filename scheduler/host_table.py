@@ -33,6 +33,19 @@ USAGE = ("vcpus_used", "memory_mb_used", "disk_gb_used", "num_instances",
 #: Derived columns: capacity × allocation ratio (:mod:`scheduler.capacity`),
 #: kept beside the rest so a filter does not multiply per request.
 LIMITS = {r.limit: (r.total, r.ratio) for r in capacity.RESOURCES}
+#: Derived columns of the most of each resource a node takes
+#: (:func:`scheduler.capacity.headroom_columns`): they change with usage.
+HEADROOMS = tuple(r.headroom for r in capacity.RESOURCES)
+
+
+def _set_headroom(columns, i: int) -> None:
+    """Recompute host ``i``'s headroom columns in ``columns`` (a table or a
+    view) from its total, usage and limit there."""
+    at = slice(i, i + 1)
+    for r in capacity.RESOURCES:
+        getattr(columns, r.headroom)[i] = capacity.headroom_columns(
+            r, getattr(columns, r.total)[at], getattr(columns, r.used)[at],
+            getattr(columns, r.limit)[at])[0]
 
 
 class HostTable:
@@ -46,11 +59,17 @@ class HostTable:
         for name, (total, ratio) in LIMITS.items():
             setattr(self, name, capacity.limit(getattr(self, total),
                                                getattr(self, ratio)))
+        for r in capacity.RESOURCES:
+            setattr(self, r.headroom, capacity.headroom_columns(
+                r, getattr(self, r.total), getattr(self, r.used),
+                getattr(self, r.limit)))
         self.everywhere = np.arange(n)
         self.service_up = np.fromiter(
             (s.service_up for s in self.states), np.bool_, n)
         self.service_disabled = np.fromiter(
             (s.service_disabled for s in self.states), np.bool_, n)
+        #: Up and enabled (ComputeFilter's rule), one column to compare.
+        self.usable = self.service_up & ~self.service_disabled
         self.host_names = np.array([s.host for s in self.states],
                                    dtype=object)
         self.host_names_lower = np.array([s.host.lower()
@@ -104,8 +123,10 @@ class HostTable:
         for name, (total, ratio) in LIMITS.items():
             getattr(self, name)[i] = capacity.limit(getattr(state, total),
                                                     getattr(state, ratio))
+        _set_headroom(self, i)
         self.service_up[i] = state.service_up
         self.service_disabled[i] = state.service_disabled
+        self.usable[i] = state.service_up and not state.service_disabled
 
     def without(self, node_ids: set[int]) -> HostTable:
         """A new table of every host but the nodes ``node_ids`` (a request
@@ -171,7 +192,8 @@ class HostView:
                 disk_gb: int) -> None:
         """Plan one more instance of this size on host ``i``."""
         if not self._planned:
-            for name in USAGE:   # copy-on-write: the table stays shared
+            # Copy-on-write: the table stays shared.
+            for name in USAGE + HEADROOMS:
                 self.__dict__[name] = getattr(self.table, name).copy()
         self._planned[i] = self.state(i).consumed(vcpus, memory_mb, disk_gb)
         self.vcpus_used[i] += vcpus
@@ -179,3 +201,4 @@ class HostView:
         self.disk_gb_used[i] += disk_gb
         self.num_instances[i] += 1
         self.num_io_ops[i] += 1
+        _set_headroom(self, i)

@@ -70,6 +70,13 @@ class BaseFilter:
         return {}
 
 
+def passing(idx: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The positions ``idx`` where ``mask`` (aligned with it) holds, for a
+    ``filter_columns``: ``idx`` itself when every host passes, the usual
+    case, which skips gathering a copy of every position."""
+    return idx if mask.all() else idx[mask]
+
+
 @dataclasses.dataclass(frozen=True)
 class FilterStep:
     """What one filter did to one candidate list."""

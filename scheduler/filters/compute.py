@@ -1,5 +1,6 @@
 """ComputeFilter: the node's service must be up and enabled."""
 from scheduler.filters.base import BaseFilter
+from scheduler.filters.base import passing
 
 
 class ComputeFilter(BaseFilter):
@@ -10,5 +11,4 @@ class ComputeFilter(BaseFilter):
         return host.service_up and not host.service_disabled
 
     def filter_columns(self, view, idx, spec):
-        return idx[view.take("service_up", idx)
-                   & ~view.take("service_disabled", idx)]
+        return passing(idx, view.take("usable", idx))

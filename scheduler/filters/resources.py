@@ -8,13 +8,13 @@ claim then checks in SQL.
 """
 from scheduler import capacity
 from scheduler.filters.base import BaseFilter
+from scheduler.filters.base import passing
 
 
-def _fits_columns(resource, view, idx, need):
-    return capacity.fits_columns(resource, need,
-                                 view.take(resource.total, idx),
-                                 view.take(resource.used, idx),
-                                 view.take(resource.limit, idx))
+def _fitting(resource, view, idx, need):
+    # One comparison against the table's headroom column: the rule
+    # (capacity.headroom_columns) was applied when the column was made.
+    return passing(idx, view.take(resource.headroom, idx) >= need)
 
 
 class RamFilter(BaseFilter):
@@ -25,8 +25,7 @@ class RamFilter(BaseFilter):
                                   spec.flavor.memory_mb)
 
     def filter_columns(self, view, idx, spec):
-        return idx[_fits_columns(capacity.MEMORY, view, idx,
-                                 spec.flavor.memory_mb)]
+        return _fitting(capacity.MEMORY, view, idx, spec.flavor.memory_mb)
 
     def explain(self, spec) -> str:
         return f"{self.reason}: need {spec.flavor.memory_mb} MB"
@@ -42,8 +41,7 @@ class CoreFilter(BaseFilter):
         return capacity.host_fits(capacity.VCPU, host, spec.flavor.vcpus)
 
     def filter_columns(self, view, idx, spec):
-        return idx[_fits_columns(capacity.VCPU, view, idx,
-                                 spec.flavor.vcpus)]
+        return _fitting(capacity.VCPU, view, idx, spec.flavor.vcpus)
 
     def explain(self, spec) -> str:
         return f"{self.reason}: need {spec.flavor.vcpus}"
@@ -59,8 +57,7 @@ class DiskFilter(BaseFilter):
         return capacity.host_fits(capacity.DISK, host, spec.flavor.disk_gb)
 
     def filter_columns(self, view, idx, spec):
-        return idx[_fits_columns(capacity.DISK, view, idx,
-                                 spec.flavor.disk_gb)]
+        return _fitting(capacity.DISK, view, idx, spec.flavor.disk_gb)
 
     def explain(self, spec) -> str:
         return f"{self.reason}: need {spec.flavor.disk_gb} GB"

@@ -39,8 +39,8 @@ def test_host_columns_and_sql_agree(engine, seed):
         for resource, need, total, used, ratio in cases:
             lim = capacity.limit(total, ratio)
             one = capacity.fits(resource, need, total, used, lim)
-            column = capacity.fits_columns(
-                resource, need, np.array([total], float),
+            column = need <= capacity.headroom_columns(
+                resource, np.array([total], float),
                 np.array([used], float), np.array([lim]))[0]
             # The claim's SQL, with the planner's limit and with none (the
             # node's own ratio); both must agree on the limit part.
