@@ -192,7 +192,8 @@ class FilterScheduler(Driver):
                 candidates, filter_steps = run_filters(pipeline.filters,
                                                        view, candidates, spec)
                 steps += filter_steps
-            weighing = weigh(pipeline.weighers, view, candidates, spec)
+            weighing = weigh(pipeline.weighers, view, candidates, spec,
+                             parts=True)
             hosts = []
             for j in weighing.best(limit):
                 state = table.states[int(candidates[j])]

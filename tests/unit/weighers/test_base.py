@@ -1,6 +1,7 @@
 """Weighing: normalize per call, multiply, sum, stable sort."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from scheduler.host_state import Aggregate
@@ -8,7 +9,9 @@ from scheduler.host_table import HostTable
 from scheduler.host_table import HostView
 from scheduler.weighers.base import BaseWeigher
 from scheduler.weighers.base import WeighedHost
+from scheduler.weighers.base import Weighing
 from scheduler.weighers.base import normalize
+from scheduler.weighers.base import weigh
 from scheduler.weighers.base import weigh_hosts
 from scheduler.weighers.build_failure import BuildFailureWeigher
 from scheduler.weighers.metrics import MetricsWeigher
@@ -86,6 +89,16 @@ def test_normalize_equal_or_inverted_bounds_give_zero():
     assert list(normalize([-5, -1], minval=0)) == [0.0, 0.0]
 
 
+@pytest.mark.parametrize("bounds", [{}, {"minval": 0}, {"maxval": 2},
+                                    {"minval": 0, "maxval": 2}])
+def test_normalize_leaves_its_input_alone(bounds):
+    # Weighers hand over a host table's own column; normalizing works in
+    # place only on a copy of it.
+    column = np.array([0.0, 1.0, 3.0])
+    normalize(column, **bounds)
+    assert list(column) == [0.0, 1.0, 3.0]
+
+
 def test_normalize_equal_values_with_a_declared_bound():
     assert list(normalize([1024, 1024], minval=0)) == [1.0, 1.0]
 
@@ -118,6 +131,27 @@ def test_weighers_add_up(conf):
         "a": 2.0, "b": 1.0, "c": 1.5}
     assert _order(weighed) == ["a", "c", "b"]
 
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_weighing_without_parts_sums_to_the_same_weights(conf, seed):
+    # The select path sums in one scratch array; a ranking keeps each
+    # weigher's values. Both must rank alike, to the last bit.
+    rng = np.random.default_rng(seed)
+    hosts = [make_host(f"h{i}", node_id=i + 1, stats={
+        "x": int(rng.integers(-5, 50)), "y": int(rng.integers(0, 3))})
+        for i in range(40)]
+    weighers = [StatWeigher(conf, "x", multiplier=float(m))
+                for m in rng.choice([1.0, -0.5, 3.0], size=2)]
+    weighers += [StatWeigher(conf, "y", multiplier=1.0),
+                 StatWeigher(conf, "x", multiplier=2.0, minval=0, maxval=30)]
+    view = HostView(HostTable(hosts))
+    idx = view.all_positions()
+    summed = weigh(weighers, view, idx, make_spec())
+    kept = weigh(weighers, view, idx, make_spec(), parts=True)
+    assert summed.parts == {}
+    assert list(summed.total) == list(kept.total)
+    assert list(summed.best(len(hosts))) == list(kept.best(len(hosts)))
 
 def test_normalization_is_per_call_never_remembered(conf):
     weigher = StatWeigher(conf)
@@ -281,3 +315,32 @@ def test_penalty_and_metrics_weighers_use_novas_keys(conf):
     assert list(BuildFailureWeigher(conf).multipliers(view, idx)) == [
         -5.0, -1000000.0]
     assert list(MetricsWeigher(conf).multipliers(view, idx)) == [3.0, 1.0]
+
+
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("ties", [0, 2, 8])
+def test_best_is_the_stable_sort_head_and_the_equals_of_its_last(seed, k,
+                                                                 ties):
+    rng = np.random.default_rng(seed)
+    total = rng.choice([0.0, 0.5, 1.0, 1.5], size=30)
+    # Sorted by weight, best first, ties in input order.
+    order = sorted(range(len(total)), key=lambda j: -total[j])
+    last = total[order[k - 1]]
+    expected = order[:k] + [j for j in order[k:]
+                            if total[j] == last][:ties]
+    weighing = Weighing(np.arange(len(total)), total, {})
+    assert list(weighing.best(k, ties=ties)) == expected
+
+
+@pytest.mark.parametrize("tied_at", [[9000], [3, 4095, 4096, 8191, 9999],
+                                     list(range(0, 10000, 7))])
+@pytest.mark.parametrize("k", [1, 2])
+def test_best_finds_the_equals_of_the_last_across_a_large_table(tied_at, k):
+    total = np.zeros(10000)
+    total[tied_at] = 1.0
+    expected = tied_at[:k + 32] if k <= len(tied_at) else (
+        tied_at + [j for j in range(10000) if j not in tied_at][:k - len(
+            tied_at) + 32])
+    weighing = Weighing(np.arange(len(total)), total, {})
+    assert list(weighing.best(k, ties=32)) == expected
