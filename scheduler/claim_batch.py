@@ -10,7 +10,8 @@ queued so far (up to ``[scheduler] claim_batch_size``), makes them in one
 transaction, commits once and hands each request its own outcome. Claims
 that arrive meanwhile queue for the next batch, led by the first of them.
 Alone, a claim is its own transaction as before; nothing waits for
-company.
+company. On PostgreSQL a lone claim of one instance is one statement
+instead (:func:`scheduler.claims.claim_alone`): one round trip, not four.
 
 Each claim keeps its own outcome and raises to its request alone, exactly
 as :func:`scheduler.claims.claim` would; the others commit. A claim that
@@ -76,11 +77,15 @@ class ClaimBatcher:
         # queued claim's transaction skips the pool (made on first use, in
         # the worker process).
         self._conn = kept.KeptConnection(engine, autocommit=False)
+        # And, where a lone claim is one statement, a connection in
+        # autocommit for those (made on first use too).
+        self._alone = kept.KeptConnection(engine, autocommit=True)
 
     def close(self) -> None:
         """Give back the connection batches keep (at shutdown, with no claim
         in flight)."""
         self._conn.close()
+        self._alone.close()
 
     def claim(self, to_claim: list[claims.Claim], *,
               group: claims.GroupRule | None = None,
@@ -130,9 +135,15 @@ class ClaimBatcher:
         if len(batch) == 1:
             [pending] = batch
             try:
-                self._conn.run(lambda conn: claims.claim_in(
-                    conn, pending.claims, ttl=pending.ttl,
-                    default_ratios=pending.default_ratios))
+                if len(pending.claims) == 1 and \
+                        self.engine.dialect.name in claims.ONE_STATEMENT:
+                    self._alone.run(lambda conn: claims.claim_alone(
+                        conn, pending.claims[0], ttl=pending.ttl,
+                        default_ratios=pending.default_ratios))
+                else:
+                    self._conn.run(lambda conn: claims.claim_in(
+                        conn, pending.claims, ttl=pending.ttl,
+                        default_ratios=pending.default_ratios))
             except BaseException as e:
                 pending.error = e
             return

@@ -29,6 +29,7 @@ snapshot turns out to be stale.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import datetime
 from typing import Callable, Iterable
@@ -144,14 +145,71 @@ def claim_in(conn: sa.Connection, claims: list[Claim], *,
     must roll back (on PostgreSQL a duplicate key has already aborted the
     transaction).
     """
-    try:
+    with _consumer_key():
         _claim_in(conn, claims, groups, list(replace), list(move), ttl,
                   default_ratios)
+
+
+@contextlib.contextmanager
+def _consumer_key():
+    """The one place that says what a duplicate key of a claim means: an
+    allocation's consumer_uuid is unique, so the consumer is placed
+    already (a re-sent request, a concurrent duplicate)."""
+    try:
+        yield
     except db_exc.DBDuplicateEntry as e:
-        # The one place that says what a duplicate key of a claim means:
-        # an allocation's consumer_uuid is unique, so the consumer is
-        # placed already (a re-sent request, a concurrent duplicate).
         raise ConsumerExists(str(e)) from e
+
+
+#: Dialects where :func:`claim_alone` makes a claim in one statement (a
+#: data-modifying WITH; SQLite and MariaDB have none).
+ONE_STATEMENT = frozenset({"postgresql"})
+
+
+def claim_alone(conn: sa.Connection, claim: Claim, *, ttl: int = 0,
+                default_ratios: Ratios = Ratios()) -> None:
+    """:func:`claim` of one plain claim (one instance, no group, nothing
+    replaced or moved) as one statement, on ``conn`` in autocommit, on a
+    dialect in :data:`ONE_STATEMENT`: the node's guarded UPDATE, and the
+    allocation's INSERT of the row it returned.
+
+    A transaction is four round trips to PostgreSQL (BEGIN, UPDATE,
+    INSERT, COMMIT) and holds the node's and the change counter's row
+    locks across three of them; this is one, holding them for the
+    statement alone. The outcome is the transaction's: a node that moved
+    or has no room returns no row, so nothing is inserted (the node is
+    then read to say which of the two), and a consumer already placed
+    fails the statement whole.
+    :raises: as :func:`claim` (no GroupConflict: no group).
+    """
+    params = _consume_params([claim], default_ratios)
+    params.update({f"a_{name}": getattr(claim, name)
+                   for name in _ALONE_COLUMNS})
+    if ttl > 0:
+        params["b_ttl"] = ttl
+    with _consumer_key():
+        inserted = conn.execute(_CLAIM_ALONE[ttl > 0], params).rowcount
+    if inserted != 1:
+        _raise_refusal(conn, [claim], params, default_ratios)
+
+
+#: The allocation columns a plain claim sets from the Claim.
+_ALONE_COLUMNS = ("consumer_uuid", "project_id", "user_id", "group_uuid",
+                  "vcpus", "memory_mb", "disk_gb")
+
+
+def _claim_alone_statement(expiring: bool) -> sa.Insert:
+    a = models.allocations
+    claimed = _CONSUME.returning(models.compute_nodes.c.id).cte("claimed")
+    # Bind names of their own: an UPDATE takes a bind named like one of its
+    # table's columns (vcpus, memory_mb) for a value to SET.
+    values = {name: sa.bindparam(f"a_{name}", type_=a.c[name].type)
+              for name in _ALONE_COLUMNS}
+    values["compute_node_id"] = claimed.c.id
+    if expiring:
+        values["expires_at"] = db.utcnow_plus(
+            sa.bindparam("b_ttl", type_=sa.Integer))
+    return a.insert().from_select(list(values), sa.select(*values.values()))
 
 
 def _claim_in(conn: sa.Connection, claims: list[Claim],
@@ -255,6 +313,9 @@ def _within(resource: capacity.Resource, n: sa.Table):
 
 
 _CONSUME = _consume_statement()
+#: claim_alone's statement, by whether the claim expires.
+_CLAIM_ALONE = {expiring: _claim_alone_statement(expiring)
+                for expiring in (False, True)}
 
 
 def _consume(conn: sa.Connection, claims: list[Claim],
@@ -262,38 +323,55 @@ def _consume(conn: sa.Connection, claims: list[Claim],
     by_node: dict[int, list[Claim]] = collections.defaultdict(list)
     for c in claims:
         by_node[c.node_id].append(c)
-    nodes = models.compute_nodes
     # Sorted so two transactions lock nodes in the same order (no deadlock
     # between them on PostgreSQL or MySQL).
     for node_id in sorted(by_node):
         group = by_node[node_id]
-        amounts = {capacity.VCPU: sum(c.vcpus for c in group),
-                   capacity.MEMORY: sum(c.memory_mb for c in group),
-                   capacity.DISK: sum(c.disk_gb for c in group)}
-        params = {"b_node_id": node_id, "b_seen": group[0].generation,
-                  "b_count": len(group)}
-        for resource, amount in amounts.items():
-            bind = _COLUMNS[resource][3]
-            params[f"b_{bind}"] = amount
-            params[f"b_{bind}_ratio"] = ratios.of(resource)
-            # Several instances on one node: the tightest limit planned.
-            planned = [c.limits[resource.name] for c in group
-                       if resource.name in c.limits]
-            params[f"b_{bind}_limit"] = min(planned) if planned else None
-        result = conn.execute(_CONSUME, params)
-        if result.rowcount != 1:
-            row = conn.execute(sa.select(nodes).where(
-                nodes.c.id == node_id, nodes.c.deleted == 0)).first()
-            if row is not None and row.generation == group[0].generation:
-                refused = _refused(row, amounts, params, ratios)
-                raise NoRoom(
-                    f"compute node {node_id} ({group[0].host}) has no room "
-                    f"for {len(group)} more instance(s): " + "; ".join(
-                        f"{name} {used:g} used + {amount:g} > limit "
-                        f"{lim:g}" for name, (used, amount, lim)
-                        in refused.items()), node_id, refused)
-            raise ClaimConflict(
-                f"compute node {node_id} changed concurrently", node_id)
+        params = _consume_params(group, ratios)
+        if conn.execute(_CONSUME, params).rowcount != 1:
+            _raise_refusal(conn, group, params, ratios)
+
+
+def _consume_params(group: list[Claim], ratios: Ratios) -> dict:
+    """:data:`_CONSUME`'s parameters for the claims ``group`` on one node."""
+    params = {"b_node_id": group[0].node_id, "b_seen": group[0].generation,
+              "b_count": len(group)}
+    for resource, amount in _amounts(group).items():
+        bind = _COLUMNS[resource][3]
+        params[f"b_{bind}"] = amount
+        params[f"b_{bind}_ratio"] = ratios.of(resource)
+        # Several instances on one node: the tightest limit planned.
+        planned = [c.limits[resource.name] for c in group
+                   if resource.name in c.limits]
+        params[f"b_{bind}_limit"] = min(planned) if planned else None
+    return params
+
+
+def _amounts(group: list[Claim]) -> dict[capacity.Resource, int]:
+    return {capacity.VCPU: sum(c.vcpus for c in group),
+            capacity.MEMORY: sum(c.memory_mb for c in group),
+            capacity.DISK: sum(c.disk_gb for c in group)}
+
+
+def _raise_refusal(conn: sa.Connection, group: list[Claim], params: dict,
+                   ratios: Ratios) -> None:
+    """The node's UPDATE for the claims ``group`` matched no row: raise
+    NoRoom if the node is as planned (its capacity refused), else
+    ClaimConflict."""
+    nodes = models.compute_nodes
+    node_id = group[0].node_id
+    row = conn.execute(sa.select(nodes).where(
+        nodes.c.id == node_id, nodes.c.deleted == 0)).first()
+    if row is not None and row.generation == group[0].generation:
+        refused = _refused(row, _amounts(group), params, ratios)
+        raise NoRoom(
+            f"compute node {node_id} ({group[0].host}) has no room "
+            f"for {len(group)} more instance(s): " + "; ".join(
+                f"{name} {used:g} used + {amount:g} > limit "
+                f"{lim:g}" for name, (used, amount, lim)
+                in refused.items()), node_id, refused)
+    raise ClaimConflict(
+        f"compute node {node_id} changed concurrently", node_id)
 
 
 def _refused(row: sa.Row, amounts: dict, params: dict,

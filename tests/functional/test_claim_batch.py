@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import random
 import threading
 import time
@@ -18,6 +19,7 @@ from scheduler import claims
 from scheduler import fleet
 from scheduler import metrics
 from scheduler.claim_batch import ClaimBatcher
+from scheduler.db import api as db
 from scheduler.db import models
 from tests.functional.conftest import node
 
@@ -169,3 +171,66 @@ def test_two_processes_batching_on_the_same_nodes_never_deadlock(engine):
     for host, row in _nodes(engine).items():
         assert per_node.get(row.id, 0) == made[host]
         assert row.memory_mb_used == 512 * made[host]
+
+
+def _allocation(engine, consumer: str) -> sa.Row | None:
+    a = models.allocations
+    with engine.connect() as conn:
+        return conn.execute(sa.select(
+            a, db.utcnow().label("now")).where(
+            a.c.consumer_uuid == consumer)).first()
+
+
+def test_a_lone_claim_has_the_outcomes_of_a_transaction(engine):
+    """What a lone claim writes and how it refuses are the same on every
+    database, whether it is a transaction or (PostgreSQL) one statement."""
+    batcher = ClaimBatcher(engine, max_batch=16)
+    rows = _nodes(engine)
+    placed = str(uuid.uuid4())
+    claim = dataclasses.replace(_claim(rows["h0"], placed),
+                                project_id="p1", user_id="u1")
+    batcher.claim([claim], ttl=600)
+    after = _nodes(engine)["h0"]
+    assert after.generation == rows["h0"].generation + 1
+    assert (after.vcpus_used, after.memory_mb_used, after.local_gb_used) \
+        == (1, 512, 1)
+    assert after.free_ram_mb == rows["h0"].free_ram_mb - 512
+    assert after.updated_at is not None
+    row = _allocation(engine, placed)
+    assert (row.compute_node_id, row.project_id, row.user_id, row.vcpus,
+            row.memory_mb, row.disk_gb, row.group_uuid) == (
+        after.id, "p1", "u1", 1, 512, 1, None)
+    assert 590 <= (row.expires_at - row.now).total_seconds() <= 600
+
+    refusals = {
+        "moved": (_claim(after, generation=after.generation - 1),
+                  claims.ClaimConflict),
+        "no room": (dataclasses.replace(
+            _claim(after), memory_mb=10 ** 6), claims.NoRoom),
+        "placed": (_claim(after, placed), claims.ConsumerExists)}
+    raised = {}
+    for name, (refused, error) in refusals.items():
+        with pytest.raises(error) as caught:
+            batcher.claim([refused])
+        raised[name] = caught.value
+        assert type(caught.value) is error, name
+        assert _nodes(engine)["h0"] == after, name
+        if name != "placed":
+            assert _allocation(engine, refused.consumer_uuid) is None, name
+    assert set(raised["no room"].refused) == {"memory_mb"}
+    batcher.close()
+
+
+def test_a_lone_claim_on_postgresql_is_one_statement(engine):
+    batcher = ClaimBatcher(engine, max_batch=16)
+    rows = _nodes(engine)
+    batcher.claim([_claim(rows["h0"])])       # connects (and pings) first
+    statements = []
+    sa.event.listen(engine, "before_cursor_execute",
+                    lambda *args: statements.append(args[2]))
+    batcher.claim([_claim(rows["h1"])])
+    one_statement = engine.dialect.name in claims.ONE_STATEMENT
+    assert one_statement == (engine.dialect.name == "postgresql")
+    # Elsewhere a transaction: the node's UPDATE, the allocation's INSERT.
+    assert len(statements) == (1 if one_statement else 2), statements
+    batcher.close()
