@@ -147,11 +147,11 @@ def headroom_columns(resource: Resource, total: np.ndarray,
     used); unbounded where a node is not judged on the resource.
 
     Kept per host table (and per request view as it plans), so a filter
-    makes one comparison per host instead of four passes. Usage and needs
-    are whole numbers, so ``limit - used`` falls on the same side of
-    ``need`` as ``used + need`` falls of the limit: a limit that is not
-    whole is at least one unit in its last place away from any whole
-    number, more than the subtraction can round.
+    makes one comparison per host instead of four passes. The two forms
+    agree exactly: usage and needs are whole numbers, so ``limit - used``
+    is exact (a whole number is a multiple of the last-place unit of any
+    limit below 2**53), and ``need <= limit - used`` exactly when
+    ``used + need <= limit``.
     """
     room = np.minimum(total, limit_ - used)
     if resource.zero_unjudged:
