@@ -13,8 +13,8 @@ variants):
   instance cannot overcommit against itself) and used + need stays within
   the limit; a node reporting 0 vCPUs is not judged on vCPUs (``fits``).
 
-The same rule in its three shapes sits side by side here — one host
-(``fits``), NumPy columns (``headroom_columns``) and the claim's SQL
+The same rule in its shapes sits side by side here — one host (``fits``,
+``headroom``), NumPy columns (``headroom_columns``) and the claim's SQL
 (``within_sql``) — so the planner and the claim cannot drift apart: the claim
 is handed the limit the planner enforced and checks exactly that.
 
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 import dataclasses
+import math
 
 import numpy as np
 import sqlalchemy as sa
@@ -137,6 +138,15 @@ def host_fits(resource: Resource, host, need: float,
     r = getattr(host, resource.ratio) if ratio_ is None else ratio_
     return fits(resource, need, total, getattr(host, resource.used),
                 limit(total, r))
+
+
+def headroom(resource: Resource, total: float, used: float,
+             limit_: float) -> float:
+    """:func:`headroom_columns` of one node (a table updating one host: a
+    NumPy call on one value costs more than the arithmetic)."""
+    if resource.zero_unjudged and total == 0:
+        return math.inf
+    return min(total, limit_ - used)
 
 
 def headroom_columns(resource: Resource, total: np.ndarray,

@@ -38,14 +38,13 @@ LIMITS = {r.limit: (r.total, r.ratio) for r in capacity.RESOURCES}
 HEADROOMS = tuple(r.headroom for r in capacity.RESOURCES)
 
 
-def _set_headroom(columns, i: int) -> None:
-    """Recompute host ``i``'s headroom columns in ``columns`` (a table or a
-    view) from its total, usage and limit there."""
-    at = slice(i, i + 1)
+def _set_headroom(columns, i: int, state: HostState) -> None:
+    """Set host ``i``'s headroom columns in ``columns`` (a table or a view)
+    from ``state``, the host as those columns now hold it."""
     for r in capacity.RESOURCES:
-        getattr(columns, r.headroom)[i] = capacity.headroom_columns(
-            r, getattr(columns, r.total)[at], getattr(columns, r.used)[at],
-            getattr(columns, r.limit)[at])[0]
+        getattr(columns, r.headroom)[i] = capacity.headroom(
+            r, getattr(state, r.total), getattr(state, r.used),
+            getattr(state, r.limit))
 
 
 class HostTable:
@@ -123,7 +122,7 @@ class HostTable:
         for name, (total, ratio) in LIMITS.items():
             getattr(self, name)[i] = capacity.limit(getattr(state, total),
                                                     getattr(state, ratio))
-        _set_headroom(self, i)
+        _set_headroom(self, i, state)
         self.service_up[i] = state.service_up
         self.service_disabled[i] = state.service_disabled
         self.usable[i] = state.service_up and not state.service_disabled
@@ -201,4 +200,4 @@ class HostView:
         self.disk_gb_used[i] += disk_gb
         self.num_instances[i] += 1
         self.num_io_ops[i] += 1
-        _set_headroom(self, i)
+        _set_headroom(self, i, self._planned[i])

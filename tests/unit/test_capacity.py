@@ -39,9 +39,11 @@ def test_host_columns_and_sql_agree(engine, seed):
         for resource, need, total, used, ratio in cases:
             lim = capacity.limit(total, ratio)
             one = capacity.fits(resource, need, total, used, lim)
-            column = need <= capacity.headroom_columns(
+            room = capacity.headroom_columns(
                 resource, np.array([total], float),
                 np.array([used], float), np.array([lim]))[0]
+            assert room == capacity.headroom(resource, total, used, lim)
+            column = need <= room
             # The claim's SQL, with the planner's limit and with none (the
             # node's own ratio); both must agree on the limit part.
             sql = [conn.execute(sa.select(capacity.within_sql(
