@@ -1,6 +1,6 @@
 """In-process timings on one fleet: refresh (nothing changed, 1% of nodes
 changed, full read), the decision (refresh + filter + weigh + choose) and
-the claim transaction on its own, and claims made by 8 threads at once,
+a lone claim as a worker makes it, and claims made by 8 threads at once,
 each in its own transaction or through group commit.
 
 Only the stable entry points are used: ``SchedulerManager(conf, engine)``,
@@ -159,15 +159,17 @@ class _ClaimTargets:
 
 
 def measure_claim(fleet: cluster_mod.Cluster, limits: Limits) -> Row:
-    """The claim transaction alone: one instance per call, one call at a
-    time, on the next node of :class:`_ClaimTargets`."""
+    """A lone claim as a worker makes it (through its ClaimBatcher, with
+    nothing to batch with): one instance per call, one call at a time, on
+    the next node of :class:`_ClaimTargets`."""
     targets = _ClaimTargets(fleet, limits)
     row = Row(f"claim_{fleet.kind}", fleet.hosts)
+    batcher = ClaimBatcher(fleet.engine,
+                           fleet.conf.scheduler.claim_batch_size)
 
     def call() -> None:
         try:
-            claims.claim(fleet.engine, [targets.next_claim()],
-                         ttl=targets.ttl)
+            batcher.claim([targets.next_claim()], ttl=targets.ttl)
         except claims.ClaimConflict:
             # Someone else moved a node (nothing should, in-process):
             # count it, read again, keep going.
@@ -177,6 +179,7 @@ def measure_claim(fleet: cluster_mod.Cluster, limits: Limits) -> Row:
     try:
         repeat(row, call, limits, expected=(claims.ClaimConflict,))
     finally:
+        batcher.close()
         targets.finish(row)
     return row
 
