@@ -70,6 +70,11 @@ class HostState:
         return (self.host, self.nodename)
 
     @property
+    def usable(self) -> bool:
+        """Up and enabled: what ComputeFilter requires."""
+        return self.service_up and not self.service_disabled
+
+    @property
     def vcpus_limit(self) -> float:
         return capacity.limit(self.vcpus_total, self.cpu_allocation_ratio)
 

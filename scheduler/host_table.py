@@ -67,8 +67,9 @@ class HostTable:
             (s.service_up for s in self.states), np.bool_, n)
         self.service_disabled = np.fromiter(
             (s.service_disabled for s in self.states), np.bool_, n)
-        #: Up and enabled (ComputeFilter's rule), one column to compare.
-        self.usable = self.service_up & ~self.service_disabled
+        #: HostState.usable, one column to compare.
+        self.usable = np.fromiter((s.usable for s in self.states), np.bool_,
+                                  n)
         self.host_names = np.array([s.host for s in self.states],
                                    dtype=object)
         self.host_names_lower = np.array([s.host.lower()
@@ -125,7 +126,7 @@ class HostTable:
         _set_headroom(self, i, state)
         self.service_up[i] = state.service_up
         self.service_disabled[i] = state.service_disabled
-        self.usable[i] = state.service_up and not state.service_disabled
+        self.usable[i] = state.usable
 
     def without(self, node_ids: set[int]) -> HostTable:
         """A new table of every host but the nodes ``node_ids`` (a request

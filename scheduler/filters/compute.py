@@ -8,7 +8,7 @@ class ComputeFilter(BaseFilter):
     run_filter_once_per_request = True
 
     def host_passes(self, host, spec) -> bool:
-        return host.service_up and not host.service_disabled
+        return host.usable
 
     def filter_columns(self, view, idx, spec):
         return passing(idx, view.take("usable", idx))
