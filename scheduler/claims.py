@@ -43,6 +43,7 @@ from sqlalchemy.dialects import sqlite
 from scheduler import capacity
 from scheduler.capacity import Ratios
 from scheduler.db import api as db
+from scheduler.db import compiled
 from scheduler.db import models
 
 
@@ -188,7 +189,7 @@ def claim_alone(conn: sa.Connection, claim: Claim, *, ttl: int = 0,
     if ttl > 0:
         params["b_ttl"] = ttl
     with _consumer_key():
-        inserted = conn.execute(_CLAIM_ALONE[ttl > 0], params).rowcount
+        inserted = _CLAIM_ALONE[ttl > 0].execute(conn, params).rowcount
     if inserted != 1:
         _raise_refusal(conn, [claim], params, default_ratios)
 
@@ -200,7 +201,7 @@ _ALONE_COLUMNS = ("consumer_uuid", "project_id", "user_id", "group_uuid",
 
 def _claim_alone_statement(expiring: bool) -> sa.Insert:
     a = models.allocations
-    claimed = _CONSUME.returning(models.compute_nodes.c.id).cte("claimed")
+    claimed = _CONSUME_EXPRESSION.returning(models.compute_nodes.c.id).cte("claimed")
     # Bind names of their own: an UPDATE takes a bind named like one of its
     # table's columns (vcpus, memory_mb) for a value to SET.
     values = {name: sa.bindparam(f"a_{name}", type_=a.c[name].type)
@@ -231,15 +232,18 @@ def _claim_in(conn: sa.Connection, claims: list[Claim],
         _check_group(conn, group, claims)
     # A provisional claim's deadline is computed by the INSERT itself
     # (the database's clock, as before), not read in a round trip first.
-    ttl_params = {"b_ttl": ttl} if ttl > 0 else {"expires_at": None}
-    conn.execute(_INSERT_EXPIRING if ttl > 0 else _INSERT, [
-        {"consumer_uuid": c.consumer_uuid,
-         "compute_node_id": c.node_id, "project_id": c.project_id,
-         "user_id": c.user_id, "group_uuid": c.group_uuid,
-         "vcpus": c.vcpus, "memory_mb": c.memory_mb,
-         "disk_gb": c.disk_gb, **ttl_params,
-         **sources.get(c.consumer_uuid, _NO_SOURCE)}
-        for c in claims])
+    ttl_params = {"b_ttl": ttl} if ttl > 0 else {"i_expires_at": None}
+    rows = []
+    for c in claims:
+        row = {"i_consumer_uuid": c.consumer_uuid,
+               "i_compute_node_id": c.node_id, "i_project_id": c.project_id,
+               "i_user_id": c.user_id, "i_group_uuid": c.group_uuid,
+               "i_vcpus": c.vcpus, "i_memory_mb": c.memory_mb,
+               "i_disk_gb": c.disk_gb, **ttl_params}
+        for name, value in sources.get(c.consumer_uuid, _NO_SOURCE).items():
+            row[f"i_{name}"] = value
+        rows.append(row)
+    _INSERT[ttl > 0].execute(conn, rows[0] if len(rows) == 1 else rows)
 
 
 def lock_nodes(conn: sa.Connection, node_ids: Iterable[int]) -> None:
@@ -260,16 +264,12 @@ def lock_nodes(conn: sa.Connection, node_ids: Iterable[int]) -> None:
                  .order_by(n.c.id).with_for_update()).all()
 
 
-_INSERT = models.allocations.insert()
-_INSERT_EXPIRING = models.allocations.insert().values(
-    expires_at=db.utcnow_plus(sa.bindparam("b_ttl", type_=sa.Integer)))
-
-
 def _usage_update(*where) -> sa.Update:
     """The one UPDATE of a node's usage, for claims and releases alike:
     node ``b_node_id`` (if ``where`` holds too) gets ``b_vcpus``,
     ``b_memory``, ``b_disk`` and ``b_count`` instances added (negative:
-    given back), its free columns kept in step, and its generation bumped.
+    given back), its free columns kept in step, its generation bumped and
+    its ``updated_at`` set.
 
     Built once per use, with bind parameters: constructing the expression
     per call cost more than running it.
@@ -283,7 +283,11 @@ def _usage_update(*where) -> sa.Update:
                 free_ram_mb=n.c.free_ram_mb - sa.bindparam("b_memory"),
                 free_disk_gb=n.c.free_disk_gb - sa.bindparam("b_disk"),
                 running_vms=n.c.running_vms + sa.bindparam("b_count"),
-                generation=n.c.generation + 1))
+                generation=n.c.generation + 1,
+                # The database's clock, as every other writer here sets
+                # it; and the statement then needs no Python-side
+                # default, so it can run compiled (db.compiled).
+                updated_at=db.utcnow()))
 
 
 def _consume_statement() -> sa.Update:
@@ -312,10 +316,12 @@ def _within(resource: capacity.Resource, n: sa.Table):
         sa.bindparam(f"b_{bind}_limit", type_=sa.Float))
 
 
-_CONSUME = _consume_statement()
+_CONSUME_EXPRESSION = _consume_statement()
+#: Run on every claim: compiled once (db.compiled).
+_CONSUME = compiled.Compiled(_CONSUME_EXPRESSION)
 #: claim_alone's statement, by whether the claim expires.
-_CLAIM_ALONE = {expiring: _claim_alone_statement(expiring)
-                for expiring in (False, True)}
+_CLAIM_ALONE = {expiring: compiled.Compiled(
+    _claim_alone_statement(expiring)) for expiring in (False, True)}
 
 
 def _consume(conn: sa.Connection, claims: list[Claim],
@@ -328,7 +334,7 @@ def _consume(conn: sa.Connection, claims: list[Claim],
     for node_id in sorted(by_node):
         group = by_node[node_id]
         params = _consume_params(group, ratios)
-        if conn.execute(_CONSUME, params).rowcount != 1:
+        if _CONSUME.execute(conn, params).rowcount != 1:
             _raise_refusal(conn, group, params, ratios)
 
 
@@ -538,6 +544,27 @@ Usage = tuple[int, int, int, int]
 _SOURCE_COLUMNS = ("source_node_id", "source_vcpus", "source_memory_mb",
                    "source_disk_gb")
 _NO_SOURCE = dict.fromkeys(_SOURCE_COLUMNS)
+
+
+def _insert_statement(expiring: bool) -> compiled.Compiled:
+    """A claim's INSERT: every column of :data:`_INSERT_COLUMNS` from the
+    bind of its name prefixed ``i_`` (an INSERT keeps the bare names for
+    itself), ``expires_at`` computed from ``b_ttl`` when ``expiring``."""
+    a = models.allocations
+    values = {name: sa.bindparam(f"i_{name}", type_=a.c[name].type)
+              for name in _INSERT_COLUMNS}
+    if expiring:
+        values["expires_at"] = db.utcnow_plus(
+            sa.bindparam("b_ttl", type_=sa.Integer))
+    return compiled.Compiled(a.insert().values(values))
+
+
+_INSERT_COLUMNS = ("consumer_uuid", "compute_node_id", "project_id",
+                   "user_id", "group_uuid", "vcpus", "memory_mb", "disk_gb",
+                   "expires_at") + _SOURCE_COLUMNS
+#: A claim's INSERT, by whether the claim expires.
+_INSERT = {expiring: _insert_statement(expiring)
+           for expiring in (False, True)}
 
 
 def _held(rows: Iterable[sa.Row]) -> list[Usage]:

@@ -1,0 +1,108 @@
+"""Statements compiled once per dialect, for the few run on every request.
+
+``conn.execute(statement, params)`` does, on every call, work whose result
+never changes for a statement built once: it looks the compiled form up
+in a cache (hashing a key of the whole expression), runs each parameter
+through its type's bind processor, fills Python-side column defaults, and
+sets up a result. On the benchmark machine that is about 14 us a
+statement on SQLite, against 9 us for SQLAlchemy's plain path,
+``Connection.exec_driver_sql``, with the SQL string and the parameters in
+the driver's own form. That path still runs SQLAlchemy's events, so
+oslo.db translates errors (a duplicate key stays ``DBDuplicateEntry``, a
+lost connection ``DBConnectionError``) exactly as before.
+
+Bind processors (a type's conversion of a value for the driver) are
+kept from the compiled form and applied here. Python-side column defaults
+are not: :class:`Compiled` refuses, when it compiles, a statement that
+would need one, naming the columns.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Mapping, Sequence
+
+import sqlalchemy as sa
+
+
+@dataclasses.dataclass(frozen=True)
+class _Form:
+    """A statement as one dialect's driver takes it."""
+    sql: str
+    #: Bind names in the order of the SQL's placeholders, for a
+    #: positional paramstyle; None for a named one.
+    order: tuple[str, ...] | None
+    #: Values of the binds the expression itself fixed (``generation + 1``),
+    #: already processed.
+    constants: dict[str, Any]
+    #: bind name -> its type's bind processor, for those that have one.
+    processors: dict[str, Callable[[Any], Any]]
+
+
+class Compiled:
+    """``statement`` run through ``exec_driver_sql``, compiled the first time
+    each dialect runs it.
+
+    Parameters are given by bind name, as to ``conn.execute``; every
+    bind without a value in the expression must be given.
+    """
+
+    def __init__(self, statement: sa.Executable):
+        self.statement = statement
+        self._forms: dict[str, _Form] = {}
+
+    def execute(self, conn: sa.Connection,
+                params: Mapping[str, Any] | Sequence[Mapping[str, Any]]
+                ) -> sa.CursorResult:
+        """Run the statement once, or once per mapping of a list of them.
+
+        A list goes through ``conn.execute`` after all: there SQLAlchemy
+        may send the rows in one statement (psycopg2's ``execute_values``),
+        which the driver's own executemany would send one by one.
+
+        :raises ValueError: the statement takes a Python-side column
+            default on this dialect (see the module's docstring).
+        :raises KeyError: a bind was not given.
+        :raises: whatever the database raises, translated by oslo.db.
+        """
+        if not isinstance(params, Mapping):
+            return conn.execute(self.statement, params)
+        form = self._forms.get(conn.dialect.name)
+        if form is None:
+            form = self._forms[conn.dialect.name] = self._compile(conn.dialect)
+        return conn.exec_driver_sql(form.sql, _args(form, params))
+
+    def _compile(self, dialect: sa.Dialect) -> _Form:
+        compiled = self.statement.compile(dialect=dialect)
+        prefetch = [c.name for c in (compiled.insert_prefetch
+                                     + compiled.update_prefetch)]
+        if prefetch:
+            raise ValueError(
+                f"cannot run compiled: column(s) {', '.join(prefetch)} "
+                f"take a Python-side default on {dialect.name}; set them "
+                f"in the statement")
+        processors = {}
+        constants = {}
+        for bind in compiled.binds.values():
+            # The name the SQL's placeholder has (anonymous binds get
+            # theirs at compile time).
+            name = compiled.bind_names[bind]
+            process = bind.type.dialect_impl(dialect).bind_processor(dialect)
+            if process is not None:
+                processors[name] = process
+            if not bind.required:
+                value = bind.effective_value
+                constants[name] = value if process is None else process(value)
+        order = tuple(compiled.positiontup) if compiled.positional else None
+        return _Form(compiled.string, order, constants, processors)
+
+
+def _args(form: _Form, params: Mapping[str, Any]) -> Any:
+    """``params`` (processed) and the constants, as the driver takes them."""
+    values = dict(form.constants)
+    processors = form.processors
+    for name, value in params.items():
+        process = processors.get(name)
+        values[name] = value if process is None else process(value)
+    if form.order is None:
+        return values
+    return tuple(values[name] for name in form.order)
