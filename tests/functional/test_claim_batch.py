@@ -224,7 +224,8 @@ def test_a_lone_claim_has_the_outcomes_of_a_transaction(engine):
 def test_a_lone_claim_on_postgresql_is_one_statement(engine):
     batcher = ClaimBatcher(engine, max_batch=16)
     rows = _nodes(engine)
-    batcher.claim([_claim(rows["h0"])])       # connects (and pings) first
+    # Connects (and pings) first; on PostgreSQL, prepares the statement.
+    batcher.claim([_claim(rows["h0"])])
     statements = []
     sa.event.listen(engine, "before_cursor_execute",
                     lambda *args: statements.append(args[2]))
@@ -233,4 +234,7 @@ def test_a_lone_claim_on_postgresql_is_one_statement(engine):
     assert one_statement == (engine.dialect.name == "postgresql")
     # Elsewhere a transaction: the node's UPDATE, the allocation's INSERT.
     assert len(statements) == (1 if one_statement else 2), statements
+    if one_statement:
+        # Prepared once per connection: planned once, not per claim.
+        assert statements[0].startswith("EXECUTE "), statements
     batcher.close()
