@@ -18,8 +18,7 @@ class RAMWeigher(BaseWeigher):
         return host.free_ram_mb
 
     def weigh_columns(self, view, idx, spec):
-        return (view.take("memory_mb_total", idx)
-                - view.take("memory_mb_used", idx))
+        return view.take("free_ram_mb", idx)
 
 
 class CPUWeigher(BaseWeigher):
@@ -30,7 +29,7 @@ class CPUWeigher(BaseWeigher):
         return host.free_vcpus
 
     def weigh_columns(self, view, idx, spec):
-        return view.take("vcpus_limit", idx) - view.take("vcpus_used", idx)
+        return view.take("free_vcpus", idx)
 
 
 class DiskWeigher(BaseWeigher):
@@ -41,5 +40,4 @@ class DiskWeigher(BaseWeigher):
         return host.free_disk_gb
 
     def weigh_columns(self, view, idx, spec):
-        return (view.take("disk_gb_total", idx)
-                - view.take("disk_gb_used", idx))
+        return view.take("free_disk_gb", idx)

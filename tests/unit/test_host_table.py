@@ -1,6 +1,7 @@
-"""HostTable and HostView: the derived columns (limits, headroom, usable)
-stay what a table built afresh from the same host states would hold, after
-a host is replaced and while a request plans instances."""
+"""HostTable and HostView: the derived columns (limits, headroom, usable,
+free capacity) stay what a table built afresh from the same host states
+would hold, after a host is replaced and while a request plans
+instances."""
 from __future__ import annotations
 
 import random
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 
 from scheduler import capacity
+from scheduler.host_table import FREE
 from scheduler.host_table import HostTable
 from scheduler.host_table import HostView
 from tests.unit.fakes import make_host
@@ -34,7 +36,7 @@ def _host(rng: random.Random, i: int):
 COLUMNS = ("vcpus_used", "memory_mb_used", "disk_gb_used", "num_instances",
            "usable", "service_up", "service_disabled") + tuple(
     name for r in capacity.RESOURCES
-    for name in (r.total, r.limit, r.headroom))
+    for name in (r.total, r.limit, r.headroom)) + FREE
 
 
 def _assert_same_columns(got, fresh: HostTable) -> None:
