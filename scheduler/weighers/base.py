@@ -215,15 +215,17 @@ def weigh(weighers: Sequence[BaseWeigher], view: HostView, idx: np.ndarray,
     weighed (all 0), as in nova.
 
     :param parts: keep each weigher's normalized values
-        (``Weighing.parts``, what a ranking shows); without them every
-        weigher is normalized into one scratch array, which spares an
-        array per weigher (the cost of a pass at 100,000 hosts).
+        (``Weighing.parts``, what a ranking shows); without them the
+        weighers after the first are normalized into one scratch array,
+        which spares an array per weigher (the cost of a pass at 100,000
+        hosts).
     """
-    total = np.zeros(len(idx))
     kept: dict[str, np.ndarray] = {}
     if len(idx) < 2:
-        return Weighing(idx, total, kept)
-    scratch = None if parts else np.empty(len(idx))
+        return Weighing(idx, np.zeros(len(idx)), kept)
+    # The first weigher's values become the total (no zeros to add them
+    # to); the others are normalized into one scratch array, made then.
+    total = scratch = None
     for weigher in weighers:
         multiplier = weigher.multipliers(view, idx)
         # A plain number in the usual case: np.any would wrap it in an
@@ -240,8 +242,14 @@ def weigh(weighers: Sequence[BaseWeigher], view: HostView, idx: np.ndarray,
             value = value * multiplier
         elif isinstance(multiplier, np.ndarray) or multiplier != 1:
             value *= multiplier     # 1 × value is value: no pass
-        total += value
-    return Weighing(idx, total, kept)
+        if total is None:
+            total = value           # new: never a weigher's own column
+            if not parts:
+                scratch = np.empty(len(idx))
+        else:
+            total += value
+    return Weighing(idx, np.zeros(len(idx)) if total is None else total,
+                    kept)
 
 
 def weigh_hosts(weighers: Sequence[BaseWeigher], hosts: Sequence[HostState],

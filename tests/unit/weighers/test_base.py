@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from scheduler.host_state import Aggregate
+from scheduler.host_table import FREE
 from scheduler.host_table import HostTable
 from scheduler.host_table import HostView
 from scheduler.weighers.base import BaseWeigher
@@ -15,6 +16,8 @@ from scheduler.weighers.base import weigh
 from scheduler.weighers.base import weigh_hosts
 from scheduler.weighers.build_failure import BuildFailureWeigher
 from scheduler.weighers.metrics import MetricsWeigher
+from scheduler.weighers.resources import CPUWeigher
+from scheduler.weighers.resources import DiskWeigher
 from scheduler.weighers.resources import RAMWeigher
 from scheduler.weighers.workload import NumInstancesWeigher
 from tests.unit.fakes import make_host
@@ -152,6 +155,26 @@ def test_weighing_without_parts_sums_to_the_same_weights(conf, seed):
     assert summed.parts == {}
     assert list(summed.total) == list(kept.total)
     assert list(summed.best(len(hosts))) == list(kept.best(len(hosts)))
+
+@pytest.mark.parametrize("parts", [False, True])
+def test_weighing_leaves_the_tables_columns_alone(conf, parts):
+    # The resource weighers hand over the table's own free columns, and
+    # the first weigher's values become the total, which the others are
+    # added to and a multiplier scales in place.
+    conf.set_override("ram_weight_multiplier", -2.5, "filter_scheduler")
+    conf.set_override("disk_weight_multiplier", 3.0, "filter_scheduler")
+    hosts = [make_host(f"h{i}", node_id=i + 1, memory_mb_used=100 * i,
+                       vcpus_used=i % 4, disk_gb_used=i) for i in range(20)]
+    table = HostTable(hosts)
+    before = {name: getattr(table, name).copy() for name in FREE}
+    view = HostView(table)
+    weighing = weigh([RAMWeigher(conf), CPUWeigher(conf), DiskWeigher(conf)],
+                     view, view.all_positions(), make_spec(), parts=parts)
+    for name, column in before.items():
+        assert np.array_equal(getattr(table, name), column), name
+    assert not any(np.shares_memory(weighing.total, getattr(table, name))
+                   for name in FREE)
+
 
 def test_normalization_is_per_call_never_remembered(conf):
     weigher = StatWeigher(conf)
