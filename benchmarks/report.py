@@ -8,7 +8,9 @@ the concurrency-8 rows compare requests per second the other way round
 (echo req/s ÷ scheduler req/s), so in both cases the ratio is how many
 times the bus's own cost the scheduler costs. The end-to-end rows also
 show the serving processes' CPU per call (benchmarks/cpu.py) and its ratio
-to the echo server's at the same concurrency.
+to the echo server's at the same concurrency. A second table splits the
+select rows' mean round trip into what the servers' handler took, stage by
+stage, and the rest (benchmarks/service_split.py).
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ import re
 import numpy as np
 
 from benchmarks import machine
+from benchmarks import service_split
 from benchmarks.timing import Row
 
 #: measure key -> (label, kind, group); table and plot order. The table
@@ -90,6 +93,9 @@ def summarize(rows: list[Row]) -> list[dict]:
             "requests_per_second": row.requests_per_second,
             "wall_s": row.wall, "errors": row.errors,
             "server_cpu_ms": row.cpu_ms_per_call,
+            "mean_ms": float(samples.mean()) if samples.size else None,
+            "service_split_ms": None if row.service_split is None else {
+                k: v * 1000.0 for k, v in row.service_split.items()},
             "notes": list(row.notes),
             "samples_ms": [round(float(v), 4) for v in samples]})
     by_key = {(s["measure"], s["hosts"]): s for s in out}
@@ -177,6 +183,41 @@ def table(summary: list[dict]) -> str:
     return "\n".join(out)
 
 
+def split_table(summary: list[dict]) -> str:
+    """The select rows' mean round trip, split: outside the servers'
+    handler (bus, oslo.messaging, client), inside it, and inside it by
+    stage; "rest" is the handler's time in no stage (its own code, and
+    at concurrency 8 the wait for its worker's planning cycle). Empty
+    when no row has a split."""
+    stages = service_split.STAGES
+    header = ("measure", "hosts", "round trip", "outside", "handler",
+              *stages, "rest")
+    lines = []
+    for s in summary:
+        split = s.get("service_split_ms")
+        if split is None or s["mean_ms"] is None:
+            continue
+        handler = split[service_split.SERVICE]
+        lines.append((
+            s["label"], f"{s['hosts']:,}", _ms(s["mean_ms"]),
+            _ms(s["mean_ms"] - handler), _ms(handler),
+            *(_ms(split[name]) for name in stages),
+            _ms(handler - sum(split[name] for name in stages))))
+    if not lines:
+        return ""
+    widths = [max(len(r[i]) for r in [header, *lines])
+              for i in range(len(header))]
+
+    def fmt(cells) -> str:
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths)))
+
+    return "\n".join([
+        "Mean ms per select_destinations, from the servers' own stage "
+        "histograms:", "", fmt(header), fmt(["-" * w for w in widths]),
+        *(fmt(line) for line in lines)])
+
+
 def plot(summary: list[dict], meta: dict, path: Path) -> None:
     """Latency (median solid, p99 dashed) against host count, log-log;
     beside it requests/s at concurrency 8."""
@@ -252,7 +293,8 @@ def write(rows: list[Row], meta: dict, options: dict, out: Path
     """Table, JSON and PNG into ``out``; returns the table and the paths."""
     out.mkdir(parents=True, exist_ok=True)
     summary = summarize(rows)
-    text = table(summary)
+    text = "\n\n".join(part for part in (table(summary),
+                                          split_table(summary)) if part)
     paths = {"table": out / TABLE, "json": out / JSON, "plot": out / PLOT}
     paths["table"].write_text(_heading(meta) + "\n\n" + text + "\n")
     paths["json"].write_text(json.dumps(

@@ -26,12 +26,15 @@ from scheduler.rpcapi import SchedulerAPI
 from benchmarks import cluster as cluster_mod
 from benchmarks import cpu
 from benchmarks import servers as servers_mod
+from benchmarks import service_split
 from benchmarks.echo import EchoClient
 from benchmarks.stages import FLAVOR
 from benchmarks.timing import concurrently
 from benchmarks.timing import Limits
 from benchmarks.timing import repeat
 from benchmarks.timing import Row
+from tests.fixtures._net import free_ports
+from tests.fixtures._net import LOOPBACK
 
 #: A call slower than this is an error, not a sample (no silent re-send:
 #: the benchmark client sets [scheduler] max_attempts = 1).
@@ -80,13 +83,17 @@ def deployment(bus: Bus, fleet: cluster_mod.Cluster, workers: int,
                servers: int = 1):
     """``servers`` scheduler-servers (``workers`` each) on ``fleet``'s
     database and one topic, and a heartbeating fleet; yields the client's
-    ConfigOpts and the servers' :class:`Process` list. Stops all
-    afterwards."""
+    ConfigOpts, the servers' :class:`Process` list and their ``/metrics``
+    URLs (same order). Stops all afterwards."""
     path = fleet.path / "rpc"
     path.mkdir(exist_ok=True)
     topic = f"bench-scheduler-{uuidlib.uuid4().hex[:8]}"
+    # Each server's HTTP listener on a port of its own (the default one
+    # would be shared by every server of a run).
+    ports = free_ports(servers)
+    metrics_urls = [f"http://{LOOPBACK}:{port}/metrics" for port in ports]
 
-    def config(name: str, where: Path) -> Path:
+    def config(name: str, where: Path, http_port: int | None) -> Path:
         where.mkdir(exist_ok=True)
         return cluster_mod.write_config(where, {
             "state_path": where,
@@ -96,8 +103,8 @@ def deployment(bus: Bus, fleet: cluster_mod.Cluster, workers: int,
             "scheduler.topic": topic,
             "scheduler.workers": workers,
             "scheduler.max_attempts": 1,
-            # No HTTP listener: runs on one machine must not share a port.
-            "scheduler.http_listen": "",
+            "scheduler.http_listen": "" if http_port is None
+            else f"{LOOPBACK}:{http_port}",
             # Servers of a run find each other within a second of
             # starting, before its first row, not up to 10 s into it.
             "report_interval": 1,
@@ -105,7 +112,9 @@ def deployment(bus: Bus, fleet: cluster_mod.Cluster, workers: int,
             **fleet.extra,
         })
 
-    client_config = config(f"bench-sched-{fleet.hosts}", path)
+    # With one server, the client's config is the server's.
+    client_config = config(f"bench-sched-{fleet.hosts}", path,
+                           ports[0] if servers == 1 else None)
     conf = sched_conf.load(["--config-file", str(client_config)])
     started: list[servers_mod.Process] = []
     try:
@@ -120,7 +129,7 @@ def deployment(bus: Bus, fleet: cluster_mod.Cluster, workers: int,
         for i in range(servers):
             where = path if servers == 1 else path / f"server-{i}"
             server_config = client_config if servers == 1 else config(
-                f"bench-sched-{fleet.hosts}-{i}", where)
+                f"bench-sched-{fleet.hosts}-{i}", where, ports[i])
             server = servers_mod.Process.python(
                 "scheduler.cmd.server", "--config-file", str(server_config),
                 log=where / "server.log")
@@ -129,7 +138,7 @@ def deployment(bus: Bus, fleet: cluster_mod.Cluster, workers: int,
         for server in running:
             _wait_until_serving(conf, server)
         servers_mod.wait_for_peers(running, START_TIMEOUT)
-        yield conf, running
+        yield conf, running, metrics_urls
     finally:
         for proc in reversed(started):
             proc.stop()
@@ -162,21 +171,24 @@ def measure(bus: Bus, fleet: cluster_mod.Cluster, limits: Limits,
     scheduler row has a bus row of the same minute next to it.
     ``other_db``: the fleet is in another database than the run's main
     one; only the select rows, keyed ``select_cN_<kind>`` (the main
-    fleet's bus rows stand beside them)."""
-    with deployment(bus, fleet, workers, servers) as (conf, running):
+    fleet's bus rows stand beside them). The select rows also carry the
+    servers' own split of their time (:mod:`benchmarks.service_split`)."""
+    with deployment(bus, fleet, workers, servers) as (conf, running, urls):
         transport = rpc.get_transport(conf)
         meters = {"echo": cpu.Meter([bus.echo_server.proc.pid]),
                   "select": cpu.Meter([s.proc.pid for s in running])}
         try:
             return _measure(conf, transport, bus.echo_topic, fleet.hosts,
-                            limits, fleet.kind if other_db else "", meters)
+                            limits, fleet.kind if other_db else "", meters,
+                            urls)
         finally:
             transport.cleanup()
 
 
 def _measure(conf, transport, echo_topic: str, hosts: int,
              limits: Limits, other_db: str,
-             meters: dict[str, cpu.Meter]) -> list[Row]:
+             meters: dict[str, cpu.Meter], metrics_urls: list[str]
+             ) -> list[Row]:
     api = SchedulerAPI(conf, transport=transport, timeout=CALL_TIMEOUT)
     echo = EchoClient(transport, echo_topic, timeout=CALL_TIMEOUT)
     spec = {"flavor": dict(FLAVOR), "num_instances": 1}
@@ -212,6 +224,9 @@ def _measure(conf, transport, echo_topic: str, hosts: int,
             row = Row(f"{measure_name}_c{concurrency}{suffix}", hosts)
             # The server's CPU over the row (its process group: the
             # scheduler's workers, or the echo server), per call.
+            scraped = measure_name == "select"
+            if scraped:
+                before = service_split.scrape(metrics_urls)
             meters[measure_name].start()
             if concurrency == 1:
                 repeat(row, call, limits, expected=expected)
@@ -219,6 +234,9 @@ def _measure(conf, transport, echo_topic: str, hosts: int,
                 concurrently(row, call, limits, concurrency,
                              expected=expected)
             row.server_cpu = meters[measure_name].stop()
+            if scraped:
+                row.service_split = service_split.split(
+                    before, service_split.scrape(metrics_urls))
             release()
             rows.append(row)
     for row in rows:

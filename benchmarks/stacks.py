@@ -80,7 +80,7 @@ def run(hosts: int, rounds: int, workdir: Path) -> dict[str, list[float]]:
     broker = servers.start_rabbitmq()
     try:
         bus = types.SimpleNamespace(transport_url=broker.transport_url)
-        with rpc.deployment(bus, fleet, workers=1) as (conf, _):
+        with rpc.deployment(bus, fleet, workers=1) as (conf, _, _):
             transport = sched_rpc.get_transport(conf)
             try:
                 return _rounds(SchedulerAPI(conf, transport=transport,

@@ -29,6 +29,10 @@ class Row:
     #: CPU seconds the serving process group spent over the row (end-to-end
     #: rows only; see benchmarks/cpu.py)
     server_cpu: float | None = None
+    #: Mean seconds per request the servers' handler took, as a whole
+    #: ("service") and per stage, from their own metrics (select rows
+    #: only; see benchmarks/service_split.py)
+    service_split: dict[str, float] | None = None
 
     @property
     def cpu_ms_per_call(self) -> float | None:

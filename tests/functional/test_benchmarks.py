@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from scheduler.trace import STAGES
 from tests.fixtures.availability import require
 from tests.fixtures.mariadb import MariaDBServer
 from tests.fixtures.postgres import PostgreSQLServer
@@ -65,6 +66,16 @@ def test_quick_benchmark_runs(tmp_path):
     for measure in MEASURES:
         for hosts in sizes:
             assert (measure, hosts) in measured, (measure, hosts)
+    # The select rows' time, split by the servers' own histograms: the
+    # handler ran inside the round trip, and its stages inside it.
+    assert "Mean ms per select_destinations" in table
+    for row in rows:
+        if row["measure"].startswith("select_"):
+            split = row["service_split_ms"]
+            assert 0 < split["service"] < row["mean_ms"], row["measure"]
+            assert sum(split[stage] for stage in STAGES) <= \
+                split["service"], row["measure"]
+            assert split["claim"] > 0, row["measure"]
 
 
 @pytest.mark.parametrize("layout", [[], ["--servers"]],
