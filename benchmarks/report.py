@@ -18,6 +18,7 @@ import json
 import os
 from pathlib import Path
 import re
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -141,6 +142,22 @@ def _num(value: float | None) -> str:
     return f"{value:.1f}"
 
 
+def _aligned(header: Sequence[str], lines: list[Sequence[str]],
+             right: set[int]
+             ) -> tuple[Callable[[Sequence[str]], str], list[int]]:
+    """A formatter of a line's cells into columns as wide as the widest
+    of ``header`` and ``lines`` (right-aligned at the indexes ``right``),
+    and those widths."""
+    widths = [max(len(r[i]) for r in [header, *lines])
+              for i in range(len(header))]
+
+    def fmt(cells: Sequence[str]) -> str:
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))
+                         ).rstrip()
+    return fmt, widths
+
+
 def table(summary: list[dict]) -> str:
     """The one table: a line per measure and fleet size; notes as
     numbered footnotes below it."""
@@ -162,15 +179,7 @@ def table(summary: list[dict]) -> str:
             _num(s["bus_ratio"]), _ms(s["server_cpu_ms"]),
             _num(s["cpu_bus_ratio"]), " ".join(refs)))
         previous = s["measure"]
-    widths = [max(len(r[i]) for r in [header, *lines])
-              for i in range(len(header))]
-    right = {1, 2, 3, 4, 5, 6, 7, 8}
-
-    def fmt(cells) -> str:
-        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths))
-                         ).rstrip()
-
+    fmt, widths = _aligned(header, lines, right={1, 2, 3, 4, 5, 6, 7, 8})
     out = [fmt(header), fmt(["-" * w for w in widths[:-1]] + [""])]
     previous = None
     for s, line in zip(summary, lines):
@@ -205,13 +214,7 @@ def split_table(summary: list[dict]) -> str:
             _ms(handler - sum(split[name] for name in stages))))
     if not lines:
         return ""
-    widths = [max(len(r[i]) for r in [header, *lines])
-              for i in range(len(header))]
-
-    def fmt(cells) -> str:
-        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths)))
-
+    fmt, widths = _aligned(header, lines, right=set(range(1, len(header))))
     return "\n".join([
         "Mean ms per select_destinations, from the servers' own stage "
         "histograms:", "", fmt(header), fmt(["-" * w for w in widths]),
