@@ -42,7 +42,7 @@ def parse(text: str, method: str) -> dict[str, float]:
                     sample.labels.get("method") == method:
                 totals[SERVICE] += sample.value
             elif sample.name == f"{STAGE}_sum" and \
-                    sample.labels.get("stage") in totals:
+                    sample.labels.get("stage") in STAGES:
                 totals[sample.labels["stage"]] += sample.value
     return totals
 

@@ -156,6 +156,7 @@ def test_weighing_without_parts_sums_to_the_same_weights(conf, seed):
     assert list(summed.total) == list(kept.total)
     assert list(summed.best(len(hosts))) == list(kept.best(len(hosts)))
 
+
 @pytest.mark.parametrize("parts", [False, True])
 def test_weighing_leaves_the_tables_columns_alone(conf, parts):
     # The resource weighers hand over the table's own free columns, and
