@@ -19,6 +19,7 @@ from sqlalchemy.ext import compiler
 from sqlalchemy.sql import expression
 
 from scheduler import exception
+from scheduler.db import compiled
 from scheduler.db import models
 from scheduler.host_state import Aggregate
 
@@ -217,6 +218,12 @@ _CHANGES = (
         models.compute_nodes,
         models.compute_nodes.c.change_seq > sa.bindparam("since")))
     .where(_COUNTER.c.id == 1))
+#: The same, prepared once per connection where the server can prepare it:
+#: on PostgreSQL, in the workers, its wall time went from about 540 to 470
+#: us (three alternating runs at 10,000 hosts). Elsewhere SQLAlchemy's
+#: cached path is faster for a SELECT: ``exec_driver_sql`` builds the
+#: result's column map on every call (38 against 28 us on SQLite).
+_CHANGES_PREPARED = compiled.Compiled(_CHANGES)
 
 
 def _counters(row: sa.Row) -> Counters:
@@ -235,7 +242,10 @@ def changes(conn: sa.Connection, since: int | None = None
     """
     if since is None:
         return _counters(conn.execute(_COUNTERS).one()), []
-    rows = conn.execute(_CHANGES, {"since": since}).all()
+    if compiled.prepares(conn.dialect):
+        rows = _CHANGES_PREPARED.execute(conn, {"since": since}).all()
+    else:
+        rows = conn.execute(_CHANGES, {"since": since}).all()
     # The outer join: one row with no node when nothing was stamped.
     first = len(Counters._fields)
     return _counters(rows[0]), [NodeRow._make(row[first:]) for row in rows

@@ -61,6 +61,12 @@ _NAMES = (f"scheduler_{n}" for n in itertools.count(1))
 _PYFORMAT = re.compile(r"%\((\w+)\)s")
 
 
+def prepares(dialect: sa.Dialect) -> bool:
+    """Whether :class:`Compiled` prepares its statements on ``dialect``'s
+    server (PostgreSQL through psycopg2)."""
+    return dialect.name == "postgresql" and dialect.driver == "psycopg2"
+
+
 class Compiled:
     """``statement`` run through ``exec_driver_sql``, compiled the first time
     each dialect runs it.
@@ -124,7 +130,7 @@ class Compiled:
                 constants[name] = value if process is None else process(value)
         order = tuple(compiled.positiontup) if compiled.positional else None
         form = _Form(compiled.string, order, constants, processors)
-        if dialect.name == "postgresql" and dialect.driver == "psycopg2":
+        if prepares(dialect):
             form = self._prepared(form)
         return form
 

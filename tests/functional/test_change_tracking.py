@@ -55,6 +55,28 @@ def test_node_writes_are_stamped_in_order_and_deletes_counted(engine):
     assert counters.nodes == stamp
 
 
+def test_a_changed_node_reads_the_same_every_time_and_on_every_connection(
+        engine):
+    # On PostgreSQL the read is a prepared statement after its first run
+    # on a connection: its rows must be what SQLAlchemy's own typed read
+    # gives, floats, text and NULLs included.
+    _write(engine, nodes.update().where(nodes.c.host == "h1").values(
+        cpu_allocation_ratio=1.5, ram_allocation_ratio=None,
+        stats='{"io": 3}', metrics=None))
+    since = _stamp(engine, nodes, "h1") - 1
+    with engine.connect() as conn:
+        typed = [tuple(row) for row in conn.execute(
+            sa.select(*db_api._NODE_COLUMNS)
+            .where(nodes.c.change_seq > since))]
+    reads = []
+    for _ in range(2):
+        with engine.connect() as conn:
+            reads += [db_api.changes(conn, since=since)[1] for _ in range(2)]
+    assert [row.host for row in reads[0]] == ["h1"]
+    assert all([tuple(row) for row in read] == typed for read in reads)
+    assert isinstance(reads[-1][0].cpu_allocation_ratio, float)
+
+
 def test_heartbeats_are_not_changes_but_admin_changes_are(engine):
     before = _counters(engine)
     stamp = _stamp(engine, services, "h1")
