@@ -3,7 +3,8 @@ every sample, a PNG of latency against host count, and the README section
 that shows them.
 
 Every latency row gets its ratio to the bus's own round trip measured in
-the same run next to it (the echo call at concurrency 1, same fleet size);
+the same run (the echo call at concurrency 1, same fleet size; for an
+end-to-end row, the echo that took turns with it: :func:`bus_row`);
 the concurrency-8 rows compare requests per second the other way round
 (echo req/s ÷ scheduler req/s), so in both cases the ratio is how many
 times the bus's own cost the scheduler costs. The end-to-end rows also
@@ -51,21 +52,38 @@ MEASURES = {
     "echo_c1": ("bus: echo call, concurrency 1", "latency", "rpc-1"),
     "select_c1": ("RPC select_destinations, concurrency 1", "latency",
                   "rpc-1"),
+    "echo_c1_postgresql": ("bus: echo call, c1, beside PostgreSQL",
+                           "latency", "rpc-1"),
     "select_c1_postgresql": ("RPC select_destinations, c1, PostgreSQL",
                              "latency", "rpc-1"),
+    "echo_c1_mysql": ("bus: echo call, c1, beside MariaDB", "latency",
+                      "rpc-1"),
     "select_c1_mysql": ("RPC select_destinations, c1, MariaDB", "latency",
                         "rpc-1"),
     "echo_c8": ("bus: echo calls, concurrency 8", "throughput", "rpc-8"),
     "select_c8": ("RPC select_destinations, concurrency 8", "throughput",
                   "rpc-8"),
+    "echo_c8_postgresql": ("bus: echo calls, c8, beside PostgreSQL",
+                           "throughput", "rpc-8"),
     "select_c8_postgresql": ("RPC select_destinations, c8, PostgreSQL",
                              "throughput", "rpc-8"),
+    "echo_c8_mysql": ("bus: echo calls, c8, beside MariaDB", "throughput",
+                      "rpc-8"),
     "select_c8_mysql": ("RPC select_destinations, c8, MariaDB",
                         "throughput", "rpc-8"),
 }
 #: The bus row each kind is compared with; "claims" (claims/s in process)
-#: has none.
+#: has none. An end-to-end row has its own: see :func:`bus_row`.
 BUS = {"latency": "echo_c1", "throughput": "echo_c8"}
+
+
+def bus_row(measure: str, kind: str) -> str | None:
+    """The measure a row's ratio is taken against: for an end-to-end row
+    (``select_…``, ``echo_…``) the echo row that took turns with it, for
+    the in-process rows the run's echo of their kind."""
+    if measure.startswith(("select_", "echo_")):
+        return "echo_" + measure.split("_", 1)[1]
+    return BUS.get(kind)
 
 TABLE = "table.txt"
 JSON = "results.json"
@@ -101,7 +119,7 @@ def summarize(rows: list[Row]) -> list[dict]:
             "samples_ms": [round(float(v), 4) for v in samples]})
     by_key = {(s["measure"], s["hosts"]): s for s in out}
     for s in out:
-        bus = by_key.get((BUS.get(s["kind"]), s["hosts"]))
+        bus = by_key.get((bus_row(s["measure"], s["kind"]), s["hosts"]))
         s["bus_ratio"] = _ratio(s, bus)
         theirs = bus["server_cpu_ms"] if bus else None
         s["cpu_bus_ratio"] = (s["server_cpu_ms"] / theirs

@@ -2,7 +2,7 @@
 ``SchedulerAPI`` to a ``scheduler-server`` subprocess (with claims) while a
 ``scheduler-fleet`` subprocess heartbeats every node every 10 s, and the
 same calls to a bare echo server on the same broker, measured the same way
-in the same minute.
+in the same seconds: the two take turns.
 
 :class:`Bus` is the broker's side of a run (the echo server lives as long as
 the broker); :func:`measure` deploys one scheduler on one fleet and takes
@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 import time
+from typing import Callable
 import uuid as uuidlib
 
 import oslo_messaging as messaging
@@ -29,6 +30,7 @@ from benchmarks import servers as servers_mod
 from benchmarks import service_split
 from benchmarks.echo import EchoClient
 from benchmarks.stages import FLAVOR
+from benchmarks.timing import alternately
 from benchmarks.timing import concurrently
 from benchmarks.timing import Limits
 from benchmarks.timing import repeat
@@ -44,6 +46,12 @@ START_TIMEOUT = 120
 CONCURRENCY = 8
 HEARTBEAT_INTERVAL = 10
 WARMUP_CALLS = 3
+#: Turns the echo and the scheduler take at each concurrency: each turn
+#: a fifth of a row's calls, long enough (200 calls by default) that
+#: starting and draining 8 client threads is a small part of it.
+ROUNDS = 5
+#: What a call may fail with: counted in its row's notes, not a sample.
+EXPECTED = (exception.NoValidHost, messaging.MessagingTimeout)
 
 
 class Bus:
@@ -167,12 +175,12 @@ def _wait_until_serving(conf, server: servers_mod.Process) -> None:
 def measure(bus: Bus, fleet: cluster_mod.Cluster, limits: Limits,
             workers: int = 1, other_db: bool = False,
             servers: int = 1) -> list[Row]:
-    """echo c1, select c1, echo c8, select c8 — in that order, so each
-    scheduler row has a bus row of the same minute next to it.
-    ``other_db``: the fleet is in another database than the run's main
-    one; only the select rows, keyed ``select_cN_<kind>`` (the main
-    fleet's bus rows stand beside them). The select rows also carry the
-    servers' own split of their time (:mod:`benchmarks.service_split`)."""
+    """echo and select at c1, taking turns, then the same at c8: each
+    scheduler row has a bus row of the same seconds beside it. With
+    ``other_db`` (the fleet is in another database than the run's main
+    one) the rows are keyed ``<measure>_cN_<kind>``. The select rows
+    also carry the servers' own split of their time
+    (:mod:`benchmarks.service_split`)."""
     with deployment(bus, fleet, workers, servers) as (conf, running, urls):
         transport = rpc.get_transport(conf)
         meters = {"echo": cpu.Meter([bus.echo_server.proc.pid]),
@@ -204,43 +212,53 @@ def _measure(conf, transport, echo_topic: str, hosts: int,
                    "instance_uuids": [str(uuidlib.uuid4())]})
 
     def release() -> None:
-        # Untimed, between rows: the fleet never fills up.
+        # Untimed, between turns: the fleet never fills up.
         while placed:
             batch, placed[:] = placed[:500], placed[500:]
             api.release({}, batch)
 
-    expected = (exception.NoValidHost, messaging.MessagingTimeout)
     for _ in range(WARMUP_CALLS):
         bus_call()
         select()
     release()
 
     rows = []
+    suffix = f"_{other_db}" if other_db else ""
     for concurrency in (1, CONCURRENCY):
-        for measure_name, call in (("echo", bus_call), ("select", select)):
-            if other_db and measure_name == "echo":
-                continue
-            suffix = f"_{other_db}" if other_db else ""
-            row = Row(f"{measure_name}_c{concurrency}{suffix}", hosts)
-            # The server's CPU over the row (its process group: the
-            # scheduler's workers, or the echo server), per call.
-            scraped = measure_name == "select"
-            if scraped:
-                before = service_split.scrape(metrics_urls)
-            meters[measure_name].start()
-            if concurrency == 1:
-                repeat(row, call, limits, expected=expected)
-            else:
-                concurrently(row, call, limits, concurrency,
-                             expected=expected)
-            row.server_cpu = meters[measure_name].stop()
-            if scraped:
-                row.service_split = service_split.split(
-                    before, service_split.scrape(metrics_urls))
-            release()
-            rows.append(row)
+        echo_row = Row(f"echo_c{concurrency}{suffix}", hosts)
+        select_row = Row(f"select_c{concurrency}{suffix}", hosts)
+        before = service_split.scrape(metrics_urls)
+        alternately([
+            _turn(echo_row, bus_call, meters["echo"], concurrency, release),
+            _turn(select_row, select, meters["select"], concurrency,
+                  release)], limits, ROUNDS)
+        # The histograms count select_destinations only: the echo's turns
+        # between do not blur them.
+        select_row.service_split = service_split.split(
+            before, service_split.scrape(metrics_urls))
+        rows += [echo_row, select_row]
     for row in rows:
         if row.errors:
             row.notes.append(f"{row.errors} of {row.errors + len(row.samples)}"
                              f" failed, first: {row.first_error}")
     return rows
+
+
+def _turn(row: Row, call: Callable[[], object], meter: cpu.Meter,
+          concurrency: int, after: Callable[[], object]
+          ) -> Callable[[Limits], None]:
+    """One turn of ``row``: its share of calls, at ``concurrency``, and the
+    serving process group's CPU over them (``meter``: the scheduler's
+    workers, or the echo server) added to the row's; then ``after()``,
+    untimed."""
+    def turn(share: Limits) -> None:
+        meter.start()
+        if concurrency == 1:
+            repeat(row, call, share, expected=EXPECTED)
+        else:
+            concurrently(row, call, share, concurrency, expected=EXPECTED)
+        spent = meter.stop()
+        if spent is not None:
+            row.server_cpu = (row.server_cpu or 0.0) + spent
+        after()
+    return turn

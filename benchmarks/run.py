@@ -281,7 +281,9 @@ def measure_size(run: Run, hosts: int, args, limits: Limits, bus,
             if kind == main_kind:
                 continue
             with run.stage(f"end to end over RabbitMQ, {kind}", hosts,
-                           [f"select_c1_{kind}", f"select_c8_{kind}"]):
+                           [f"{measure}_c{concurrency}_{kind}"
+                            for concurrency in (1, rpc.CONCURRENCY)
+                            for measure in ("echo", "select")]):
                 run.rows += rpc.measure(bus, fleet, limits, args.workers,
                                         other_db=True, servers=args.servers)
     finally:

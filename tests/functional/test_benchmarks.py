@@ -22,9 +22,9 @@ MEASURES = ["refresh_nothing", "refresh_changed", "refresh_full", "decide",
             "claim_sqlite", "claim_postgresql", "claim_mysql",
             *(f"claim_c8{batched}_{kind}" for batched in ("", "_batched")
               for kind in ("sqlite", "postgresql", "mysql")),
-            "echo_c1",
-            "select_c1", "select_c1_postgresql", "select_c1_mysql",
-            "echo_c8", "select_c8", "select_c8_postgresql", "select_c8_mysql"]
+            *(f"{measure}_c{concurrency}{kind}" for concurrency in (1, 8)
+              for kind in ("", "_postgresql", "_mysql")
+              for measure in ("echo", "select"))]
 
 
 def _require(*servers) -> None:
