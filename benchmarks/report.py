@@ -249,22 +249,31 @@ def plot(summary: list[dict], meta: dict, path: Path) -> None:
 
     fig, (lat, thr) = plt.subplots(
         1, 2, figsize=(13, 6), gridspec_kw={"width_ratios": [2.2, 1]})
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colors: dict[str, str] = {}
+
+    def color(measure: str, kind: str) -> str:
+        # A select row and the echo it took turns with share a colour (the
+        # echo dotted); every other row has its own.
+        key = bus_row(measure, kind) if measure.startswith(
+            ("select_", "echo_")) else measure
+        return colors.setdefault(key, cycle[len(colors) % len(cycle)])
+
     hosts_seen: set[int] = set()
     latency = [m for m, (_, kind, _) in MEASURES.items() if kind == "latency"]
-    for i, measure in enumerate(latency):
+    for measure in latency:
         points = [s for s in summary
                   if s["measure"] == measure and s["median_ms"] is not None]
         if not points:
             continue
         xs = [s["hosts"] for s in points]
         hosts_seen.update(xs)
-        color = colors[i % len(colors)]
+        color_of = color(measure, "latency")
         style = ":" if measure.startswith("echo") else "-"
         lat.plot(xs, [s["median_ms"] for s in points], style, marker="o",
-                 color=color, label=MEASURES[measure][0])
+                 color=color_of, label=MEASURES[measure][0])
         lat.plot(xs, [s["p99_ms"] for s in points], "--", linewidth=0.8,
-                 color=color, alpha=0.7)
+                 color=color_of, alpha=0.7)
     lat.set_xscale("log")
     lat.set_yscale("log")
     lat.set_xlabel("hosts")
@@ -273,8 +282,8 @@ def plot(summary: list[dict], meta: dict, path: Path) -> None:
     lat.grid(True, which="both", alpha=0.3)
     lat.legend(fontsize=8, loc="upper left")
 
-    for i, measure in enumerate(m for m, (_, kind, _) in MEASURES.items()
-                                if kind == "throughput"):
+    for measure in (m for m, (_, kind, _) in MEASURES.items()
+                    if kind == "throughput"):
         points = [s for s in summary if s["measure"] == measure
                   and s["requests_per_second"] is not None]
         if not points:
@@ -283,7 +292,7 @@ def plot(summary: list[dict], meta: dict, path: Path) -> None:
         hosts_seen.update(xs)
         thr.plot(xs, [s["requests_per_second"] for s in points],
                  ":" if measure.startswith("echo") else "-", marker="s",
-                 color=colors[(i + 6) % len(colors)],
+                 color=color(measure, "throughput"),
                  label=MEASURES[measure][0])
     thr.set_xscale("log")
     thr.set_yscale("log")
