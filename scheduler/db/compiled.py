@@ -25,6 +25,14 @@ prepared statement lives as long as its server session; SQLAlchemy
 forgets the connection's record of it (``info``) when it replaces the
 connection. A proxy that hands one client's statements to several server
 sessions (pgbouncer in transaction mode) is therefore not supported.
+
+After an error in its EXECUTE (other than the values' own, such as a
+duplicate key), a statement is prepared again, under a new name, the next
+time it runs on that connection. Otherwise an error that sticks to the
+prepared statement would come back on every call for as long as the pool
+keeps the session: after a migration changes the type of a column a
+prepared SELECT returns, PostgreSQL refuses it with "cached plan must not
+change result type".
 """
 from __future__ import annotations
 
@@ -33,6 +41,7 @@ import itertools
 import re
 from typing import Any, Callable, Mapping, Sequence
 
+from oslo_db import exception as db_exc
 import sqlalchemy as sa
 
 
@@ -48,13 +57,20 @@ class _Form:
     constants: dict[str, Any]
     #: bind name -> its type's bind processor, for those that have one.
     processors: dict[str, Callable[[Any], Any]]
-    #: The server-side PREPARE to run once per connection before ``sql``
-    #: (which is then its EXECUTE), or None.
+    #: The statement as the server prepares it (binds as ``$n``), or None
+    #: when it is sent as ``sql``.
     prepare: str | None = None
+    #: EXECUTE's argument list for the driver: ``(%(b_uuid)s, ...)``.
+    arguments: str = ""
 
 
-#: The connection ``info`` key of the names prepared on that connection.
+#: The connection ``info`` key of {Compiled: the name it is prepared under
+#: on that connection}.
 _PREPARED = "scheduler.prepared"
+#: Errors that are the values' fault, not the prepared statement's: a
+#: duplicate key (a re-sent claim) keeps the statement prepared.
+_THE_DATAS = (db_exc.DBDuplicateEntry, db_exc.DBReferenceError,
+              db_exc.DBConstraintError)
 #: Names of prepared statements: unique in a process, so on a connection.
 _NAMES = (f"scheduler_{n}" for n in itertools.count(1))
 #: psycopg2's named placeholder, as SQLAlchemy renders it.
@@ -78,7 +94,6 @@ class Compiled:
     def __init__(self, statement: sa.Executable):
         self.statement = statement
         self._forms: dict[str, _Form] = {}
-        self._name = next(_NAMES)
 
     def execute(self, conn: sa.Connection,
                 params: Mapping[str, Any] | Sequence[Mapping[str, Any]]
@@ -99,13 +114,26 @@ class Compiled:
         form = self._forms.get(conn.dialect.name)
         if form is None:
             form = self._forms[conn.dialect.name] = self._compile(conn.dialect)
-        if form.prepare is not None:
-            prepared = conn.connection.info.setdefault(_PREPARED, set())
-            if self._name not in prepared:
-                # Not transactional: it stays if a transaction rolls back.
-                conn.exec_driver_sql(form.prepare)
-                prepared.add(self._name)
-        return conn.exec_driver_sql(form.sql, _args(form, params))
+        args = _args(form, params)
+        if form.prepare is None:
+            return conn.exec_driver_sql(form.sql, args)
+        prepared = conn.connection.info.setdefault(_PREPARED, {})
+        name = prepared.get(self)
+        if name is None:
+            # A new name every time: one prepared before an error is still
+            # in the session.
+            name = next(_NAMES)
+            # Not transactional: it stays if a transaction rolls back.
+            conn.exec_driver_sql(f"PREPARE {name} AS {form.prepare}")
+            prepared[self] = name
+        try:
+            return conn.exec_driver_sql(f"EXECUTE {name}{form.arguments}",
+                                        args)
+        except _THE_DATAS:
+            raise
+        except Exception:
+            del prepared[self]      # prepared again next time (see above)
+            raise
 
     def _compile(self, dialect: sa.Dialect) -> _Form:
         compiled = self.statement.compile(dialect=dialect)
@@ -149,10 +177,8 @@ class Compiled:
         body = _PYFORMAT.sub(number, form.sql)
         if "%" in body or not numbers:
             return form
-        execute = (f"EXECUTE {self._name}("
-                   + ", ".join(f"%({name})s" for name in numbers) + ")")
-        return dataclasses.replace(form, sql=execute,
-                                   prepare=f"PREPARE {self._name} AS {body}")
+        arguments = "(" + ", ".join(f"%({name})s" for name in numbers) + ")"
+        return dataclasses.replace(form, prepare=body, arguments=arguments)
 
 
 def _args(form: _Form, params: Mapping[str, Any]) -> Any:
