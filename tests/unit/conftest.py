@@ -33,6 +33,21 @@ def engine(conf, tmp_path) -> Iterator[sa.Engine]:
 
 
 @pytest.fixture
+def sqlite_statements(engine) -> Iterator[list[str]]:
+    """Every statement SQLite runs on ``engine``'s connections checked out
+    from now on, as its driver sees them: also those read from the
+    driver's own cursor (``Compiled.rows``), which SQLAlchemy's events do
+    not see."""
+    sent: list[str] = []
+
+    def trace(dbapi_connection, record, proxy):
+        dbapi_connection.set_trace_callback(sent.append)
+    sa.event.listen(engine, "checkout", trace)
+    yield sent
+    sa.event.remove(engine, "checkout", trace)
+
+
+@pytest.fixture
 def register(engine) -> Callable[..., list[fleet.Node]]:
     """``register(*nodes)``: put fleet nodes in the database."""
     def _register(*nodes: fleet.Node) -> list[fleet.Node]:

@@ -40,27 +40,19 @@ def test_a_write_by_anyone_is_picked_up_alone(register, engine,
 
 
 def test_a_refresh_reads_counters_and_changed_nodes_in_one_statement(
-        register, engine, host_manager):
+        register, engine, host_manager, sqlite_statements):
     # One round trip per request on PostgreSQL and MySQL, whether or not a
     # node changed (liveness, read at most every second, is not due here).
     register(node("h1"), node("h2"))
     host_manager.refresh()
     host_manager.liveness_interval = 3600
-    statements = []
-
-    def count(conn, cursor, statement, *args):
-        if statement.strip().upper() != "BEGIN":
-            statements.append(statement)
-    sa.event.listen(engine, "before_cursor_execute", count)
-    try:
-        assert host_manager.refresh() == 0
-        assert len(statements) == 1, statements
-        set_node(engine, "h2", memory_mb_used=99)
-        statements.clear()
-        assert host_manager.refresh() == 1
-        assert len(statements) == 1, statements
-    finally:
-        sa.event.remove(engine, "before_cursor_execute", count)
+    sqlite_statements.clear()
+    assert host_manager.refresh() == 0
+    assert len(sqlite_statements) == 1, sqlite_statements
+    set_node(engine, "h2", memory_mb_used=99)
+    sqlite_statements.clear()
+    assert host_manager.refresh() == 1
+    assert len(sqlite_statements) == 1, sqlite_statements
 
 
 def test_refreshes_keep_one_connection_and_no_read_transaction(
@@ -156,18 +148,14 @@ def test_own_claims_show_before_any_read(register, host_manager):
     assert table.memory_mb_used[0] == 2048
 
 
-def test_requests_queued_for_the_cycle_share_one_refresh(register, engine,
-                                                         host_manager):
+def test_requests_queued_for_the_cycle_share_one_refresh(
+        register, engine, host_manager, sqlite_statements):
     """Two requests that arrive while a third plans need the table as SQL
     was when they arrived: the first of them reads it, the second is
     served by that read, and both see a write made before they arrived."""
     register(node("h1"), node("h2"))
     host_manager.refresh()
     host_manager._cycle = cycle = _CountingLock()
-    reads = []
-    sa.event.listen(engine, "before_cursor_execute",
-                    lambda *args: reads.append(args[2])
-                    if "change_counter" in args[2] else None)
     seen = {}
 
     def plan(name):
@@ -185,10 +173,11 @@ def test_requests_queued_for_the_cycle_share_one_refresh(register, engine,
         while cycle.waiting < 2:
             assert time.monotonic() < deadline
             time.sleep(0.01)
-        reads.clear()
+        sqlite_statements.clear()
     for t in waiting:
         t.join(5)
-    assert len(reads) == 1
+    reads = [s for s in sqlite_statements if "change_counter" in s]
+    assert len(reads) == 1, reads
     assert seen["b"].memory_mb_used == seen["c"].memory_mb_used == 4321
 
 

@@ -89,3 +89,48 @@ def test_named_paramstyle_gets_a_mapping_with_the_constants():
     assert "%(b_uuid)s" in form.sql
     [constant] = form.constants.values()
     assert constant == 2
+
+
+class _Shout(sa.TypeDecorator):
+    """A type whose result processing shows: it upper-cases what it reads."""
+    impl = sa.String
+    cache_ok = True
+
+    def process_result_value(self, value, dialect):
+        return None if value is None else value.upper()
+
+
+def _statements(engine: sa.Engine) -> list[str]:
+    sent: list[str] = []
+    sa.event.listen(engine, "before_cursor_execute",
+                    lambda *args: sent.append(args[2]))
+    return sent
+
+
+def test_rows_read_from_the_driver_are_typed_as_sqlalchemy_reads_them(
+        engine):
+    with engine.begin() as conn:
+        ADD.execute(conn, [{"b_uuid": "g1", "b_gen": 1},
+                           {"b_uuid": "g2", "b_gen": 5}])
+    read = Compiled(sa.select(sa.type_coerce(GROUPS.c.uuid, _Shout),
+                              GROUPS.c.generation)
+                    .where(GROUPS.c.generation > sa.bindparam("since"))
+                    .order_by(GROUPS.c.uuid))
+    sent = _statements(engine)
+    with engine.connect() as conn:
+        rows = read.rows(conn, {"since": 0})
+        typed = conn.execute(read.statement, {"since": 0}).all()
+    assert [tuple(row) for row in rows] == [tuple(row) for row in typed] \
+        == [("G1", 1), ("G2", 5)]
+    # Only the comparison's own read went through SQLAlchemy.
+    assert len(sent) == 1, sent
+
+
+def test_a_driver_error_in_rows_is_raised_as_oslo_db_names_it(engine):
+    missing = sa.Table("no_such_table", sa.MetaData(),
+                       sa.Column("id", sa.Integer))
+    read = Compiled(sa.select(missing.c.id)
+                    .where(missing.c.id > sa.bindparam("since")))
+    with engine.connect() as conn:
+        with pytest.raises(db_exc.DBError, match="no such table"):
+            read.rows(conn, {"since": 0})
