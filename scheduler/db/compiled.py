@@ -14,9 +14,9 @@ lost connection ``DBConnectionError``) exactly as before.
 A SELECT is run that way only where it is prepared (below); elsewhere it
 goes through ``conn.execute``, which is faster for a statement that returns
 rows: ``exec_driver_sql`` builds the result's column map on every call.
-:meth:`Compiled.rows` reads a SELECT's rows without either on SQLite,
-straight from the driver's cursor: for a read of a few rows SQLAlchemy's
-result set-up is most of the cost.
+:meth:`Compiled.rows` reads a SELECT's rows without either, straight from
+the driver's cursor (SQLite; a prepared statement on PostgreSQL): for a read
+of a few rows SQLAlchemy's result set-up is most of the cost.
 
 Bind processors (a type's conversion of a value for the driver) are
 kept from the compiled form and applied here. Python-side column defaults
@@ -43,6 +43,7 @@ change result type".
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import re
@@ -69,9 +70,6 @@ class _Form:
     prepare: str | None = None
     #: EXECUTE's argument list for the driver: ``(%(b_uuid)s, ...)``.
     arguments: str = ""
-    #: A SELECT's result processor of each column (None where a column has
-    #: none), for rows read from the driver; None when no column has one.
-    results: tuple[Callable[[Any], Any] | None, ...] | None = None
 
 
 #: The connection ``info`` key of {Compiled: the name it is prepared under
@@ -85,12 +83,8 @@ _DATA_ERRORS = (db_exc.DBDuplicateEntry, db_exc.DBReferenceError,
 _NAMES = (f"scheduler_{n}" for n in itertools.count(1))
 #: psycopg2's named placeholder, as SQLAlchemy renders it.
 _PYFORMAT = re.compile(r"%\((\w+)\)s")
-
-
-def _reads_from_driver(dialect: sa.Dialect) -> bool:
-    """Whether :meth:`Compiled.rows` reads from ``dialect``'s driver
-    directly (SQLite through pysqlite)."""
-    return dialect.name == "sqlite" and dialect.driver == "pysqlite"
+#: Not looked up yet (None means: no column has a processor).
+_UNKNOWN = object()
 
 
 def _prepares(dialect: sa.Dialect) -> bool:
@@ -111,6 +105,8 @@ class Compiled:
         self.statement = statement
         self._selects = isinstance(statement, sa.Select)
         self._forms: dict[str, _Form] = {}
+        #: dialect name -> what :meth:`_result_processors` found.
+        self._results: dict[str, Any] = {}
 
     def execute(self, conn: sa.Connection,
                 params: Mapping[str, Any] | Sequence[Mapping[str, Any]]
@@ -157,31 +153,70 @@ class Compiled:
         """Every row of the SELECT, each column typed as SQLAlchemy's own
         read types it (its result processors applied).
 
-        On SQLite the rows come straight from the driver's cursor. For the
-        refresh's read of a few rows, SQLAlchemy's result set-up cost more
-        than the statement: 26 against 11 us a call in a loop, and in a
-        worker, where each request finds the caches cold, 140-240 against
-        60-80 us. No SQLAlchemy event sees the statement then, and a driver
-        error is not yet oslo.db's: the statement runs once more through
-        ``conn.execute``, which raises that error as oslo.db names it (or
+        Where it can, straight from the driver's cursor: on SQLite, and on
+        PostgreSQL once the statement is prepared on the connection and
+        outside a transaction. For the refresh's read of a few rows,
+        SQLAlchemy's result set-up cost more than the statement on SQLite:
+        26 against 11 us a call in a loop, and in a worker, where each
+        request finds the caches cold, 140-240 against 60-80 us. No
+        SQLAlchemy event sees the statement then, and a driver error is not
+        yet oslo.db's: the statement runs once more through
+        :meth:`execute`, which raises that error as oslo.db names it (or
         answers, if it passed). A SELECT may run twice; nothing else is
-        read this way. Elsewhere the rows of :meth:`execute`.
+        read this way. On PostgreSQL that second run is one reason for
+        reading so only outside a transaction: inside one, the first error
+        would have aborted it, and the second would name that instead.
 
         :raises: as :meth:`execute`.
         """
-        if not (self._selects and _reads_from_driver(conn.dialect)):
+        sql = self._driver_sql(conn)
+        if sql is None:
             return self.execute(conn, params).all()
         form = self._form(conn.dialect)
         try:
-            rows = conn.connection.driver_connection.execute(
-                form.sql, _args(form, params)).fetchall()
+            with contextlib.closing(
+                    conn.connection.driver_connection.cursor()) as cursor:
+                cursor.execute(sql, _args(form, params))
+                rows = cursor.fetchall()
+                results = self._results.get(conn.dialect.name, _UNKNOWN)
+                if results is _UNKNOWN:
+                    results = self._results[conn.dialect.name] = \
+                        self._result_processors(conn.dialect,
+                                                cursor.description)
         except conn.dialect.loaded_dbapi.Error:
-            return conn.execute(self.statement, params).all()
-        if form.results is not None:
+            return self.execute(conn, params).all()
+        if results is not None:
             rows = [tuple(value if process is None else process(value)
-                          for process, value in zip(form.results, row))
+                          for process, value in zip(results, row))
                     for row in rows]
         return rows
+
+    def _driver_sql(self, conn: sa.Connection) -> str | None:
+        """What :meth:`rows` sends the driver itself on ``conn``, or None
+        where it goes through :meth:`execute`."""
+        if not self._selects:
+            return None
+        dialect = conn.dialect
+        if dialect.name == "sqlite" and dialect.driver == "pysqlite":
+            return self._form(dialect).sql
+        if _prepares(dialect):
+            name = conn.connection.info.get(_PREPARED, {}).get(self)
+            if name is not None and \
+                    conn.connection.driver_connection.autocommit:
+                return f"EXECUTE {name}{self._form(dialect).arguments}"
+        return None
+
+    def _result_processors(self, dialect: sa.Dialect, description: Any
+                           ) -> tuple[Callable[[Any], Any] | None, ...] | None:
+        """The result processor SQLAlchemy gives each column read with
+        ``description`` (the cursor's: a column's processor may depend on
+        the type the driver reports), or None when no column has one."""
+        processors = tuple(
+            column.type.dialect_impl(dialect).result_processor(
+                dialect, described[1])
+            for column, described in zip(self.statement.selected_columns,
+                                         description))
+        return processors if any(processors) else None
 
     def _form(self, dialect: sa.Dialect) -> _Form:
         """The statement as ``dialect``'s driver takes it (compiled on the
@@ -213,17 +248,7 @@ class Compiled:
                 value = bind.effective_value
                 constants[name] = value if process is None else process(value)
         order = tuple(compiled.positiontup) if compiled.positional else None
-        results = None
-        if self._selects and _reads_from_driver(dialect):
-            # SQLite's cursor describes no column types: none to pass.
-            results = tuple(
-                column.type.dialect_impl(dialect).result_processor(
-                    dialect, None)
-                for column in self.statement.selected_columns)
-            if not any(results):
-                results = None
-        form = _Form(compiled.string, order, constants, processors,
-                     results=results)
+        form = _Form(compiled.string, order, constants, processors)
         if _prepares(dialect):
             form = self._prepared(form)
         return form

@@ -1,6 +1,7 @@
 """Compiled statements on a real PostgreSQL, where they are prepared on
 the server: an error in a prepared statement's EXECUTE does not stick to
-the connection the pool hands back."""
+the connection the pool hands back, and a prepared read outside a
+transaction goes to the driver itself."""
 from __future__ import annotations
 
 from oslo_db import exception as db_exc
@@ -14,36 +15,79 @@ pytestmark = pytest.mark.parametrize("database_url", ["postgresql"],
                                      indirect=True)
 
 
-def test_a_column_type_changed_under_a_prepared_select_fails_once(engine):
-    # After the ALTER, PostgreSQL refuses the old plan ("cached plan must
-    # not change result type") for as long as the session lives; the
-    # pool keeps one connection, so the next call gets the same session.
+def _probe(engine: sa.Engine) -> sa.Table:
+    """A table of one row, (1, 7), and a pool of one connection."""
     engine.pool = sa.pool.QueuePool(engine.pool._creator, pool_size=1,
                                     max_overflow=0, dialect=engine.dialect,
                                     _dispatch=engine.pool.dispatch)
     table = sa.Table("prepared_probe", sa.MetaData(),
                      sa.Column("id", sa.Integer, primary_key=True),
-                     sa.Column("value", sa.Integer))
+                     sa.Column("value", sa.Integer),
+                     sa.Column("ratio", sa.Float))
     table.metadata.create_all(engine)
+    with engine.begin() as conn:
+        conn.execute(table.insert().values(id=1, value=7, ratio=1.5))
+    return table
+
+
+def _autocommit(engine: sa.Engine) -> sa.Connection:
+    return engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+
+
+@pytest.mark.parametrize("run", ["execute", "rows"])
+def test_a_column_type_changed_under_a_prepared_select_fails_once(
+        engine, run):
+    # After the ALTER, PostgreSQL refuses the old plan ("cached plan must
+    # not change result type") for as long as the session lives; the
+    # pool keeps one connection, so the next call gets the same session.
+    # Read by rows (outside a transaction), the EXECUTE goes to the
+    # driver: its error must come out named by oslo.db all the same.
+    table = _probe(engine)
     read = Compiled(sa.select(table.c.id, table.c.value)
                     .where(table.c.id > sa.bindparam("since")))
-    with engine.begin() as conn:
-        conn.execute(table.insert().values(id=1, value=7))
-    with engine.connect() as conn:
-        assert read.execute(conn, {"since": 0}).all() == [(1, 7)]
+
+    def call(conn):
+        if run == "rows":
+            return [tuple(row) for row in read.rows(conn, {"since": 0})]
+        return read.execute(conn, {"since": 0}).all()
+    with _autocommit(engine) as conn:
+        assert call(conn) == [(1, 7)]
+        assert call(conn) == [(1, 7)]
         session = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar()
     with engine.begin() as conn:
         conn.exec_driver_sql(
             "ALTER TABLE prepared_probe ALTER COLUMN value TYPE bigint")
 
-    with engine.connect() as conn:
+    with _autocommit(engine) as conn:
         with pytest.raises(db_exc.DBError,
                            match="must not change result type"):
-            read.execute(conn, {"since": 0})
-    with engine.connect() as conn:
+            call(conn)
+    with _autocommit(engine) as conn:
         assert conn.exec_driver_sql(
             "SELECT pg_backend_pid()").scalar() == session
-        assert read.execute(conn, {"since": 0}).all() == [(1, 7)]
+        assert call(conn) == [(1, 7)]
+
+
+def test_a_prepared_read_outside_a_transaction_goes_to_the_driver(engine):
+    table = _probe(engine)
+    read = Compiled(sa.select(table.c.id, table.c.value, table.c.ratio)
+                    .where(table.c.id > sa.bindparam("since")))
+    statements = []
+    sa.event.listen(engine, "before_cursor_execute",
+                    lambda *args: statements.append(args[2]))
+    with _autocommit(engine) as conn:
+        typed = conn.execute(read.statement, {"since": 0}).all()
+        first = read.rows(conn, {"since": 0})      # PREPARE, EXECUTE
+        statements.clear()
+        again = read.rows(conn, {"since": 0})
+    assert statements == []
+    assert [tuple(row) for row in first] == [tuple(row) for row in again] \
+        == [tuple(row) for row in typed] == [(1, 7, 1.5)]
+    assert isinstance(again[0][2], float)
+
+    with engine.begin() as conn:     # in a transaction: SQLAlchemy's way
+        read.rows(conn, {"since": 0})
+    assert [s.split()[0] for s in statements] == ["EXECUTE"], statements
 
 
 def test_a_duplicate_key_keeps_the_statement_prepared(engine):
