@@ -184,6 +184,9 @@ class Compiled:
                         self._result_processors(conn.dialect,
                                                 cursor.description)
         except conn.dialect.loaded_dbapi.Error:
+            # Looked up again after the next read: what broke may have
+            # been a column's type (see the module's docstring).
+            self._results.pop(conn.dialect.name, None)
             return self.execute(conn, params).all()
         if results is not None:
             rows = [tuple(value if process is None else process(value)
