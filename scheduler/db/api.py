@@ -90,6 +90,11 @@ def create_engine(conf: cfg.ConfigOpts) -> sa.Engine:
             cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
             cursor.close()
         _sqlite_begin_directly(engine)
+    if engine.dialect.name in ("mysql", "postgresql"):
+        # oslo.db made and pooled a connection, to test the URL, before the
+        # listeners above were there; made again, every connection has
+        # its session settings.
+        engine.dispose()
     return engine
 
 
