@@ -1,15 +1,22 @@
 """Compiled statements on a real PostgreSQL, where they are prepared on
 the server: an error in a prepared statement's EXECUTE does not stick to
-the connection the pool hands back, and a prepared read outside a
-transaction goes to the driver itself."""
+the connection the pool hands back, a prepared read outside a transaction
+goes to the driver itself, and the generic plans they run find rows by
+index."""
 from __future__ import annotations
+
+import re
 
 from oslo_db import exception as db_exc
 import pytest
 import sqlalchemy as sa
 
+from scheduler import fleet
+from scheduler.db import api as db
+from scheduler.db import compiled
 from scheduler.db import models
 from scheduler.db.compiled import Compiled
+from tests.functional.conftest import node
 
 pytestmark = pytest.mark.parametrize("database_url", ["postgresql"],
                                      indirect=True)
@@ -131,3 +138,32 @@ def test_a_read_after_a_column_type_change_is_typed_by_the_new_type(
         read.rows(conn, {"since": 0})      # PREPARE again, EXECUTE
         [(ratio,)] = read.rows(conn, {"since": 0})
     assert ratio == 1.5 and isinstance(ratio, float), repr(ratio)
+
+
+def test_the_refreshs_generic_plan_reads_changed_nodes_by_index(engine):
+    """Planned once without knowing ``since``, the refresh's read expects
+    a handful of changed nodes and reaches them through the change_seq
+    index, even where the table's order says nothing of change_seq (rows
+    updated in place over time)."""
+    hosts = 3000
+    fleet.register(engine, [node(f"h{i:05d}") for i in range(hosts)])
+    with _autocommit(engine) as conn:
+        conn.exec_driver_sql(
+            "CREATE INDEX shuffle ON compute_nodes (md5(id::text))")
+        conn.exec_driver_sql("CLUSTER compute_nodes USING shuffle")
+        conn.exec_driver_sql("DROP INDEX shuffle")
+        conn.exec_driver_sql("ANALYZE compute_nodes")
+        counters, _ = db.changes(conn)
+        since = counters.nodes - 2
+        assert len(db.changes(conn, since)[1]) == 2     # now prepared
+        name = conn.connection.info[compiled._PREPARED][db._CHANGES]
+        form = db._CHANGES._form(conn.dialect)
+        plan = "\n".join(conn.exec_driver_sql(
+            f"EXPLAIN EXECUTE {name}{form.arguments}",
+            compiled._args(form, {"since": since})).scalars())
+    assert "$1" in plan, plan                # generic: no values in it
+    assert "compute_nodes_change_seq_idx" in plan, plan
+    assert "Seq Scan on compute_nodes" not in plan, plan
+    expected = [int(rows) for rows in re.findall(
+        r"on compute_nodes .*rows=(\d+)", plan)]
+    assert expected and max(expected) <= hosts // 100, plan
