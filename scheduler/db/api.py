@@ -31,7 +31,8 @@ SQLITE_BUSY_TIMEOUT_MS = 30000
 def create_engine(conf: cfg.ConfigOpts) -> sa.Engine:
     """An engine for ``[database] connection`` through oslo.db (pool
     settings, pre-ping, error translation). SQLite files run in WAL mode so
-    readers do not block the writer; MySQL sessions run at READ COMMITTED.
+    readers do not block the writer; MySQL sessions run at READ COMMITTED;
+    PostgreSQL sessions plan a prepared statement once.
     :raises ConfigError: a MySQL server without ``DELETE ... RETURNING``
         (Oracle MySQL; MariaDB has it).
     """
@@ -89,10 +90,10 @@ def create_engine(conf: cfg.ConfigOpts) -> sa.Engine:
         # planned again on every EXECUTE: PostgreSQL's own choice kept
         # re-planning the refresh's read, whose generic estimate is higher
         # than a custom plan's. Each of them finds its rows by an index
-        # with its values unknown (tests/functional/test_compiled.py checks
-        # the plans), and psycopg2 prepares nothing else. plan_cache_mode
-        # is PostgreSQL 12's; a SET is undone with its transaction, so it
-        # is committed.
+        # with its values unknown: the claims' by primary key, the read's
+        # by change_seq (tests/functional/test_compiled.py reads its plan).
+        # psycopg2 prepares nothing else. plan_cache_mode is PostgreSQL
+        # 12's; a SET is undone with its transaction, so it is committed.
         @sa.event.listens_for(engine, "connect")
         def _postgresql_generic_plans(dbapi_connection, record):
             if dbapi_connection.server_version >= 120000:
@@ -244,7 +245,7 @@ _COUNTERS = sa.select(*_COUNTER_COLUMNS).where(_COUNTER.c.id == 1)
 # create_engine's plan_cache_mode). Not knowing ``since``, the planner puts
 # ``change_seq > $1`` at a third of the table, a share at which a scan of
 # the whole table may look cheaper than the index; a range with both
-# bounds unknown it puts at 0.5 %, where the index always wins.
+# bounds unknown it puts at 0.5 %, where the index wins.
 _CHANGES = compiled.Compiled(
     sa.select(*_COUNTER_COLUMNS, *_NODE_COLUMNS)
     .select_from(_COUNTER.outerjoin(
