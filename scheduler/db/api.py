@@ -83,8 +83,7 @@ def create_engine(conf: cfg.ConfigOpts) -> sa.Engine:
             cursor.execute(
                 "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
             cursor.close()
-    if engine.dialect.name == "postgresql" and \
-            engine.dialect.driver == "psycopg2":
+    if compiled.prepares(engine.dialect):
         # Our statements prepared on the server (db.compiled) run their
         # generic plan, planned once per connection, instead of being
         # planned again on every EXECUTE: PostgreSQL's own choice kept

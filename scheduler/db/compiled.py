@@ -89,7 +89,7 @@ _PYFORMAT = re.compile(r"%\((\w+)\)s")
 _UNKNOWN = object()
 
 
-def _prepares(dialect: sa.Dialect) -> bool:
+def prepares(dialect: sa.Dialect) -> bool:
     """Whether :class:`Compiled` prepares its statements on ``dialect``'s
     server (PostgreSQL through psycopg2)."""
     return dialect.name == "postgresql" and dialect.driver == "psycopg2"
@@ -125,7 +125,7 @@ class Compiled:
         :raises: whatever the database raises, translated by oslo.db.
         """
         if not isinstance(params, Mapping) or (
-                self._selects and not _prepares(conn.dialect)):
+                self._selects and not prepares(conn.dialect)):
             # 38 against 28 us for the refresh's SELECT on SQLite.
             return conn.execute(self.statement, params)
         form = self._form(conn.dialect)
@@ -204,7 +204,7 @@ class Compiled:
         dialect = conn.dialect
         if dialect.name == "sqlite" and dialect.driver == "pysqlite":
             return self._form(dialect).sql
-        if _prepares(dialect):
+        if prepares(dialect):
             name = conn.connection.info.get(_PREPARED, {}).get(self)
             if name is not None and \
                     conn.connection.driver_connection.autocommit:
@@ -254,7 +254,7 @@ class Compiled:
                 constants[name] = value if process is None else process(value)
         order = tuple(compiled.positiontup) if compiled.positional else None
         form = _Form(compiled.string, order, constants, processors)
-        if _prepares(dialect):
+        if prepares(dialect):
             form = self._prepared(form)
         return form
 
