@@ -10,7 +10,8 @@ of times), the same consumers were already placed (a client retry: hand
 back what they hold, unless ``moves.is_move`` says the request moves them:
 then the destination is claimed and the source kept), or — a bug, never a
 race — the claim refused a node the planner judged to have room (leave that
-node out, re-plan, and say what disagreed if it happens again).
+node out, re-plan, and say what disagreed if it happens again). What each
+refusal means is ``attempts.Attempts``'s to say, for a stack too.
 """
 from __future__ import annotations
 
@@ -23,12 +24,12 @@ from oslo_log import log as logging
 import sqlalchemy as sa
 
 from scheduler import choice
+from scheduler.attempts import Attempts
 from scheduler import claim_batch
 from scheduler import claims
 from scheduler import exception
 from scheduler import metrics
 from scheduler import moves
-from scheduler import races as race_log
 from scheduler import trace
 from scheduler.db import retry as db_retry
 from scheduler.host_manager import HostManager
@@ -48,6 +49,18 @@ class Selection:
     host: HostState                 # as read, before this request's usage
     limits: dict[str, float] = dataclasses.field(default_factory=dict)
     alternates: list[dict[str, Any]] | None = None
+
+    def claim(self, spec: RequestSpec) -> claims.Claim:
+        """The claim of this choice for an instance of ``spec``: its
+        flavor's size on the node at the generation the plan read."""
+        group = spec.instance_group
+        return claims.Claim(
+            consumer_uuid=self.consumer_uuid, node_id=self.host.node_id,
+            host=self.host.host, generation=self.host.generation,
+            vcpus=spec.flavor.vcpus, memory_mb=spec.flavor.memory_mb,
+            disk_gb=spec.flavor.disk_gb, project_id=spec.project_id,
+            user_id=spec.user_id, group_uuid=group.uuid if group else None,
+            limits=self.limits)
 
 
 class Driver:
@@ -167,31 +180,16 @@ class Driver:
         if group is not None and group.uuid and group.is_hard:
             rule = claims.GroupRule(group.uuid, group.policy,
                                     group.max_server_per_host)
-        retries = self.conf.scheduler.claim_retries
-        conflict = None
-        races = 0
-        excluded: set[int] = set()          # nodes the claim refused
-        disagreed: list[str] = []
-        for attempt in range(retries + 1):
-            began = time.thread_time()
-            if attempt:
-                metrics.replan()
+        attempts = Attempts(self.conf.scheduler.claim_retries, self.chooser)
+        for attempt in attempts:
             plan_spec = self._with_group_members(spec, replace + moving)
             # After a lost race, re-read SQL whatever the driver's habit.
             with self.cycle(fresh=attempt > 0) as table:
-                if excluded:
-                    table = table.without(excluded)
-                selections = self.plan(plan_spec, table, spread=2 ** races)
+                selections = self.plan(plan_spec, attempts.table(table),
+                                       spread=attempts.spread)
                 assumed = self._assume(
                     (s.host, spec.flavor) for s in selections)
-            to_claim = [claims.Claim(
-                consumer_uuid=s.consumer_uuid, node_id=s.host.node_id,
-                host=s.host.host, generation=s.host.generation,
-                vcpus=spec.flavor.vcpus, memory_mb=spec.flavor.memory_mb,
-                disk_gb=spec.flavor.disk_gb, project_id=spec.project_id,
-                user_id=spec.user_id,
-                group_uuid=group.uuid if group else None, limits=s.limits)
-                for s in selections]
+            to_claim = [s.claim(spec) for s in selections]
             claiming = time.perf_counter()
             try:
                 try:
@@ -210,35 +208,11 @@ class Driver:
                     trace.refused(trace.CLAIM_REFUSAL)
                     raise exception.NoValidHost(
                         f"No valid host: the forced host has no room: {e}")
-                why = disagreement(e, selections)
-                if why is None:
-                    conflict = e
-                    races += 1
-                    self.chooser.lost(e.node_id)
-                    race_log.lost(e.node_id, attempt + 1,
-                                  time.thread_time() - began,
-                                  replanning=attempt < retries)
-                    continue
-                metrics.claim_conflict("disagreement")
-                LOG.error("Planner and claim disagree (not a race): %s; "
-                          "re-planning without that node", why)
-                disagreed.append(why)
-                if len(disagreed) > 1:
-                    trace.refused(trace.CLAIM_REFUSAL)
-                    raise exception.NoValidHost(
-                        "No valid host: the planner and the claim disagreed "
-                        "on capacity (a bug, not a race): "
-                        + " | ".join(disagreed))
-                excluded.add(e.node_id)
+                attempts.no_room(e, selections)
                 continue
             except claims.ClaimConflict as e:
                 self.host_manager.forget(assumed)
-                conflict = e
-                races += 1
-                self.chooser.lost(e.node_id)
-                race_log.lost(e.node_id, attempt + 1,
-                              time.thread_time() - began,
-                              replanning=attempt < retries)
+                attempts.lost(e)
                 continue
             except claims.ConsumerExists:
                 self.host_manager.forget(assumed)
@@ -257,14 +231,7 @@ class Driver:
             finally:
                 self.chooser.claimed(assumed)
             return [_destination(spec, s) for s in selections]
-        trace.refused(trace.CLAIM_REFUSAL)
-        if conflict is None:
-            raise exception.NoValidHost(
-                f"No valid host: no claim succeeded in {retries + 1} "
-                f"attempts (last refusal: {' | '.join(disagreed)})")
-        raise exception.NoValidHost(
-            f"No valid host: lost the claim race {races} times to "
-            f"concurrent requests (last: {conflict})")
+        raise attempts.given_up()
 
     def _rebuild_check(self, spec: RequestSpec,
                        held: dict[str, sa.Row]) -> list[dict[str, Any]]:
@@ -374,42 +341,6 @@ def _nothing_depends_on_held(spec: RequestSpec) -> bool:
     return not (spec.is_rebuild or spec.move
                 or spec.instance_group is not None
                 or any(spec.hinted_uuids(name) for name in HOST_HINTS))
-
-
-def _seen_used(host: HostState) -> dict[str, float]:
-    return {"vcpu": host.vcpus_used, "memory_mb": host.memory_mb_used,
-            "disk_gb": host.disk_gb_used}
-
-
-def disagreement(e: claims.NoRoom,
-                 selections: list[Selection]) -> str | None:
-    """Why the claim refused a node the planner chose, or None if it was
-    a race.
-
-    A race: the claim found other usage on the node than the planner read
-    (a writer, e.g. a compute agent, changed it without bumping the
-    generation). Otherwise the node is as the planner read it and the
-    claim still refused it: planner and claim disagree on capacity, a bug;
-    the text says what the claim saw next to what the planner saw. The one
-    rule both the single-request and the stack paths call.
-    """
-    planned = [s for s in selections if s.host.node_id == e.node_id]
-    if not planned:
-        return str(e)
-    host = planned[0].host
-    seen = _seen_used(host)
-    if any(used != seen[name] for name, (used, _, _) in e.refused.items()):
-        return None
-    parts = []
-    for name, (used, amount, limit) in e.refused.items():
-        planner_limit = planned[0].limits.get(name)
-        parts.append(
-            f"{name}: claim saw {used:g} used + {amount:g} > limit "
-            f"{limit:g}, planner saw {seen[name]:g} used and "
-            + (f"limit {planner_limit:g}" if planner_limit is not None
-               else "enforced no limit (no filter for it)"))
-    return (f"compute node {e.node_id} ({host.host}, generation "
-            f"{host.generation}): " + ("; ".join(parts) or str(e)))
 
 
 def _destination(spec: RequestSpec, s: Selection) -> dict[str, Any]:

@@ -20,14 +20,13 @@ from typing import Any
 from oslo_log import log as logging
 
 from scheduler import claims
+from scheduler.attempts import Attempts
 from scheduler import exception
 from scheduler import metrics
-from scheduler import races as race_log
 from scheduler import trace
 from scheduler.db import retry as db_retry
 from scheduler.drivers.base import _destination
 from scheduler.drivers.base import _held_destination
-from scheduler.drivers.base import disagreement
 from scheduler.request_spec import InstanceGroup
 from scheduler.request_spec import RequestSpec
 from scheduler.stacks import planner
@@ -95,42 +94,24 @@ def _place(driver, stack: stacks.Stack, replace: list[str], known: bool,
     specs = {name: driver._with_hint_hosts(r.spec, replace)
              for name, r in stack.placed.items()}
     rules = _group_rules(specs.values())
-    retries = conf.scheduler.claim_retries
-    conflict = None
-    races = 0
-    excluded: set[int] = set()          # nodes the claim refused
-    disagreed: list[str] = []
-    for attempt in range(retries + 1):
-        began = time.thread_time()
-        if attempt:
-            metrics.replan()
+    attempts = Attempts(conf.scheduler.claim_retries, driver.chooser,
+                        subject=f" for stack {stack.stack_id}")
+    for attempt in attempts:
         with_members = _with_members(driver, specs, replace)
         # Plan and assume in the driver's scheduling cycle (one consistent
         # table; the next decision of this process sees this stack's
         # usage); claim outside it.
         with driver.cycle(fresh=attempt > 0) as table:
-            if excluded:
-                table = table.without(excluded)
-            plan = planner.plan(driver, stack, table, with_members,
-                                spread=2 ** races)
+            plan = planner.plan(driver, stack, attempts.table(table),
+                                with_members, spread=attempts.spread)
             if dry_run:
                 return _planned_result(stack, plan, dry_run=True)
             assumed = driver._assume(
                 (s.host, plan.specs[name].flavor)
                 for name, chosen in plan.selections.items()
                 for s in chosen)
-        to_claim = [
-            claims.Claim(
-                consumer_uuid=s.consumer_uuid, node_id=s.host.node_id,
-                host=s.host.host, generation=s.host.generation,
-                vcpus=spec.flavor.vcpus, memory_mb=spec.flavor.memory_mb,
-                disk_gb=spec.flavor.disk_gb, project_id=spec.project_id,
-                user_id=spec.user_id,
-                group_uuid=(spec.instance_group.uuid
-                            if spec.instance_group else None),
-                limits=s.limits)
-            for name, spec in plan.specs.items()
-            for s in plan.selections[name]]
+        to_claim = [s.claim(spec) for name, spec in plan.specs.items()
+                    for s in plan.selections[name]]
         try:
             _claim(driver, stack, to_claim, assumed, known=known,
                    groups=rules, replace=replace, retry=retry)
@@ -141,38 +122,11 @@ def _place(driver, stack: stacks.Stack, replace: list[str], known: bool,
                 raise exception.NoValidHost(
                     f"No valid host for resource {forced!r} of stack "
                     f"{stack.stack_id}: the forced host has no room: {e}")
-            # As for one request (drivers.base): a race only if the node
-            # changed under the planner; else a bug, said as such.
-            why = disagreement(e, [s for chosen in plan.selections.values()
-                                   for s in chosen])
-            if why is None:
-                conflict = e
-                races += 1
-                driver.chooser.lost(e.node_id)
-                race_log.lost(e.node_id, attempt + 1,
-                              time.thread_time() - began,
-                              replanning=attempt < retries)
-                continue
-            metrics.claim_conflict("disagreement")
-            LOG.error("Planner and claim disagree (not a race): %s; "
-                      "re-planning stack %s without that node", why,
-                      stack.stack_id)
-            disagreed.append(why)
-            if len(disagreed) > 1:
-                trace.refused(trace.CLAIM_REFUSAL)
-                raise exception.NoValidHost(
-                    f"No valid host for stack {stack.stack_id}: the planner "
-                    f"and the claim disagreed on capacity (a bug, not a "
-                    f"race): " + " | ".join(disagreed))
-            excluded.add(e.node_id)
+            attempts.no_room(e, [s for chosen in plan.selections.values()
+                                 for s in chosen])
             continue
         except claims.ClaimConflict as e:
-            conflict = e
-            races += 1
-            driver.chooser.lost(e.node_id)
-            race_log.lost(e.node_id, attempt + 1,
-                          time.thread_time() - began,
-                          replanning=attempt < retries)
+            attempts.lost(e)
             continue
         except claims.ConsumerExists:
             metrics.claim_conflict("duplicate")
@@ -180,15 +134,7 @@ def _place(driver, stack: stacks.Stack, replace: list[str], known: bool,
         finally:
             driver.chooser.claimed(assumed)
         return _planned_result(stack, plan)
-    trace.refused(trace.CLAIM_REFUSAL)
-    if conflict is None:
-        raise exception.NoValidHost(
-            f"No valid host for stack {stack.stack_id}: no claim succeeded "
-            f"in {retries + 1} attempts (last refusal: "
-            f"{' | '.join(disagreed)})")
-    raise exception.NoValidHost(
-        f"No valid host for stack {stack.stack_id}: lost the claim race "
-        f"{races} times to concurrent requests (last: {conflict})")
+    raise attempts.given_up()
 
 
 def _claim(driver, stack: stacks.Stack, to_claim: list[claims.Claim],
