@@ -149,7 +149,7 @@ class SchedulerManager:
     def release(self, ctxt: Any, consumer_uuids: Any = None) -> int:
         """Give back the claims of these consumers; idempotent.
         :returns: how many claims were released now."""
-        self._check_uuids(consumer_uuids)
+        consumer_uuids = self._check_uuids(consumer_uuids)
         released = self._retry(claims.release)(self.engine, consumer_uuids)
         LOG.debug("Released %d of %d consumer(s)", released,
                  len(consumer_uuids))
@@ -162,7 +162,7 @@ class SchedulerManager:
         """Make provisional claims permanent (the instances were built), so
         ``[scheduler] unconfirmed_claim_ttl`` no longer releases them.
         :returns: how many of the consumers hold a claim."""
-        self._check_uuids(consumer_uuids)
+        consumer_uuids = self._check_uuids(consumer_uuids)
         return self._retry(claims.confirm)(self.engine, consumer_uuids)
 
     @messaging.expose
@@ -227,7 +227,7 @@ class SchedulerManager:
         """The consumers' moves are done: give back their sources, keep
         their destinations (confirmed). Consumers not moving are left alone.
         :returns: how many moves were confirmed now."""
-        self._check_uuids(consumer_uuids)
+        consumer_uuids = self._check_uuids(consumer_uuids)
         done = self._retry(claims.confirm_move)(self.engine, consumer_uuids)
         LOG.debug("Confirmed %d move(s) of %d consumer(s)", done,
                  len(consumer_uuids))
@@ -241,7 +241,7 @@ class SchedulerManager:
         their sources are their claims again. Consumers not moving are left
         alone.
         :returns: how many moves were reverted now."""
-        self._check_uuids(consumer_uuids)
+        consumer_uuids = self._check_uuids(consumer_uuids)
         done = self._retry(claims.revert_move)(self.engine, consumer_uuids)
         LOG.debug("Reverted %d move(s) of %d consumer(s)", done,
                  len(consumer_uuids))
@@ -262,7 +262,7 @@ class SchedulerManager:
                      expired, self.conf.scheduler.unconfirmed_claim_ttl)
         self.driver.run_periodic_tasks()
 
-    def _check_uuids(self, consumer_uuids: Any) -> None:
+    def _check_uuids(self, consumer_uuids: Any) -> list[str]:
         """Validate ``consumer_uuids``; they are what the request asks
         about (:func:`scheduler.trace.parsed`)."""
         limit = self.conf.scheduler.max_instances_per_request
@@ -276,7 +276,10 @@ class SchedulerManager:
         if bad:
             raise exception.InvalidRequest(
                 f"consumer_uuids: {bad[0]!r} is not a UUID")
+        # as claims store them (select_destinations takes any spelling)
+        consumer_uuids = [str(uuidlib.UUID(u)) for u in consumer_uuids]
         trace.parsed(consumer_uuids)
+        return consumer_uuids
 
     def _parse(self, spec, request_spec, filter_properties) -> RequestSpec:
         started = time.perf_counter()

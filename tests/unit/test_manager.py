@@ -124,6 +124,18 @@ def test_ttl_zero_makes_permanent_claims(register, conf, engine):
     assert len(allocation_rows(engine)) == 1
 
 
+def test_uuids_are_matched_as_claims_store_them(register, engine, manager):
+    # select_destinations takes any spelling of a uuid and claims the
+    # canonical one; confirm and release must find it by the same.
+    register(node("h1", memory_mb=16384))
+    spelled = U[0].upper().replace("-", "")
+    manager.select_destinations({}, spec=_spec([spelled]))
+    assert manager.confirm({}, [spelled]) == 1
+    assert _expires(engine) == {U[0]: None}
+    assert manager.release({}, [spelled]) == 1
+    assert allocation_rows(engine) == []
+
+
 def test_release_counts(register, engine, manager):
     register(node("h1", memory_mb=16384))
     manager.select_destinations({}, spec=_spec(U[:2]))
