@@ -236,17 +236,22 @@ class Driver:
     def _rebuild_check(self, spec: RequestSpec,
                        held: dict[str, sa.Row]) -> list[dict[str, Any]]:
         """Nova's rebuild check: run the filters on the instance's current
-        host (nova names it as the requested destination; else the host
-        its claim is on) and claim nothing.
+        host and claim nothing. The host is the requested destination's;
+        else the one host forced (nova 34's API forces the instance's host
+        and node, and its conductor's destination names only the cell);
+        else the host of the instance's claim.
 
         The instance already holds its resources there and a rebuild keeps
         its flavor, so the host is asked for no more room than it has
         given: the size is zero for the resource filters.
-        :raises InvalidRequest: neither a destination nor a claim names the
-            current host.
+        :raises InvalidRequest: no destination, forced host or claim names
+            the current host.
         :raises NoValidHost: the host no longer passes the filters.
         """
         current = dict(spec.requested_destination or {})
+        if not current.get("host") and len(spec.force_hosts) == 1:
+            current.update(host=spec.force_hosts[0], node=(
+                spec.force_nodes[0] if len(spec.force_nodes) == 1 else None))
         if not current.get("host"):
             if len(held) != 1:
                 raise exception.InvalidRequest(

@@ -115,3 +115,23 @@ def test_a_bad_cast_is_one_warning_and_nothing_else(endpoint, caplog):
 def test_the_aggregate_casts_are_accepted(endpoint):
     assert endpoint.update_aggregates({}, aggregates=[{}]) is None
     assert endpoint.delete_aggregate({}, aggregate={}) is None
+
+
+def test_a_rebuild_check_runs_on_the_host_nova_forces(endpoint, engine):
+    # nova 34's rebuild with a new image names the instance's host only in
+    # force_hosts/force_nodes; the conductor's destination names the cell.
+    # The instance holds no claim here (placed before this scheduler ran).
+    destination = {"nova_object.name": "Destination",
+                   "nova_object.data": {"cell": {
+                       "nova_object.name": "CellMapping",
+                       "nova_object.data": {"uuid": CELL}}}}
+    for host in ("h1", "h2"):
+        [[chosen]] = endpoint.select_destinations(
+            {}, spec_obj=spec_obj(
+                scheduler_hints={"_nova_check_type": ["rebuild"]},
+                force_hosts=[host], force_nodes=[host],
+                requested_destination=destination),
+            instance_uuids=[VM], return_objects=True,
+            return_alternates=False)
+        assert chosen["nova_object.data"]["service_host"] == host
+    assert allocation_rows(engine) == []
