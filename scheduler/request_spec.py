@@ -128,7 +128,13 @@ SCHEMA: dict[str, Any] = {
     },
     "required": ["flavor"],
 }
-_VALIDATOR = jsonschema.Draft7Validator(SCHEMA)
+#: "integer" is an int, as the fast path and the code after it assume:
+#: jsonschema's own also takes 2.0 (and True is never one).
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft7Validator,
+    type_checker=jsonschema.Draft7Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, v: type(v) is int))
+_VALIDATOR = _Validator(SCHEMA)
 
 
 # -- the fast path ------------------------------------------------------
@@ -309,7 +315,8 @@ class RequestSpec:
         error = None if _surely_valid(spec) else \
             jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(spec))
         if error is not None:
-            path = ".".join(["spec", *(str(p) for p in error.absolute_path)])
+            path = ".".join(["spec", *(str(p)[:60]
+                                       for p in error.absolute_path)])
             raise exception.InvalidRequest(f"{path}: {_describe(error)}")
         return cls._build(spec, max_instances)
 
@@ -607,8 +614,15 @@ def legacy_to_spec(request_spec: Any, filter_properties: Any) -> dict:
     policies = filter_properties.get("group_policies")
     if policies:
         spec["instance_group"] = {
-            "policies": list(policies),
-            "hosts": list(filter_properties.get("group_hosts") or ()),
-            "members": list(filter_properties.get("group_members") or ()),
+            "policies": _as_list(policies),
+            "hosts": _as_list(filter_properties.get("group_hosts") or ()),
+            "members": _as_list(filter_properties.get("group_members") or ()),
         }
     return spec
+
+
+def _as_list(value: Any) -> Any:
+    """A list for a list, tuple or set; anything else as it is, for the
+    schema to name."""
+    return list(value) if isinstance(value, (list, tuple, set, frozenset)) \
+        else value

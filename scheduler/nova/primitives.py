@@ -79,8 +79,9 @@ def spec_from_request_spec(primitive: Any, instance_uuids: Any = None,
         spec["image"] = image_from(image, f"{field}.image")
     num = data.get("num_instances", 1)
     if instance_uuids:
+        # As nova's scheduler: num_instances is the boot's batch size,
+        # persisted and sent unchanged when one of its instances moves.
         spec["instance_uuids"] = instance_uuids
-        spec["num_instances"] = num     # a mismatch is the schema's to name
     elif data.get("instance_uuid") and num == 1:
         spec["instance_uuids"] = [data["instance_uuid"]]
     else:
@@ -236,12 +237,14 @@ def group_from(data: dict[str, Any]) -> dict[str, Any]:
     """Our instance_group for ``InstanceGroup`` data: ``policy`` (or the
     old ``policies`` list) and ``max_server_per_host`` from its rules."""
     policy = data.get("policy")
-    if policy is None:
-        policy = (data.get("policies") or [None])[0]
+    policies = data.get("policies")
+    if policy is None and isinstance(policies, list) and policies:
+        policy = policies[0]
     group: dict[str, Any] = {
         "policies": [policy],
-        "hosts": list(data.get("hosts") or ()),
-        "members": list(data.get("members") or ()),
+        # not a list: the schema names the field
+        "hosts": data.get("hosts") or [],
+        "members": data.get("members") or [],
     }
     if data.get("uuid"):
         group["uuid"] = data["uuid"]
@@ -250,7 +253,7 @@ def group_from(data: dict[str, Any]) -> dict[str, Any]:
         try:
             group["rules"] = {"max_server_per_host": int(
                 rules["max_server_per_host"])}
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise exception.InvalidRequest(
                 "spec_obj.instance_group.rules.max_server_per_host: "
                 "expected an integer") from None
@@ -273,7 +276,11 @@ def retry_from(data: dict[str, Any], field: str) -> dict[str, Any]:
     node_list = data.get("hosts")
     if node_list is not None:
         nodes = unwrap(node_list, "ComputeNodeList", f"{field}.hosts")
-        for i, node in enumerate(nodes.get("objects") or ()):
+        objects = nodes.get("objects") or []
+        if not isinstance(objects, list):
+            raise exception.InvalidRequest(
+                f"{field}.hosts.objects: expected a list")
+        for i, node in enumerate(objects):
             node = unwrap(node, "ComputeNode", f"{field}.hosts.{i}")
             hosts.append([node.get("host"), node.get("hypervisor_hostname")])
     return {"num_attempts": data.get("num_attempts", 0), "hosts": hosts}
@@ -287,7 +294,7 @@ def _asks_for_something(value: Any) -> bool:
     if isinstance(value, dict) and _NAME in value:
         data = value.get(_DATA) or {}
         if value.get(_NAME) == "InstancePCIRequests":
-            return bool(data.get("requests"))
+            return not isinstance(data, dict) or bool(data.get("requests"))
         return True
     return True
 

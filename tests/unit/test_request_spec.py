@@ -213,6 +213,12 @@ REJECTED = [
      "spec.instance_uuids", f"has {MAX_LIST + 1} items, at most {MAX_LIST}"),
     (_with("num_instances", 0), "spec.num_instances", "minimum"),
     (_with("num_instances", "2"), "spec.num_instances", "integer"),
+    # jsonschema's own "integer" takes 2.0; the code after it counts on int.
+    (_with("num_instances", 2.0), "spec.num_instances", "integer"),
+    (_with("flavor.memory_mb", 2048.0), "spec.flavor.memory_mb", "integer"),
+    # A key as long as a message may be is named by its first characters.
+    (_with("flavor.extra_specs", {"k" * 100000: [1]}),
+     "spec.flavor.extra_specs." + "k" * 60, ""),
     (_with("num_instances", MAX_LIST + 1), "spec.num_instances", "maximum"),
     (_with("project_id", ["p"]), "spec.project_id", ""),
     (_with("user_id", 3), "spec.user_id", ""),
@@ -406,6 +412,16 @@ def test_legacy_bad_shapes(request_spec, filter_properties, field):
     with pytest.raises(exception.InvalidRequest) as info:
         legacy_to_spec(request_spec, filter_properties)
     assert info.value.message.startswith(field)
+
+
+@pytest.mark.parametrize("name", ["group_policies", "group_hosts",
+                                  "group_members"])
+def test_legacy_group_values_that_are_not_lists_are_named(name):
+    properties = {"group_policies": ["affinity"], name: 5}
+    with pytest.raises(exception.InvalidRequest) as info:
+        RequestSpec.from_legacy(_legacy_request_spec(), properties)
+    field = "spec.instance_group." + name.split("_")[1]
+    assert info.value.message.startswith(field + ":"), info.value.message
 
 
 def test_legacy_translation_does_not_mutate_inputs():

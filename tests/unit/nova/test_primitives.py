@@ -129,3 +129,45 @@ def test_legacy_numa_is_refused_by_name():
     with pytest.raises(primitives.Unsupported,
                        match="instance_properties.numa_topology"):
         primitives.spec_from_legacy(request_spec, {})
+
+
+def test_moving_one_instance_of_a_multi_create_boot_is_one_instance():
+    # nova keeps the boot's num_instances in the stored RequestSpec and
+    # sends it unchanged when one of those instances moves; its own
+    # scheduler counts instance_uuids instead.
+    spec = primitives.spec_from_request_spec(spec_obj(num_instances=3),
+                                             [INSTANCE])
+    assert RequestSpec.from_primitives(spec).instance_uuids == (INSTANCE,)
+
+
+def _group(**data):
+    return {"nova_object.name": "InstanceGroup", "nova_object.data": data}
+
+
+@pytest.mark.parametrize("data, field", [
+    ({"instance_group": _group(policies=5)},
+     "spec.instance_group.policies.0"),
+    ({"instance_group": _group(policy="affinity", hosts=5)},
+     "spec.instance_group.hosts"),
+    ({"instance_group": _group(policy="affinity", members="abc")},
+     "spec.instance_group.members"),
+    ({"instance_group": _group(policy="anti-affinity",
+                               rules={"max_server_per_host": float("inf")})},
+     "spec_obj.instance_group.rules.max_server_per_host"),
+    ({"retry": {"nova_object.name": "SchedulerRetries", "nova_object.data": {
+        "hosts": {"nova_object.name": "ComputeNodeList",
+                  "nova_object.data": {"objects": 5}}}}},
+     "spec_obj.retry.hosts.objects"),
+])
+def test_malformed_nested_objects_are_refused_naming_the_field(data, field):
+    with pytest.raises(exception.InvalidRequest) as info:
+        RequestSpec.from_primitives(primitives.spec_from_request_spec(
+            spec_obj(**data), [INSTANCE]))
+    assert str(info.value).startswith(field + ":"), str(info.value)
+
+
+def test_pci_requests_that_are_not_an_object_are_refused_by_name():
+    malformed = {"nova_object.name": "InstancePCIRequests",
+                 "nova_object.data": [1]}
+    with pytest.raises(primitives.Unsupported, match="spec_obj.pci_requests"):
+        primitives.spec_from_request_spec(spec_obj(pci_requests=malformed))
