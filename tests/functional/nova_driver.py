@@ -13,6 +13,9 @@ on stdout. Requests are ``{"op": ..., ...}``:
   does. Answers ``{"selections": [[selection, ...], ...]}`` (Selection
   objects as nova deserialized them) or ``{"destinations": [...]}``
   (without return_objects), or ``{"error": "module.Class", "message"}``.
+  ``num_instances`` is the stored boot's count (a move of one of its
+  instances); ``rebuild_on`` makes it nova's rebuild check on that host
+  (cell ``cell_uuid``).
 - ``update_instance_info``, ``delete_instance_info``,
   ``sync_instance_info``, ``update_aggregates``, ``delete_aggregate``: the
   fanout casts, sent by nova's client as a compute or the API sends them.
@@ -70,7 +73,9 @@ def _spec(ctxt, req: dict) -> objects.RequestSpec:
         objects.InstancePCIRequests(requests=[]),
         {"scheduler_hints": req.get("hints", {})}, _group(req.get("group")),
         None, project_id="p", user_id="u")
-    spec.num_instances = len(uuids)
+    # A move sends the stored spec of the boot: num_instances is still the
+    # boot's count when one of its instances moves.
+    spec.num_instances = req.get("num_instances", len(uuids))
     spec.is_bfv = bool(req.get("is_bfv"))
     if req.get("ignore_hosts") is not None:
         spec.ignore_hosts = req["ignore_hosts"]
@@ -80,6 +85,14 @@ def _spec(ctxt, req: dict) -> objects.RequestSpec:
     if req.get("requested_destination"):
         spec.requested_destination = objects.Destination(
             **req["requested_destination"])
+    if req.get("rebuild_on"):
+        # compute/api.py's rebuild with a new image, then the conductor's
+        # _set_requested_destination_cell.
+        spec.scheduler_hints["_nova_check_type"] = ["rebuild"]
+        spec.force_hosts = [req["rebuild_on"]]
+        spec.force_nodes = [req["rebuild_on"]]
+        spec.requested_destination = objects.Destination(
+            cell=objects.CellMapping(uuid=req["cell_uuid"]))
     return spec
 
 

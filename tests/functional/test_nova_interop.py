@@ -214,6 +214,35 @@ def test_cold_migration_lands_elsewhere_and_confirm_frees_the_source(
     assert claim.source_node_id is None
 
 
+def test_one_instance_of_a_multi_create_boot_migrates_alone(nova, cloud):
+    instances, selections = boot(nova, count=2)
+    source = selections[0][0]["service_host"]
+
+    # The stored spec still says the boot made two instances.
+    answer = nova("select", flavor=SMALL, instance_uuids=instances[:1],
+                  num_instances=2, ignore_hosts=[source])
+    [[moved, *_]] = answer["selections"]
+    assert moved["service_host"] != source
+    assert used(cloud, moved["service_host"]) >= 1024
+    assert sorted(a.consumer_uuid for a in cloud.allocations()) == sorted(
+        instances)
+
+
+def test_a_rebuild_with_a_new_image_checks_the_instances_own_host(
+        nova, cloud):
+    # One instance placed here, and one this scheduler never saw (booted
+    # before it ran): nova names the host by forcing it either way.
+    [placed], [[booted, *_]] = boot(nova)
+    for instance, host in [(placed, booted["service_host"]),
+                           (str(uuid.uuid4()), "c3")]:
+        [[checked]] = nova("select", flavor=SMALL, instance_uuids=[instance],
+                           rebuild_on=host, cell_uuid=CELL,
+                           return_alternates=False)["selections"]
+        assert checked["service_host"] == host
+    assert [a.consumer_uuid for a in cloud.allocations()] == [placed]
+    assert used(cloud, booted["service_host"]) == 1024
+
+
 def test_resize_revert_gives_the_destination_back(nova, cloud):
     [instance], [[booted, *_]] = boot(nova)
     source = booted["service_host"]
