@@ -90,7 +90,8 @@ class ClaimBatcher:
     def claim(self, to_claim: list[claims.Claim], *,
               group: claims.GroupRule | None = None,
               replace: Iterable[str] = (), move: Iterable[str] = (),
-              ttl: int = 0, default_ratios: Ratios = Ratios()) -> None:
+              ttl: int = 0, default_ratios: Ratios = Ratios(),
+              moving_from: dict | None = None) -> None:
         """Record ``to_claim`` all together or not at all; the contract and
         errors of :func:`scheduler.claims.claim`, whose transaction it may
         share with other requests' plain claims."""
@@ -98,7 +99,8 @@ class ClaimBatcher:
         if (self.max_batch <= 1 or group is not None or replace or move
                 or len({c.node_id for c in to_claim}) != 1):
             claims.claim(self.engine, to_claim, group=group, replace=replace,
-                         move=move, ttl=ttl, default_ratios=default_ratios)
+                         move=move, ttl=ttl, default_ratios=default_ratios,
+                         moving_from=moving_from)
             return
         me = _Pending(to_claim, ttl, default_ratios)
         with self._lock:

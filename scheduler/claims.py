@@ -105,7 +105,9 @@ class ConsumerExists(Exception):
 def claim(engine: sa.Engine, claims: list[Claim], *,
           group: GroupRule | None = None, replace: Iterable[str] = (),
           move: Iterable[str] = (), ttl: int = 0,
-          default_ratios: Ratios = Ratios()) -> None:
+          default_ratios: Ratios = Ratios(),
+          moving_from: dict[str, tuple[int, int | None]] | None = None
+          ) -> None:
     """Record ``claims`` all together or not at all.
 
     Besides the generation, each node's UPDATE checks that the new usage
@@ -121,24 +123,31 @@ def claim(engine: sa.Engine, claims: list[Claim], *,
     :func:`confirm_move` or :func:`revert_move` (a consumer already moving
     gives back its old destination and keeps its first source). ``ttl`` > 0
     makes the claims expire that many seconds from now unless confirmed; an
-    expired move is reverted, not released.
+    expired move is reverted, not released. ``moving_from`` gives, per
+    moving consumer, the ``(compute_node_id, source_node_id)`` of the claim
+    the move was planned against: if the consumer holds another by now (a
+    concurrent duplicate of the request moved it first), ConsumerExists.
+    A group's member counts on both sides of its move in flight: a revert
+    puts it back on its source.
     :raises ClaimConflict: a node's generation moved; nothing was written.
     :raises NoRoom: a node would exceed its capacity; nothing was written.
     :raises GroupConflict: the claims would break ``group``; nothing was
         written.
-    :raises ConsumerExists: a consumer already has an allocation; nothing
-        was written.
+    :raises ConsumerExists: a consumer already has an allocation, or a
+        moving one not the one in ``moving_from``; nothing was written.
     """
     with engine.begin() as conn:
         claim_in(conn, claims, groups=[group] if group else [],
                  replace=replace, move=move, ttl=ttl,
-                 default_ratios=default_ratios)
+                 default_ratios=default_ratios, moving_from=moving_from)
 
 
 def claim_in(conn: sa.Connection, claims: list[Claim], *,
              groups: Iterable[GroupRule] = (), replace: Iterable[str] = (),
              move: Iterable[str] = (), ttl: int = 0,
-             default_ratios: Ratios = Ratios()) -> None:
+             default_ratios: Ratios = Ratios(),
+             moving_from: dict[str, tuple[int, int | None]] | None = None
+             ) -> None:
     """:func:`claim`'s writes inside the caller's transaction ``conn``, for
     callers that record more in the same transaction (a stack's row). Every
     group in ``groups`` is kept; a claim counts towards the group named by
@@ -148,7 +157,7 @@ def claim_in(conn: sa.Connection, claims: list[Claim], *,
     """
     with _consumer_key():
         _claim_in(conn, claims, groups, list(replace), list(move), ttl,
-                  default_ratios)
+                  default_ratios, moving_from or {})
 
 
 @contextlib.contextmanager
@@ -215,7 +224,8 @@ def _claim_alone_statement(expiring: bool) -> sa.Insert:
 
 def _claim_in(conn: sa.Connection, claims: list[Claim],
               groups: Iterable[GroupRule], replace: list[str],
-              move: list[str], ttl: int, default_ratios: Ratios) -> None:
+              move: list[str], ttl: int, default_ratios: Ratios,
+              moving_from: dict[str, tuple]) -> None:
     # Sorted: two transactions lock the same groups in the same order.
     groups = sorted(groups, key=lambda g: g.uuid)
     for group in groups:
@@ -227,7 +237,7 @@ def _claim_in(conn: sa.Connection, claims: list[Claim],
     if replace:
         rows = _delete_consumers(conn, replace)
         _give_back(conn, _held(rows) + _sources(rows))
-    sources = _start_moves(conn, move) if move else {}
+    sources = _start_moves(conn, move, moving_from) if move else {}
     for group in groups:
         _check_group(conn, group, claims)
     # A provisional claim's deadline is computed by the INSERT itself
@@ -243,7 +253,8 @@ def _claim_in(conn: sa.Connection, claims: list[Claim],
         for name, value in sources.get(c.consumer_uuid, _NO_SOURCE).items():
             row[f"i_{name}"] = value
         rows.append(row)
-    _INSERT[ttl > 0].execute(conn, rows[0] if len(rows) == 1 else rows)
+    if rows:
+        _INSERT[ttl > 0].execute(conn, rows[0] if len(rows) == 1 else rows)
 
 
 def lock_nodes(conn: sa.Connection, node_ids: Iterable[int]) -> None:
@@ -443,22 +454,30 @@ def _check_group(conn: sa.Connection, group: GroupRule,
                 f"{len(hosts)} hosts, affinity allows one")
 
 
+def _on_both_sides() -> sa.Join:
+    """Allocations joined to the nodes they hold: a move in flight holds
+    two, its destination and its source (a revert puts the consumer back
+    there), so a group member counts on both. Select DISTINCT consumer and
+    host to count a member once per host."""
+    allocs = models.allocations
+    nodes = models.compute_nodes
+    return allocs.join(nodes, sa.or_(nodes.c.id == allocs.c.compute_node_id,
+                                     nodes.c.id == allocs.c.source_node_id))
+
+
 def group_hosts(conn: sa.Connection, group_uuid: str,
                 exclude: Iterable[str] = ()) -> collections.Counter:
     """host -> number of the group's claimed members on it (consumers in
     ``exclude`` not counted)."""
     allocs = models.allocations
     nodes = models.compute_nodes
-    query = (sa.select(nodes.c.host, sa.func.count())
-             .select_from(allocs.join(nodes,
-                                      nodes.c.id == allocs.c.compute_node_id))
-             .where(allocs.c.group_uuid == group_uuid)
-             .group_by(nodes.c.host))
+    query = (sa.select(allocs.c.consumer_uuid, nodes.c.host).distinct()
+             .select_from(_on_both_sides())
+             .where(allocs.c.group_uuid == group_uuid))
     exclude = list(exclude)
     if exclude:
         query = query.where(allocs.c.consumer_uuid.not_in(exclude))
-    rows = conn.execute(query)
-    return collections.Counter({host: count for host, count in rows})
+    return collections.Counter(host for _, host in conn.execute(query))
 
 
 def member_hosts(conn: sa.Connection, group_uuid: str | None,
@@ -479,9 +498,8 @@ def member_hosts(conn: sa.Connection, group_uuid: str | None,
         where.append(allocs.c.consumer_uuid.in_(members))
     if not where:
         return collections.Counter()
-    query = (sa.select(allocs.c.consumer_uuid, nodes.c.host)
-             .select_from(allocs.join(nodes,
-                                      nodes.c.id == allocs.c.compute_node_id))
+    query = (sa.select(allocs.c.consumer_uuid, nodes.c.host).distinct()
+             .select_from(_on_both_sides())
              .where(sa.or_(*where)))
     exclude = set(exclude)
     return collections.Counter(host for consumer, host in conn.execute(query)
@@ -620,7 +638,8 @@ def _reinsert(conn: sa.Connection, rows: list[sa.Row],
             for r in rows])
 
 
-def _start_moves(conn: sa.Connection, consumer_uuids: list[str]
+def _start_moves(conn: sa.Connection, consumer_uuids: list[str],
+                 moving_from: dict[str, tuple] | None = None
                  ) -> dict[str, dict[str, int]]:
     """Take the moving consumers' claims out of the way of their new ones.
 
@@ -629,6 +648,14 @@ def _start_moves(conn: sa.Connection, consumer_uuids: list[str]
         abandoned destination is given back here).
     """
     rows = _delete_consumers(conn, consumer_uuids)
+    for r in rows:
+        # The claim the move was planned against must still be the one
+        # held: else a concurrent request (a twin) moved it meanwhile.
+        seen = (moving_from or {}).get(r.consumer_uuid)
+        if seen is not None and seen != (r.compute_node_id,
+                                         r.source_node_id):
+            raise ConsumerExists(
+                f"consumer {r.consumer_uuid} was moved concurrently")
     _give_back(conn, _held(r for r in rows if r.source_node_id is not None))
     out = {}
     for r in rows:
@@ -831,7 +858,9 @@ def _placements_statement() -> sa.Select:
     allocs = models.allocations
     nodes = models.compute_nodes
     return (sa.select(allocs.c.consumer_uuid, allocs.c.vcpus,
-                      allocs.c.memory_mb, allocs.c.disk_gb, nodes.c.host,
+                      allocs.c.memory_mb, allocs.c.disk_gb,
+                      allocs.c.compute_node_id, allocs.c.source_node_id,
+                      nodes.c.host,
                       nodes.c.hypervisor_hostname,
                       nodes.c.uuid.label("node_uuid"))
             .join(nodes, nodes.c.id == allocs.c.compute_node_id)

@@ -196,6 +196,9 @@ class Driver:
                     retry(self.claims.claim)(
                         to_claim, group=rule, replace=replace,
                         move=moving,
+                        moving_from={u: (held[u].compute_node_id,
+                                         held[u].source_node_id)
+                                     for u in moving},
                         ttl=self.conf.scheduler.unconfirmed_claim_ttl,
                         default_ratios=self.host_manager.default_ratios)
                 finally:

@@ -66,6 +66,8 @@ def plan(driver, stack: Stack, table: HostTable,
     :raises NoValidHost: naming the resource that found no host and, per
         filter (and per stack relation), why.
     """
+    if not specs:
+        return Plan({}, {}, [])      # nothing of the stack is placed
     order = _hardest_first(driver, table, specs)
     repairs = min(MAX_REPAIRS, len(order) - 1)
     for attempt in range(repairs + 1):

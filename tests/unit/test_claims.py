@@ -407,6 +407,65 @@ def test_group_hosts(engine, nodes):
         assert claims.group_hosts(conn, G) == {"h1": 1}
 
 
+def test_a_moving_member_counts_on_both_its_hosts_for_anti_affinity(
+        engine, nodes):
+    claims.claim(engine, [_member(engine, "h1", C1)], group=ANTI)
+    claims.claim(engine, [_member(engine, "h2", C1)], group=ANTI, move=[C1])
+    # Until the move is confirmed it may be reverted, back onto h1.
+    for host in ("h1", "h2"):
+        with pytest.raises(claims.GroupConflict):
+            claims.claim(engine, [_member(engine, host, C2)], group=ANTI)
+    with engine.connect() as conn:
+        assert claims.group_hosts(conn, G) == {"h1": 1, "h2": 1}
+        assert claims.member_hosts(conn, G, []) == {"h1": 1, "h2": 1}
+    assert claims.revert_move(engine, [C1]) == 1
+    assert _consumers(engine) == [C1]
+    claims.claim(engine, [_member(engine, "h2", C2)], group=ANTI)
+
+
+def test_a_moving_member_counts_on_both_its_hosts_for_affinity(engine,
+                                                               nodes):
+    claims.claim(engine, [_member(engine, "h1", C1)], group=AFF)
+    claims.claim(engine, [_member(engine, "h2", C1)], group=AFF, move=[C1])
+    with pytest.raises(claims.GroupConflict):
+        claims.claim(engine, [_member(engine, "h2", C2)], group=AFF)
+    assert claims.confirm_move(engine, [C1]) == 1
+    claims.claim(engine, [_member(engine, "h2", C2)], group=AFF)
+    with engine.connect() as conn:
+        assert claims.group_hosts(conn, G) == {"h2": 2}
+
+
+def test_a_move_on_one_host_counts_the_member_there_once(engine, nodes):
+    claims.claim(engine, [_member(engine, "h1", C1)], group=ANTI)
+    claims.claim(engine, [_member(engine, "h1", C1, vcpus=3)], group=ANTI,
+                 move=[C1])
+    with engine.connect() as conn:
+        assert claims.group_hosts(conn, G) == {"h1": 1}
+
+
+def test_a_move_planned_on_a_claim_that_moved_since_writes_nothing(
+        engine, nodes):
+    claims.claim(engine, [_claim(nodes["h1"], C1)])
+    seen = {C1: (nodes["h1"].id, None)}
+    # A twin of the request moved C1 to h2 after this one read its claim.
+    claims.claim(engine, [_claim(_node(engine, "h2"), C1)], move=[C1],
+                 moving_from=seen)
+    before = {h: _usage(engine, h) for h in ("h1", "h2")}
+    with pytest.raises(claims.ConsumerExists):
+        claims.claim(engine, [_claim(_node(engine, "h2"), C1, vcpus=1)],
+                     move=[C1], moving_from=seen)
+    assert {h: _usage(engine, h) for h in ("h1", "h2")} == before
+    [row] = allocation_rows(engine)
+    assert (row.compute_node_id, row.source_node_id) == (
+        nodes["h2"].id, nodes["h1"].id)
+
+
+def test_a_claim_of_nothing_writes_nothing(engine, nodes):
+    claims.claim(engine, [])
+    assert allocation_rows(engine) == []
+    assert _usage(engine, "h1")["generation"] == 0
+
+
 def test_consumer_hosts(engine, nodes):
     other = _add_node(engine, "h1", "h1-b")
     claims.claim(engine, [_claim(nodes["h1"], C1), _claim(other, C2),

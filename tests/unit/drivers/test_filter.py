@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
 
 import pytest
@@ -310,6 +311,49 @@ def test_concurrent_duplicate_request_returns_what_it_claimed(
     assert node_row(engine, "h1").memory_mb_used == 0   # rolled back
     assert node_row(engine, "h1").generation == 0
     assert len(allocation_rows(engine)) == 1
+
+
+def test_concurrent_duplicate_move_returns_what_its_twin_claimed(
+        register, engine, filter_driver):
+    # nova's migrate (no declared move: ignore_hosts names the source),
+    # delivered twice and handled at the same time.
+    register(node("h1", memory_mb=16384), node("h2", memory_mb=4096),
+             node("h3", memory_mb=4096))
+    from scheduler import claims
+    h1 = node_row(engine, "h1")
+    claims.claim(engine, [claims.Claim(U[0], h1.id, "h1", h1.generation, 1,
+                                       4096, 10)])
+    original_plan = filter_driver.plan
+    plans = []
+    twin_answered = []
+
+    def plan_while_a_twin_moves(spec, hosts, spread=1):
+        selections = original_plan(spec, hosts, spread)
+        plans.append(spec)
+        if len(plans) == 2:
+            # This plan knows U0 holds h1 (the first, optimistic one was
+            # refused by the unique key); the twin, which read the same,
+            # moves U0 to h2 now.
+            twin = ({"h2", "h3"} - {selections[0].host.host}).pop()
+            row = node_row(engine, twin)
+            claims.claim(engine, [claims.Claim(U[0], row.id, twin,
+                                               row.generation, 1, 4096,
+                                               10)], move=[U[0]])
+            twin_answered.append(twin)
+        return selections
+
+    filter_driver.plan = plan_while_a_twin_moves
+    # move None: nova says nothing, the held claim on an ignored host
+    # makes it a move (moves.is_move).
+    [dest] = filter_driver.select_destinations(dataclasses.replace(
+        _spec(instance_uuids=[U[0]], ignore_hosts=["h1"]), move=None))
+    # Both deliveries answer the destination that holds the claim.
+    assert twin_answered == [dest["host"]]
+    [row] = allocation_rows(engine)
+    assert row.compute_node_id == node_row(engine, dest["host"]).id
+    assert row.source_node_id == h1.id
+    assert sum(node_row(engine, h).memory_mb_used
+               for h in ("h1", "h2", "h3")) == 8192   # source + one dest
 
 
 def test_no_valid_host_names_the_filters(register, engine, filter_driver):

@@ -262,3 +262,15 @@ def test_a_repeated_no_room_in_a_stack_says_what_disagreed(
     assert "race" not in message.replace("not a race", "")
     assert "the planner and the claim disagreed on capacity" in message
     assert allocation_rows(engine) == []
+
+
+def test_a_stack_with_nothing_to_place_places_nothing(register,
+                                                      filter_driver):
+    register(node("h1"))
+    stack = Stack.from_primitives({"stack_id": SID, "resources": {
+        "net": {"spec": None},
+        "port": {"spec": None, "depends_on": ["net"]}}})
+    for _ in range(2):          # the second is the same stack again
+        assert placement.select(filter_driver, stack)["resources"] == {}
+    assert allocation_rows(filter_driver.engine) == []
+    assert placement.release(filter_driver.engine, SID, 0) == 0
