@@ -8,11 +8,13 @@ oslo.messaging's rabbit driver is built on).
 """
 from __future__ import annotations
 
+import ssl
 import time
 from urllib import parse
 
 from oslo_config import cfg
 import oslo_messaging as messaging
+from oslo_messaging import opts as messaging_opts
 
 from scheduler import exception
 
@@ -53,6 +55,26 @@ def describe_hosts(conf: cfg.ConfigOpts) -> str:
     return hosts or "localhost:5672"
 
 
+def _ssl(conf: cfg.ConfigOpts) -> bool | dict:
+    """kombu's ``ssl`` argument from ``[oslo_messaging_rabbit]``, as
+    oslo.messaging's rabbit driver builds it."""
+    for group, opts in messaging_opts.list_opts():
+        if group == "oslo_messaging_rabbit":
+            conf.register_opts(opts, group=group)
+    rabbit = conf.oslo_messaging_rabbit
+    if not rabbit.ssl:
+        return False
+    params = {}
+    if rabbit.ssl_ca_file:
+        params.update(ca_certs=rabbit.ssl_ca_file,
+                      cert_reqs=ssl.CERT_REQUIRED)
+    if rabbit.ssl_cert_file:
+        params["certfile"] = rabbit.ssl_cert_file
+    if rabbit.ssl_key_file:
+        params["keyfile"] = rabbit.ssl_key_file
+    return params or True
+
+
 def check(conf: cfg.ConfigOpts, budget: float) -> None:
     """Connect to the broker (any host of ``transport_url``) and log in,
     retrying for at most ``budget`` seconds.
@@ -65,6 +87,7 @@ def check(conf: cfg.ConfigOpts, budget: float) -> None:
     import kombu
 
     urls = kombu_urls(conf)
+    use_ssl = _ssl(conf)
     deadline = time.monotonic() + budget
     where = describe_hosts(conf)
     last: Exception | None = None
@@ -72,9 +95,11 @@ def check(conf: cfg.ConfigOpts, budget: float) -> None:
         for url in urls:
             left = deadline - time.monotonic()
             connection = kombu.Connection(
-                url, connect_timeout=max(0.2, min(left, 5.0)))
+                url, ssl=use_ssl, connect_timeout=max(0.2, min(left, 5.0)))
             try:
-                connection.connect()
+                # One attempt: connect() makes two, 2 s apart.
+                connection.ensure_connection(
+                    max_retries=0, reraise_as_library_errors=False)
                 return
             except amqp.exceptions.AccessRefused as e:
                 raise BrokerRefused(

@@ -41,6 +41,11 @@ class DatabaseProbe:
         args = {}
         if url.get_backend_name() in ("postgresql", "mysql"):
             args["connect_timeout"] = DB_CONNECT_TIMEOUT
+        if url.get_backend_name() == "mysql":
+            # PyMySQL reads the server's greeting under read_timeout, not
+            # connect_timeout: without it a server that accepts and never
+            # greets holds the probe (and every verdict after it) for ever.
+            args["read_timeout"] = DB_CONNECT_TIMEOUT
         self._sqlite = url.database if url.get_backend_name() == "sqlite" \
             else None
         self._engine = sa.create_engine(url, poolclass=pool.NullPool,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import http.server
 import os
+import socket
 import threading
 from typing import Callable, Mapping
 
@@ -90,7 +91,11 @@ def serve(address: str, routes: Mapping[str, Route]
     host, port = parse_address(address)
     handler = type("Handler", (_Handler,), {"routes": dict(routes)})
     try:
-        server = http.server.ThreadingHTTPServer((host, port), handler)
+        server_class = http.server.ThreadingHTTPServer
+        if ":" in host:    # an IPv6 address, e.g. [::1]:8796
+            server_class = type("Server6", (server_class,),
+                                {"address_family": socket.AF_INET6})
+        server = server_class((host, port), handler)
     except OSError as e:
         raise exception.ConfigError(
             f"cannot listen on {address} ({OPTION}): {e.strerror or e}; "

@@ -71,6 +71,8 @@ def load_driver(conf: cfg.ConfigOpts, *args: Any) -> Any:
     check_driver(conf)
 
     def on_load_failure(manager, entrypoint, error):
+        if isinstance(error, (cfg.Error, exception.ConfigError)):
+            raise error    # it names its own option
         raise exception.ConfigError(
             f"[scheduler] driver: driver {entrypoint.name!r} failed to "
             f"load: {type(error).__name__}: {error}")

@@ -20,6 +20,7 @@ from scheduler import cmd
 from scheduler import errors
 from scheduler import plugins
 from scheduler.db import api as db
+from scheduler.conf import frozen
 from scheduler.db import migration
 
 Code = upgradecheck.Code
@@ -102,6 +103,7 @@ class Checks(upgradecheck.UpgradeCommands):
     def check_config(self) -> Result:
         """The driver, filters and weighers named in the configuration are
         installed and load."""
+        frozen.freeze(self.conf)    # every value reads, or names itself
         plugins.check_driver(self.conf)
         filters = plugins.load_filters(self.conf)
         weighers = plugins.load_weighers(self.conf)

@@ -83,6 +83,14 @@ def check_database(conf: cfg.ConfigOpts, create: bool = False,
     :raises ConfigError: naming the path and what to do.
     """
     path = sqlite_path(conf)
+    if path is None and sa.engine.make_url(
+            conf.database.connection).get_backend_name() != "sqlite":
+        # One bounded attempt before oslo.db's (10 x 10 s on MariaDB, and
+        # no time limit at all on a server that accepts and never answers).
+        from scheduler import health
+        problem = health.DatabaseProbe(conf).problem()
+        if problem:
+            raise exception.ConfigError(problem)
     if path is None or os.path.exists(path):
         return
     hint = "" if config_given else (

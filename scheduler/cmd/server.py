@@ -39,6 +39,7 @@ from scheduler import plugins
 from scheduler import rpc
 from scheduler import sd_notify
 from scheduler import worker_state
+from scheduler.conf import frozen
 from scheduler.db import api as db
 from scheduler.db import wrapped
 from scheduler.manager import SchedulerManager
@@ -198,10 +199,11 @@ class Supervisor(cotyledon.ServiceManager):
     that failed for a reason a restart cannot fix."""
 
     def __init__(self, conf, states: worker_state.WorkerStates,
-                 monitor: health.Monitor) -> None:
+                 monitor: health.Monitor, argv: list[str] = ()) -> None:
         super().__init__(
             graceful_shutdown_timeout=conf.graceful_shutdown_timeout)
         self.conf = conf
+        self.argv = list(argv)
         self.states = states
         self.monitor = monitor
         #: Why the server gives up (one line), once a worker failed for good.
@@ -229,11 +231,39 @@ class Supervisor(cotyledon.ServiceManager):
         if self.fatal is None:
             super()._start_worker(service_id, worker_id)
 
+    def _reload(self) -> None:
+        # Check the files in a ConfigOpts of their own first: a reload
+        # that would be refused must change nothing, neither in the workers
+        # nor here, where their replacements are forked from.
+        try:
+            check_config(sched_conf.load(self.argv))
+        except Exception as e:
+            LOG.error("SIGHUP refused; every worker keeps its previous filters "
+                      "and weighers: %s",
+                      errors.describe(e, self.conf)
+                      or f"{type(e).__name__}: {e}")
+            return
+        super()._reload()
+
     def _reread_config(self) -> None:
         # cotyledon then sends SIGHUP to every worker (SchedulerWorker.
         # reload); the main process only needs its own log levels.
         self.conf.mutate_config_files()
         LOG.info("SIGHUP: workers re-read the configuration files")
+
+
+def check_config(conf) -> None:
+    """What a configuration must pass to be taken, at start-up and on
+    SIGHUP: every option's value reads (a bad one raises, naming it,
+    instead of surfacing later in whatever reads it first), and the
+    filters and weighers it names load.
+
+    :raises cfg.Error: naming the option and its file.
+    :raises ConfigError: naming the plugin option.
+    """
+    frozen.freeze(conf)
+    plugins.load_filters(conf)
+    plugins.load_weighers(conf)
 
 
 def check_startup(conf, config_given: bool = True) -> None:
@@ -247,8 +277,7 @@ def check_startup(conf, config_given: bool = True) -> None:
     :raises broker.BrokerUnavailable: naming the broker (BrokerRefused
         when the credentials are wrong).
     """
-    plugins.load_filters(conf)
-    plugins.load_weighers(conf)
+    check_config(conf)
     plugins.check_driver(conf)
     if conf.scheduler.http_listen:
         http.parse_address(conf.scheduler.http_listen)
@@ -333,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
                 "/healthcheck": http.healthcheck(monitor.verdict),
                 "/metrics": http.prometheus,
             })
-        supervisor = Supervisor(conf, states, monitor)
+        supervisor = Supervisor(conf, states, monitor, argv)
         supervisor.add(SchedulerWorker, conf.scheduler.workers,
                        args=(conf, channel))
         notifier.send(STATUS=f"starting {conf.scheduler.workers} "

@@ -38,9 +38,11 @@ def main(argv: list[str] | None = None) -> int:
     checks = upgrade_checks.Checks(conf, lambda: conf.broker_timeout)
     upgradecheck.register_cli_options(conf, checks)
     try:
-        conf(argv, project="scheduler", default_config_files=[],
-             version=cmd.version(),
-             description="Is this deployment ready for this code?")
+        sched_conf.parse(conf, argv, project="scheduler",
+                         default_config_files=[],
+                         version=cmd.version(),
+                         description="Is this deployment ready for this "
+                                     "code?")
         cmd.setup_logging(conf, False, "scheduler-status")
     except cfg.Error as e:
         errors.error(errors.describe(e) or str(e))

@@ -3,6 +3,9 @@
 Code below the command layer never reads a global CONF; the ConfigOpts built
 here is passed in to what needs it.
 """
+import glob
+import os
+
 from oslo_config import cfg
 from oslo_db import options as db_options
 
@@ -54,6 +57,29 @@ def load(argv: list[str], project: str = "scheduler",
 
     conf = new_conf()
     logging.register_options(conf)
-    conf(argv, project=project, description=description,
-         default_config_files=[], version=version)
+    parse(conf, argv, project=project, description=description,
+          default_config_files=[], version=version)
     return conf
+
+
+def parse(conf: cfg.ConfigOpts, argv: list[str], **kwargs) -> None:
+    """``conf(argv, **kwargs)``; a file that is not UTF-8 text (or is a
+    directory) is a ConfigFileParseError naming it, as oslo.config names
+    a syntax error, instead of a bare UnicodeDecodeError."""
+    try:
+        conf(argv, **kwargs)
+    except (UnicodeDecodeError, IsADirectoryError) as e:
+        paths = []
+        for flag, value in zip(argv, argv[1:]):
+            if flag == "--config-file":
+                paths.append(value)
+            elif flag == "--config-dir":
+                paths += sorted(glob.glob(os.path.join(value, "*.conf")))
+        for path in paths:
+            try:
+                with open(path, encoding="utf-8") as f:
+                    f.read()
+            except (UnicodeDecodeError, IsADirectoryError) as bad:
+                raise cfg.ConfigFileParseError(
+                    path, f"not a UTF-8 text file ({bad})") from None
+        raise cfg.ConfigFileParseError(", ".join(paths), str(e)) from None

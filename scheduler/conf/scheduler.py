@@ -9,7 +9,7 @@ opts = [
                     "namespace 'scheduler.driver': filter_scheduler, "
                     "chance_scheduler or caching_scheduler (or a "
                     "third-party driver)."),
-    cfg.StrOpt("topic", default="scheduler",
+    cfg.StrOpt("topic", default="scheduler", regex=r"^\S+$",
                help="RPC topic the scheduler servers consume from. Every "
                     "server on a topic competes for the same queue."),
     cfg.IntOpt("workers", default=1, min=1,

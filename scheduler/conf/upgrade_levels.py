@@ -4,7 +4,7 @@ from oslo_config import cfg
 GROUP = "upgrade_levels"
 
 opts = [
-    cfg.StrOpt("scheduler",
+    cfg.StrOpt("scheduler", regex=r"^\d+\.\d+$",
                help="Highest RPC API version clients send to the scheduler, "
                     "e.g. '1.0' while older servers are still running. "
                     "Unset means the newest this client knows."),

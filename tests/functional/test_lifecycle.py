@@ -330,6 +330,59 @@ def test_sighup_with_an_unknown_filter_keeps_the_old_set(make_deployment):
     assert "Traceback" not in deployment.server_log()
 
 
+def wait_for_log(deployment, text: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while text not in deployment.server_log():
+        assert time.monotonic() < deadline, deployment.server_log()
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("change", ["bad filter", "bad value",
+                                    "unparsable file"])
+def test_a_refused_sighup_changes_nothing_new_workers_are_forked_from(
+        make_deployment, change):
+    deployment = make_deployment(scheduler__workers=2)
+    deployment.fleet(5)
+    proc = deployment.start_server()
+    if change == "bad filter":
+        set_options(deployment.config_file,
+                    filter_scheduler__enabled_filters="ComputeFilter,NoSuch")
+    elif change == "bad value":
+        set_options(deployment.config_file,
+                    filter_scheduler__host_subset_size="x")
+    else:
+        good = deployment.config_file.read_text()
+        with open(deployment.config_file, "a") as f:
+            f.write("this is [not valid\n")
+    os.kill(proc.pid, signal.SIGHUP)
+    wait_for_log(deployment, "SIGHUP refused")
+    if change == "unparsable file":
+        # The client reads it too; the server read it once, at the signal.
+        deployment.config_file.write_text(good)
+
+    # A worker that dies now is replaced from the main process, which
+    # must still hold the configuration in force.
+    before = worker_pids(proc.pid)
+    os.kill(min(before), signal.SIGKILL)
+    deadline = time.monotonic() + WAIT
+    while True:
+        now = worker_pids(proc.pid)
+        if len(now) == 2 and min(before) not in now and \
+                deployment.server_log().count("Host table loaded") == 3:
+            break
+        assert proc.poll() is None, deployment.server_log()[-3000:]
+        assert time.monotonic() < deadline, deployment.server_log()
+        time.sleep(0.2)
+    for _ in range(4):          # both workers answer, with the old set
+        assert "RamFilter" in [s["name"] for s in
+                               _rank(deployment)["filters"]]
+    [refused] = [line for line in deployment.server_log().splitlines()
+                 if "SIGHUP refused" in line]
+    assert {"bad filter": "NoSuch", "bad value": "host_subset_size",
+            "unparsable file": "cannot parse"}[change] in refused
+    assert "Traceback" not in deployment.server_log()
+
+
 def test_sigusr2_writes_a_report_and_the_server_keeps_serving(
         make_deployment):
     deployment = make_deployment(scheduler__workers=2)

@@ -317,3 +317,74 @@ def test_server_on_a_read_only_database_exits_in_one_line(sqlite_config,
     assert line == (f"ERROR: database {shared_dir / 'db.sqlite'} is "
                     f"read-only for this user; run as the user that owns "
                     f"it (e.g. sudo -u scheduler) or grant write access")
+
+
+@pytest.fixture
+def silent_server():
+    """A TCP port that accepts connections and never says a word (a hung
+    database server, a firewall that swallows packets after the SYN)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    yield listener.getsockname()[1]
+    listener.close()
+
+
+@pytest.mark.parametrize("scheme", ["mysql+pymysql", "postgresql+psycopg2"])
+@pytest.mark.parametrize("command", [("manage", "db", "version"),
+                                     ("server",)])
+def test_a_database_that_never_answers_is_one_line_not_a_hang(
+        sqlite_config, silent_server, scheme, command):
+    config = sqlite_config(**{
+        "database.connection": f"{scheme}://u:p@127.0.0.1:{silent_server}/db"})
+    line = one_line_error(run(command[0], "--config-file", str(config),
+                              *command[1:], timeout=60))
+    assert f"127.0.0.1:{silent_server}" in line, line
+    assert "[database] connection" in line, line
+
+
+def test_a_bad_option_value_is_named_before_any_worker_starts(
+        sqlite_config):
+    config = sqlite_config(**{"DEFAULT.report_interval": "x"})
+    assert run("manage", "--config-file", str(config), "db", "sync"
+               ).returncode == 0
+    result = run("server", "--config-file", str(config))
+    line = one_line_error(result)
+    assert "report_interval" in line and "driver" not in line, line
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_config_file_that_is_not_utf8_is_named(command, sqlite_config):
+    config = sqlite_config()
+    with open(config, "ab") as f:
+        f.write("# café\n".encode("latin-1"))
+    line = one_line_error(run(command, "--config-file", str(config),
+                              *WORK[command]))
+    assert line.startswith(f"ERROR: cannot parse configuration file "
+                           f"{config}: not a UTF-8 text file"), line
+
+
+def test_status_names_a_config_file_that_is_not_utf8(sqlite_config):
+    config = sqlite_config()
+    with open(config, "ab") as f:
+        f.write("# café\n".encode("latin-1"))
+    result = subprocess.run(
+        [sys.executable, "-m", "scheduler.cmd.status", "--config-file",
+         str(config), "upgrade", "check"], capture_output=True, text=True,
+        timeout=60, cwd="/")
+    assert result.returncode == 255, result.stderr
+    assert result.stderr.splitlines() == [
+        f"ERROR: cannot parse configuration file {config}: not a UTF-8 "
+        f"text file ('utf-8' codec can't decode byte 0xe9 in position "
+        f"{config.read_bytes().index(b'caf') + 3}: invalid continuation "
+        f"byte); fix the file"], result.stderr
+
+
+@pytest.mark.parametrize("option, command", [
+    ("upgrade_levels.scheduler", "client"), ("scheduler.topic", "server")])
+def test_values_that_are_not_a_version_or_a_topic_are_named(
+        sqlite_config, option, command):
+    config = sqlite_config(**{option: "not a version"})
+    line = one_line_error(run(command, "--config-file", str(config),
+                              *WORK[command]))
+    assert option.split(".")[1] in line, line

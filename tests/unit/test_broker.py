@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import socket
+import ssl
 import time
 
 import oslo_messaging as messaging
@@ -37,3 +38,19 @@ def test_nothing_listening_fails_within_the_budget():
     assert time.monotonic() - started < 5
     assert str(raised.value).startswith(
         f"cannot reach the message broker at 127.0.0.1:{port} within 1.5s")
+
+
+def test_tls_is_asked_of_kombu_as_oslo_messaging_asks_it(tmp_path):
+    conf = _conf("rabbit://u:p@h1/")
+    assert broker._ssl(conf) is False
+    conf.set_override("ssl", True, group="oslo_messaging_rabbit")
+    assert broker._ssl(conf) is True
+    conf.set_override("ssl_ca_file", "/etc/ca.pem",
+                      group="oslo_messaging_rabbit")
+    conf.set_override("ssl_cert_file", "/etc/c.pem",
+                      group="oslo_messaging_rabbit")
+    conf.set_override("ssl_key_file", "/etc/k.pem",
+                      group="oslo_messaging_rabbit")
+    assert broker._ssl(conf) == {
+        "ca_certs": "/etc/ca.pem", "cert_reqs": ssl.CERT_REQUIRED,
+        "certfile": "/etc/c.pem", "keyfile": "/etc/k.pem"}

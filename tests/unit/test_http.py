@@ -70,3 +70,17 @@ def test_malformed_addresses(text):
 
 def test_ipv6_address():
     assert http.parse_address("[::1]:8796") == ("::1", 8796)
+
+
+def test_an_ipv6_address_is_listened_on():
+    try:
+        server = http.serve("[::1]:0", {"/healthcheck": http.healthcheck(
+            lambda: (True, "ok"))})
+    except exception.ConfigError as e:
+        pytest.fail(f"::1 refused: {e}")
+    try:
+        port = server.server_address[1]
+        assert http_get(f"http://[::1]:{port}/healthcheck") == (200, "OK\n")
+    finally:
+        server.shutdown()
+        server.server_close()

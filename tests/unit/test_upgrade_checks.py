@@ -40,6 +40,17 @@ def test_unknown_filter_fails_the_config_check_naming_it():
     assert "no plugin named NoSuchFilter" in result.details
 
 
+def test_a_value_that_does_not_read_fails_the_config_check_naming_it(
+        tmp_path):
+    path = tmp_path / "s.conf"
+    path.write_text("[filter_scheduler]\nhost_subset_size = x\n")
+    conf = sched_conf.new_conf()
+    conf(["--config-file", str(path)], default_config_files=[])
+    result = upgrade_checks.Checks(conf).check_config()
+    assert result.code == upgrade_checks.Code.FAILURE
+    assert "host_subset_size" in result.details
+
+
 def test_checks_are_named_in_order():
     assert [name for name, _ in upgrade_checks.Checks._upgrade_checks] == [
         "Database", "Schema revision", "Message broker", "Configuration"]
