@@ -24,7 +24,10 @@ alone, every request still reads.
 
 A refresh first reads the change counters and, in the same statement, the
 node rows stamped since the last refresh; only those hosts' states are
-rebuilt. A deleted node (or any hard DELETE) makes it a full read.
+rebuilt. A deleted node (or any hard DELETE), a compute service deleted,
+created or renamed, or a node that moved to another host or name makes it
+a full read (or a new table): which nodes a host has changes, and names are
+columns and indexes of their own.
 Liveness is not tracked by writes — heartbeats would rewrite every row
 every few seconds — but read as "which services are down", at most every
 ``LIVENESS_INTERVAL`` seconds.
@@ -168,8 +171,13 @@ class HostManager:
                 lambda conn: db.compute_nodes(conn, ids=node_ids))
             for row in rows:
                 i = table.positions.get(row.id)
+                if i is None:
+                    continue
                 state = self._state(row)
-                if i is not None and state is not None:
+                if (state is None or state.host != table.states[i].host
+                        or state.nodename != table.states[i].nodename):
+                    self._counters = None   # the next cycle reads it all
+                else:
                     table.set(i, state)
 
     # -- reading SQL ----------------------------------------------------
@@ -240,21 +248,16 @@ class HostManager:
 
         if counters.services != seen.services:
             for row in db.compute_services(conn, self._service_seq):
+                if row.deleted or row.host not in self._services:
+                    # A service deleted, created (again) or renamed: which
+                    # nodes have a service changes. Rare: read it all.
+                    return self._read_all(conn, counters)
                 self._service_seq = max(self._service_seq,
                                         row.change_seq)
-                if row.deleted:
-                    self._services.pop(row.host, None)
-                else:
-                    if row.host in self._skipped_hosts:
-                        # Nodes we skipped for want of this service.
-                        return self._read_all(conn, counters)
-                    self._services[row.host] = row
+                self._services[row.host] = row
                 for i in self._positions_of(row.host):
-                    if row.deleted:
-                        removed.add(table.states[i].node_id)
-                    else:
-                        changed[i] = self._with_service(
-                            changed.get(i, table.states[i]), row)
+                    changed[i] = self._with_service(
+                        changed.get(i, table.states[i]), row)
         if counters.aggregates != seen.aggregates:
             old = self._aggregates
             self._aggregates = db.aggregates_by_host(conn)
@@ -274,8 +277,15 @@ class HostManager:
                 continue
             state = self._state(row)
             if state is None:
+                if i is not None:     # moved to a host without a service
+                    removed.add(row.id)
                 continue
             if i is None:
+                added.append(state)
+            elif (state.host != table.states[i].host
+                  or state.nodename != table.states[i].nodename):
+                # Names are columns and indexes of their own: rebuild.
+                removed.add(row.id)
                 added.append(state)
             else:
                 changed[i] = state
@@ -304,11 +314,11 @@ class HostManager:
                                 default=0)
         self._aggregates = db.aggregates_by_host(conn)
         self._down = self._read_liveness(conn)
-        self._counters = counters
         self._skipped_hosts = set()
         states = (self._state(row) for row in node_rows)
         self._table = HostTable(s for s in states if s is not None)
         self._by_host = None
+        self._counters = counters     # only once the table is built
         return len(self._table)
 
     def _read_liveness(self, conn: sa.Connection) -> set[str]:

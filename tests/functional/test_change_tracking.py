@@ -1,4 +1,4 @@
-"""Change tracking (migration 0003) on every database: any writer's change
+"""Change tracking (migrations 0003 and 0007) on every database: any writer's change
 is stamped and counted, heartbeats are not, and on the servers a writer
 cannot take a stamp while an earlier one is uncommitted — so a reader that
 has seen stamp N has seen every stamp below it."""
@@ -89,6 +89,15 @@ def test_heartbeats_are_not_changes_but_admin_changes_are(engine):
            .values(disabled=True, disabled_reason="maintenance"))
     assert _counters(engine).services == before.services + 1
     assert _stamp(engine, services, "h1") == before.services + 1
+
+
+def test_a_hard_deleted_service_is_counted_as_a_hard_delete(engine):
+    # It leaves no stamped row: a refresh must read everything (0007).
+    before = _counters(engine)
+    _write(engine, services.delete().where(services.c.host == "h1"))
+    after = _counters(engine)
+    assert after.services == before.services + 1
+    assert after.node_deletes == before.node_deletes + 1
 
 
 def test_aggregate_changes_are_counted(engine):

@@ -150,17 +150,18 @@ def test_a_schema_behind_head_is_named_with_both_revisions(sqlite_config,
     db = shared_dir / "behind.sqlite"
     config = str(sqlite_config(db))
     engine = db_api.create_engine(sched_conf.load(["--config-file", config]))
-    # The revision just before head (the chain is 0004 -> 0006 -> 0005).
-    migration.upgrade(engine, "0006")
+    # The revision just before head (the chain is 0004 -> 0006 -> 0005
+    # -> 0007).
+    migration.upgrade(engine, "0005")
     engine.dispose()
-    expected = (f"ERROR: schema in {db} is at revision 0006, head is "
+    expected = (f"ERROR: schema in {db} is at revision 0005, head is "
                 f"{migration.head()}; run 'scheduler-manage db sync'")
     for command in ("manage", "fleet", "server"):
         assert one_line_error(run(command, "--config-file", config,
                                   *WORK[command])) == expected
     result = run("manage", "--config-file", config, "db", "version")
     assert (result.returncode, result.stdout, result.stderr) == (
-        1, "0006\n", expected + "\n")
+        1, "0005\n", expected + "\n")
     assert run("manage", "--config-file", config, "db", "sync"
                ).returncode == 0
     assert run("manage", "--config-file", config, "db", "version"
