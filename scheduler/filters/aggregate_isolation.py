@@ -8,9 +8,11 @@ AggregateMultiTenancyIsolation
 AggregateImagePropertiesIsolation
     For each metadata key of the host's aggregates (with
     ``[filter_scheduler] aggregate_image_properties_isolation_namespace``
-    set, only keys starting with namespace + separator), an image that has
-    a property of that name must have one of the key's comma-separated
-    values (compared as strings). Images without the property pass.
+    set, only keys starting with namespace + separator) that names one of
+    nova 34's image properties (``ImageMetaProps``; any other key is
+    skipped, as nova skips it), an image that has that property must have
+    one of the key's comma-separated values (compared as strings). Images
+    without the property pass.
 AggregateTypeAffinityFilter
     ``instance_type`` metadata holds comma-separated flavor names; if the
     host's aggregates have any, the flavor's name must be one of them.
@@ -22,6 +24,36 @@ from scheduler.filters.utils import aggregate_values
 
 TENANT_PREFIX = "filter_tenant_id"
 TYPE_KEY = "instance_type"
+#: nova 34's ImageMetaProps fields: the only image properties its filter
+#: can read; an aggregate key naming anything else is skipped there (its
+#: "no longer possible to filter on arbitrary image metadata").
+NOVA_IMAGE_PROPERTIES = frozenset("""
+    hw_architecture hw_auto_disk_config hw_boot_menu hw_cdrom_bus
+    hw_cpu_cores hw_cpu_max_cores hw_cpu_max_sockets hw_cpu_max_threads
+    hw_cpu_policy hw_cpu_realtime_mask hw_cpu_sockets
+    hw_cpu_thread_policy hw_cpu_threads hw_device_id hw_disk_bus
+    hw_disk_type hw_emulation_architecture hw_ephemeral_encryption
+    hw_ephemeral_encryption_format hw_ephemeral_encryption_secret_uuid
+    hw_firmware_stateless hw_firmware_type hw_floppy_bus hw_input_bus
+    hw_ipxe_boot hw_locked_memory hw_machine_type hw_maxphysaddr_bits
+    hw_maxphysaddr_mode hw_mem_encryption hw_mem_encryption_model
+    hw_mem_page_size hw_numa_cpus hw_numa_mem hw_numa_nodes
+    hw_pci_numa_affinity_policy hw_pmu hw_pointer_model
+    hw_qemu_guest_agent hw_redirected_usb_ports hw_rescue_bus
+    hw_rescue_device hw_rng_model hw_scsi_model hw_serial_port_count
+    hw_sound_model hw_time_hpet hw_tpm_model hw_tpm_version hw_usb_model
+    hw_video_model hw_video_ram hw_vif_model hw_vif_multiqueue_enabled
+    hw_viommu_model hw_virtio_packed_ring hw_vm_mode hw_watchdog_action
+    img_bdm_v2 img_bittorrent img_block_device_mapping img_cache_in_nova
+    img_compression_level img_config_drive img_hide_hypervisor_id
+    img_hv_requested_version img_hv_type img_linked_clone img_mappings
+    img_owner_id img_root_device_name img_signature
+    img_signature_certificate_uuid img_signature_hash_method
+    img_signature_key_type img_use_agent img_version os_admin_user
+    os_command_line os_distro os_require_quiesce os_secure_boot
+    os_skip_agent_inject_files_at_boot os_skip_agent_inject_ssh os_type
+    traits_required
+""".split())
 
 
 class AggregateMultiTenancyIsolation(RequestFilter):
@@ -48,6 +80,7 @@ class AggregateMultiTenancyIsolation(RequestFilter):
 class AggregateImagePropertiesIsolation(RequestFilter):
     reason = "in an aggregate that excludes the image's properties"
     run_filter_once_per_request = True
+    run_on_rebuild = True
 
     def prepare(self, spec):
         props = (spec.image or {}).get("properties") or {}
@@ -65,6 +98,8 @@ class AggregateImagePropertiesIsolation(RequestFilter):
         props, prefix = prepared
         for key, options in aggregate_metadata(host).items():
             if prefix is not None and not key.startswith(prefix):
+                continue
+            if key not in NOVA_IMAGE_PROPERTIES:
                 continue
             prop = props.get(key)
             if prop and str(prop) not in options:

@@ -34,6 +34,9 @@ class BaseFilter:
     #: True if the answer cannot change between instances of one request
     #: (nova's semantics), so it runs for the first instance only.
     run_filter_once_per_request: ClassVar[bool] = False
+    #: nova's RUN_ON_REBUILD: whether nova's rebuild check runs it (only
+    #: the image filters; usage and policy filters pass the current host).
+    run_on_rebuild: ClassVar[bool] = False
 
     def __init__(self, conf: cfg.ConfigOpts):
         self.conf = conf
@@ -126,6 +129,8 @@ def run_filters(filters: Sequence[BaseFilter], view: HostView,
     steps = []
     for f in filters:
         if index > 0 and f.run_filter_once_per_request:
+            continue
+        if spec.is_rebuild and not f.run_on_rebuild:
             continue
         passed = f.filter_columns(view, idx, spec)
         if passed is None:

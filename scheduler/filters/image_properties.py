@@ -155,6 +155,7 @@ def _get(props: dict, names: tuple[str, ...]):
 
 
 class ImagePropertiesFilter(RequestFilter):
+    run_on_rebuild = True
     reason = "cannot run the image (architecture, hypervisor or VM mode)"
     run_filter_once_per_request = True
 

@@ -13,6 +13,7 @@ from scheduler.filters.utils import RequestFilter
 
 
 class IsolatedHostsFilter(RequestFilter):
+    run_on_rebuild = True
     reason = "image and host isolation do not match"
     run_filter_once_per_request = True
 

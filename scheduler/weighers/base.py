@@ -13,12 +13,13 @@ keep the candidates' order, as a stable sort would.
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar, Sequence
+from typing import ClassVar, Iterable, Sequence
 
 import numpy as np
 from oslo_config import cfg
 
 from scheduler.filters.utils import min_value
+from scheduler.host_state import Aggregate
 from scheduler.host_state import HostState
 from scheduler.host_table import HostTable
 from scheduler.host_table import HostView
@@ -73,13 +74,19 @@ class BaseWeigher:
         key = self.aggregate_key
         if key is None or key not in view.aggregate_keys:
             return self.multiplier
-        configured = self.configured_multiplier
         per_membership = np.array([
-            self.multiplier_sign * min_value(
-                {agg.metadata[key] for agg in aggregates
-                 if key in agg.metadata}, configured, float, key)
+            self.multiplier_sign * self.host_multiplier(aggregates)
             for aggregates in view.memberships])
         return per_membership[view.take("membership", idx)]
+
+    def host_multiplier(self, aggregates: Iterable[Aggregate]) -> float:
+        """nova's ``weight_multiplier(host_state)`` for a host in
+        ``aggregates``: the smallest of their :attr:`aggregate_key` values,
+        else the option's (before :attr:`multiplier_sign`)."""
+        key = self.aggregate_key
+        return min_value({agg.metadata[key] for agg in aggregates
+                          if key in agg.metadata},
+                         self.configured_multiplier, float, key)
 
     def applies(self, spec: RequestSpec) -> bool:
         """False when this weigher has nothing to say about ``spec`` (it

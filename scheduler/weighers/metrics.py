@@ -110,8 +110,10 @@ class MetricsWeigher(BaseWeigher):
         for name, ratio in setting:
             metric = metrics.get(name)
             if metric is None:
-                if ratio == 0:
-                    continue   # nova: a metric that does not count
+                if ratio * self.host_multiplier(host.aggregates) == 0:
+                    # nova: a metric that does not count, by its ratio or
+                    # by the host's multiplier
+                    continue
                 if required:
                     _warn_missing(name, host)
                 return unavailable

@@ -97,6 +97,28 @@ def test_once_per_request_filters_run_only_for_the_first_instance(
     assert len(passed) == (3 if index == 0 else 4)
 
 
+def test_a_rebuild_check_runs_only_the_filters_nova_runs_on_rebuild(
+        conf, hosts):
+    log = []
+    image = Recording(conf, "image", log, reject={"h1"})
+    image.run_on_rebuild = True
+    usage = Recording(conf, "usage", log, reject={"h2"})
+    rebuild = make_spec(scheduler_hints={"_nova_check_type": ["rebuild"]})
+    passed, steps = filter_hosts([image, usage], hosts, rebuild)
+    assert [s.name for s in steps] == ["image"]
+    assert [h.host for h in passed] == ["h2", "h3", "h4"]
+    passed, _ = filter_hosts([image, usage], hosts, make_spec())
+    assert [h.host for h in passed] == ["h3", "h4"]
+
+
+def test_the_filters_nova_runs_on_rebuild_are_the_image_filters():
+    from stevedore import extension
+    installed = extension.ExtensionManager("scheduler.filters")
+    names = {ext.name for ext in installed if ext.plugin.run_on_rebuild}
+    assert names == {"ImagePropertiesFilter", "IsolatedHostsFilter",
+                     "AggregateImagePropertiesIsolation"}
+
+
 def test_step_sample_lists_removed_hosts_up_to_sample_size(conf):
     hosts = [make_host(f"h{i}", node_id=i) for i in range(10)]
     reject = {f"h{i}" for i in range(1, 9)}

@@ -135,3 +135,42 @@ def test_a_rebuild_check_runs_on_the_host_nova_forces(endpoint, engine):
             return_alternates=False)
         assert chosen["nova_object.data"]["service_host"] == host
     assert allocation_rows(engine) == []
+
+
+def test_a_rebuild_check_runs_only_the_image_filters_as_nova(conf, engine,
+                                                              register):
+    # nova runs only the filters marked RUN_ON_REBUILD: a member of an
+    # anti-affinity group is rebuilt in place, and a busy host takes it.
+    conf.set_override("enabled_filters", [
+        "ComputeFilter", "IoOpsFilter", "ServerGroupAntiAffinityFilter",
+        "ImagePropertiesFilter"], group="filter_scheduler")
+    conf.set_override("max_io_ops_per_host", 0, group="filter_scheduler")
+    register(node("h1"), node("h2"))
+    conf.set_override("cell_uuid", CELL, group="nova")
+    endpoint = NovaSchedulerEndpoint(SchedulerManager(conf, engine))
+    group = copy.deepcopy(SAMPLE["spec_obj"]["nova_object.data"][
+        "instance_group"])
+    group["nova_object.data"].update(hosts=["h1"], members=[VM])
+    destination = {"nova_object.name": "Destination",
+                   "nova_object.data": {"cell": {
+                       "nova_object.name": "CellMapping",
+                       "nova_object.data": {"uuid": CELL}}}}
+    [[chosen]] = endpoint.select_destinations(
+        {}, spec_obj=spec_obj(
+            scheduler_hints={"_nova_check_type": ["rebuild"]},
+            force_hosts=["h1"], force_nodes=["h1"],
+            requested_destination=destination, instance_group=group),
+        instance_uuids=[VM], return_objects=True, return_alternates=False)
+    assert chosen["nova_object.data"]["service_host"] == "h1"
+    # The image filters still run: an image for another architecture is
+    # refused on the current host.
+    arm = spec_obj(scheduler_hints={"_nova_check_type": ["rebuild"]},
+                   force_hosts=["h1"], force_nodes=["h1"],
+                   requested_destination=destination)
+    arm["nova_object.data"]["image"]["nova_object.data"]["properties"][
+        "nova_object.data"] = {"hw_architecture": "aarch64"}
+    error = refusal(endpoint.select_destinations, {}, spec_obj=arm,
+                    instance_uuids=[VM], return_objects=True,
+                    return_alternates=False)
+    assert "ImagePropertiesFilter removed 1" in str(error)
+    assert allocation_rows(engine) == []

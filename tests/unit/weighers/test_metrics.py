@@ -86,6 +86,27 @@ def test_missing_metric_with_ratio_zero_does_not_count(conf):
     assert _weigh(conf, {"cpu.idle": 4.0}) == 4.0
 
 
+def test_missing_metric_on_a_host_whose_multiplier_is_zero_does_not_count(
+        conf):
+    # nova: skipped when ratio * weight_multiplier(host) == 0, so the host
+    # does not get weight_of_unavailable and squash everyone else's range.
+    from scheduler.host_state import Aggregate
+    from scheduler.weighers.resources import RAMWeigher
+    _setting(conf, "cpu.frequency=1.0")
+    counted = (Aggregate(1, "a1", {}),)
+    silent = (Aggregate(2, "a0", {"metrics_weight_multiplier": "0"}),)
+    hosts = [make_host("a", node_id=1, memory_mb_total=1000,
+                       aggregates=counted, metrics={"cpu.frequency": 10.0}),
+             make_host("b", node_id=2, memory_mb_total=800,
+                       aggregates=counted, metrics={"cpu.frequency": 20.0}),
+             make_host("c", node_id=3, memory_mb_total=0, aggregates=silent)]
+    weighed = weigh_hosts([RAMWeigher(conf), MetricsWeigher(conf)], hosts,
+                          make_spec())
+    # What nova 34's own weighers give these hosts.
+    assert [(w.host.host, round(w.weight, 4)) for w in weighed] == [
+        ("b", 1.8), ("a", 1.5), ("c", 0.0)]
+
+
 def test_required_missing_metric_is_logged_once_per_metric(conf, caplog):
     caplog.set_level(logging.WARNING)
     metrics_mod._warned_missing.discard("test.only.metric")
