@@ -9,6 +9,8 @@ the traceback with ``--debug``. A closed stdout (``| head``) ends the command qu
 """
 from __future__ import annotations
 
+import re
+
 import os
 import sys
 import traceback
@@ -93,7 +95,7 @@ def describe(exc: BaseException, conf: cfg.ConfigOpts | None = None
         return (f"cannot parse configuration file {exc.config_file}: "
                 f"{exc.msg}; fix the file")
     if isinstance(exc, cfg.ConfigFileValueError):
-        return f"{exc}; fix the value in the configuration file"
+        return _bad_value(str(exc))
     if isinstance(exc, cfg.Error):
         return str(exc)
     if isinstance(exc, (db_exc.DBError, sa_exc.DBAPIError,
@@ -201,3 +203,36 @@ def _broken_pipe() -> int:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     return 1
+
+
+#: oslo.config's text for a value that does not read: the option's name
+#: (not its group) and a LocationInfo repr around the file.
+_BAD_VALUE = re.compile(r"Value for option (?P<option>\S+) from "
+                        r"LocationInfo\(.*?detail='(?P<file>[^']*)'\) is "
+                        r"not valid: (?P<why>.*)", re.S)
+
+
+def _bad_value(text: str) -> str:
+    """``[group] option in FILE: why; fix ...`` from oslo.config's
+    ConfigFileValueError text, which names the option without its group
+    and the file inside a LocationInfo repr. The group is the section of
+    the file that sets the option (when one does)."""
+    match = _BAD_VALUE.fullmatch(text)
+    if match is None:
+        return f"{text}; fix the value in the configuration file"
+    option, path = match["option"], match["file"]
+    sections = set()
+    section = "DEFAULT"
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                line = line.strip()
+                if line.startswith("[") and line.endswith("]"):
+                    section = line[1:-1].strip()
+                elif line.partition("=")[0].strip() == option:
+                    sections.add(section)
+    except (OSError, UnicodeDecodeError):
+        pass
+    where = f"[{sections.pop()}] {option}" if len(sections) == 1 else option
+    return (f"{where} in {path}: {match['why']}; fix the value in the "
+            f"configuration file")

@@ -50,6 +50,24 @@ def test_config_file_errors():
                            "--config-file")
 
 
+@pytest.mark.parametrize("section, line", [
+    ("filter_scheduler", "[filter_scheduler] host_subset_size"),
+    ("DEFAULT", "[DEFAULT] host_subset_size")])
+def test_a_value_that_does_not_read_names_group_option_and_file(
+        tmp_path, section, line):
+    path = tmp_path / "s.conf"
+    path.write_text(f"[{section}]\nhost_subset_size = x\n")
+    conf = sched_conf.new_conf()
+    conf.register_opt(cfg.IntOpt("host_subset_size"))    # as in DEFAULT
+    conf(["--config-file", str(path)], default_config_files=[])
+    group = conf.filter_scheduler if section != "DEFAULT" else conf
+    with pytest.raises(cfg.ConfigFileValueError) as raised:
+        group.host_subset_size
+    assert errors.describe(raised.value) == (
+        f"{line} in {path}: invalid literal for int() with base 10: 'x'; "
+        f"fix the value in the configuration file")
+
+
 def test_run_prints_one_line_without_traceback(capsys):
     def body():
         raise RuntimeError("boom")
