@@ -170,8 +170,10 @@ class Chooser:
                 self._claiming[n] = self._claiming.get(n, 0) + 1
                 self._seen[n] = max(generation, self._seen.get(n, 0))
 
-    def claimed(self, node_ids: Sequence[int]) -> None:
-        """Those claims are over (won or lost)."""
+    def claimed(self, node_ids: Sequence[int], won: bool = True) -> None:
+        """Those claims are over (won or lost). A claim that wrote nothing
+        left no generation of this process's on its nodes: forget the one
+        :meth:`claiming` expected, or those nodes read as stale for good."""
         with self._lock:
             for n in node_ids:
                 left = self._claiming.get(n, 0) - 1
@@ -179,6 +181,8 @@ class Chooser:
                     self._claiming[n] = left
                 else:
                     self._claiming.pop(n, None)
+                    if not won:
+                        self._seen.pop(n, None)
 
     def lost(self, node_id: int | None) -> None:
         """Another writer won this node: leave it alone for a while

@@ -191,6 +191,7 @@ class Driver:
                     (s.host, spec.flavor) for s in selections)
             to_claim = [s.claim(spec) for s in selections]
             claiming = time.perf_counter()
+            won = False
             try:
                 try:
                     retry(self.claims.claim)(
@@ -203,6 +204,7 @@ class Driver:
                         default_ratios=self.host_manager.default_ratios)
                 finally:
                     trace.add(trace.CLAIM, time.perf_counter() - claiming)
+                won = True
             except claims.NoRoom as e:
                 self.host_manager.forget(assumed)
                 if spec.force_hosts or spec.force_nodes:
@@ -232,7 +234,7 @@ class Driver:
                 self.host_manager.forget(assumed)
                 raise
             finally:
-                self.chooser.claimed(assumed)
+                self.chooser.claimed(assumed, won=won)
             return [_destination(spec, s) for s in selections]
         raise attempts.given_up()
 

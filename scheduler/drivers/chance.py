@@ -2,8 +2,9 @@
 ignored, and have room.
 
 Nova's ChanceScheduler ignored capacity and could hand out a full host; here
-the fixed resource filters still apply so a placement is always one that can
-be claimed. No weighers, no aggregates, no zones.
+the fixed resource filters (and a hard server group's) still apply so a
+placement is always one that can be claimed. No weighers, no aggregates, no
+zones.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from scheduler import targeting
 from scheduler import trace
 from scheduler.drivers.base import Driver
 from scheduler.drivers.base import Selection
+from scheduler.drivers.filter import with_member_on
 from scheduler.filters.base import emptied_by
 from scheduler.filters.base import explain
 from scheduler.filters.base import run_filters
@@ -22,6 +24,8 @@ from scheduler.filters.compute import ComputeFilter
 from scheduler.filters.resources import CoreFilter
 from scheduler.filters.resources import DiskFilter
 from scheduler.filters.resources import RamFilter
+from scheduler.filters.server_group import ServerGroupAffinityFilter
+from scheduler.filters.server_group import ServerGroupAntiAffinityFilter
 from scheduler.host_table import HostView
 
 
@@ -29,7 +33,10 @@ class ChanceScheduler(Driver):
     def __init__(self, conf, host_manager, engine):
         super().__init__(conf, host_manager, engine)
         self.filters = [cls(conf) for cls in
-                        (ComputeFilter, RamFilter, CoreFilter, DiskFilter)]
+                        (ComputeFilter, RamFilter, CoreFilter, DiskFilter,
+                         # Hard groups: the claim refuses what breaks them.
+                         ServerGroupAffinityFilter,
+                         ServerGroupAntiAffinityFilter)]
 
     def plan(self, spec, table, spread=1):
         # Already a random choice among all that fit: nothing to spread.
@@ -55,6 +62,7 @@ class ChanceScheduler(Driver):
                 view.consume(chosen, flavor.vcpus, flavor.memory_mb,
                              flavor.disk_gb)
                 candidates = passed
+                spec = with_member_on(spec, table.states[chosen].host)
         # No weighing: choosing at random is part of filtering here.
         trace.add(trace.FILTER, time.perf_counter() - started)
         return selections

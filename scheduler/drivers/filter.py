@@ -43,7 +43,7 @@ Narrowing = Callable[[HostView, np.ndarray],
                      tuple[np.ndarray, list[FilterStep]]]
 
 
-def _with_member_on(spec: RequestSpec, host: str) -> RequestSpec:
+def with_member_on(spec: RequestSpec, host: str) -> RequestSpec:
     """The next instance of a request sees this one as a group member."""
     group = spec.instance_group
     if group is None:
@@ -176,7 +176,7 @@ class FilterScheduler(Driver):
             if index + 1 < spec.num_instances:
                 # ... and membership.
                 candidates = passed
-                spec = _with_member_on(spec, state.host)
+                spec = with_member_on(spec, state.host)
         return selections
 
     def rank(self, spec: RequestSpec, limit: int) -> dict[str, Any]:

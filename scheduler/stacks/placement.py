@@ -112,9 +112,11 @@ def _place(driver, stack: stacks.Stack, replace: list[str], known: bool,
                 for s in chosen)
         to_claim = [s.claim(spec) for name, spec in plan.specs.items()
                     for s in plan.selections[name]]
+        won = False
         try:
             _claim(driver, stack, to_claim, assumed, known=known,
                    groups=rules, replace=replace, retry=retry)
+            won = True
         except claims.NoRoom as e:
             forced = _forced_on(plan, e.node_id)
             if forced:
@@ -132,7 +134,7 @@ def _place(driver, stack: stacks.Stack, replace: list[str], known: bool,
             metrics.claim_conflict("duplicate")
             return None
         finally:
-            driver.chooser.claimed(assumed)
+            driver.chooser.claimed(assumed, won=won)
         return _planned_result(stack, plan)
     raise attempts.given_up()
 

@@ -177,3 +177,19 @@ def test_best_hosts_in_a_pattern_still_fall_to_every_share():
     owned = [sum(s.owns(n) for n in best) for s in shares]
     assert sum(owned) == 64
     assert min(owned) >= 5, owned
+
+
+def test_a_node_whose_claim_wrote_nothing_is_chosen_again():
+    # A claim that failed (a duplicate consumer, a group conflict) left no
+    # generation of ours on node 1: it is not "read before our claim".
+    chooser = choice.Chooser("random", seed=0)
+    chooser.claiming([(1, 5)])
+    chooser.claimed([1], won=False)
+    assert {chooser.pick([(1, 4), (2, 0)]) for _ in range(200)} == {0, 1}
+
+
+def test_a_node_whose_claim_was_won_waits_for_the_table_to_show_it():
+    chooser = choice.Chooser("random", seed=0)
+    chooser.claiming([(1, 5)])
+    chooser.claimed([1])
+    assert {chooser.pick([(1, 4), (2, 0)]) for _ in range(200)} == {1}

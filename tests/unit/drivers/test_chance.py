@@ -70,3 +70,28 @@ def test_no_room_is_no_valid_host(register, engine, chance_driver):
         "No valid host: 0/2 hosts passed. ignore_hosts removed 1 (ignored "
         "by the request), RamFilter removed 1 (insufficient RAM: need "
         "4096 MB)")
+
+
+GROUP = "eeeeeeee-0000-4000-8000-000000000001"
+
+
+def test_a_hard_affinity_group_goes_to_its_members_host(register,
+                                                        chance_driver):
+    # Without the group filters each random pick would gamble on the claim's
+    # group check and lose it as a "race" nearly every time.
+    register(*[node(f"h{i:02}") for i in range(40)])
+    group = {"uuid": GROUP, "policies": ["affinity"]}
+    [first] = chance_driver.select_destinations(
+        _spec(512, instance_group=group))
+    later = [chance_driver.select_destinations(
+        _spec(512, instance_group=group))[0]["host"] for _ in range(5)]
+    assert later == [first["host"]] * 5
+
+
+def test_a_hard_anti_affinity_request_spreads_its_own_instances(
+        register, chance_driver):
+    register(*[node(f"h{i}") for i in range(3)])
+    group = {"uuid": GROUP, "policies": ["anti-affinity"]}
+    dests = chance_driver.select_destinations(
+        _spec(num_instances=3, instance_group=group))
+    assert sorted(d["host"] for d in dests) == ["h0", "h1", "h2"]

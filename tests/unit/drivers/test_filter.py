@@ -356,6 +356,23 @@ def test_concurrent_duplicate_move_returns_what_its_twin_claimed(
                for h in ("h1", "h2", "h3")) == 8192   # source + one dest
 
 
+def test_a_re_sent_request_leaves_no_node_out_of_the_choice(
+        register, conf, make_driver):
+    from scheduler.drivers.filter import FilterScheduler
+    conf.set_override("host_subset_size", 2, "filter_scheduler")
+    conf.set_override("host_subset_choice", "random", "filter_scheduler")
+    driver = make_driver(FilterScheduler)
+    register(node("h1", vcpus=64, memory_mb=65536, local_gb=1000),
+             node("h2", vcpus=64, memory_mb=65536, local_gb=1000))
+    small = {"memory_mb": 1024, "vcpus": 1, "root_gb": 1}
+    spec = make_spec(flavor=small)
+    driver.select_destinations(spec)
+    driver.select_destinations(spec)    # nova re-sends after a timeout
+    hosts = {driver.select_destinations(make_spec(flavor=small))[0]["host"]
+             for _ in range(20)}
+    assert hosts == {"h1", "h2"}
+
+
 def test_no_valid_host_names_the_filters(register, engine, filter_driver):
     register(node("down", memory_mb=65536), node("small", memory_mb=2048),
              node("far", memory_mb=65536, zone="az2"))
