@@ -42,6 +42,7 @@ import time
 from typing import Callable, Iterator, TypeVar
 
 from oslo_config import cfg
+from oslo_db import exception as db_exc
 from oslo_log import log as logging
 import sqlalchemy as sa
 
@@ -164,11 +165,24 @@ class HostManager:
 
     def forget(self, node_ids: list[int]) -> None:
         """A claim on these nodes failed: put them back as SQL has them
-        (dropping what was assumed)."""
+        (dropping what was assumed). If SQL cannot be read (the outage that
+        failed the claim), the next cycle reads everything instead; the
+        claim's own error is what the caller sees."""
         with self._cycle:
             table = self._table
-            rows = self._reading(
-                lambda conn: db.compute_nodes(conn, ids=node_ids))
+            try:
+                rows = self._reading(
+                    lambda conn: db.compute_nodes(conn, ids=node_ids))
+            except (sa.exc.SQLAlchemyError, db_exc.DBError) as e:
+                # What was assumed cannot be read back (the database is
+                # away). An incremental refresh re-reads only nodes SQL
+                # changed, so it would keep the assumed usage for good:
+                # the next cycle reads everything instead.
+                self._counters = None
+                LOG.warning("Could not read back nodes %s after a failed "
+                            "claim (%s); the next refresh reads all",
+                            node_ids, e)
+                return
             for row in rows:
                 i = table.positions.get(row.id)
                 if i is None:

@@ -2,11 +2,14 @@
 the database's clock, and a database restart loses nothing."""
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
+import sqlalchemy as sa
 
 from scheduler import exception
+from scheduler.db import models
 from tests.functional.conftest import DATABASE_SERVERS
 from tests.functional.conftest import node
 
@@ -58,3 +61,51 @@ def test_service_keeps_serving_across_a_database_restart(
         first[0]["uuid"], second[0]["uuid"]}
     audit = deployment.manage("allocations", "audit", check=False)
     assert audit.returncode == 0, audit.stdout
+
+
+@pytest.mark.parametrize("database_url", ["postgresql", "mysql"],
+                         indirect=True)
+def test_a_claim_cut_off_by_a_database_outage_leaves_no_usage_behind(
+        request, make_deployment, database_url):
+    """The planner puts a claim's usage in its table before claiming and
+    takes it back if the claim fails. When the database is gone, it cannot
+    read the node back: once the database returns, the node must still be
+    as SQL has it (empty), not full of a claim that never was."""
+    server = request.getfixturevalue(
+        DATABASE_SERVERS[request.node.callspec.params["database_url"]])
+    whole = {"memory_mb": 4096, "vcpus": 1, "root_gb": 10}
+    deployment = make_deployment()
+    deployment.add_nodes([node("only", memory_mb=4096, vcpus=4)])
+    deployment.start_server()
+    warm = deployment.api.select_destinations({}, {"flavor": whole})
+    assert deployment.api.release({}, [warm[0]["uuid"]]) == 1
+
+    # Hold the node's row so the next claim waits in its UPDATE, then take
+    # the database away under it.
+    holder = deployment.engine.connect()
+    holder.begin()
+    holder.execute(sa.select(models.compute_nodes).with_for_update())
+    outcome = {}
+
+    def call():
+        try:
+            outcome["placed"] = deployment.api.select_destinations(
+                {}, {"flavor": whole})
+        except Exception as e:      # the outage's ServiceUnavailable
+            outcome["error"] = e
+    caller = threading.Thread(target=call)
+    caller.start()
+    time.sleep(2)
+    server.kill()
+    holder.invalidate()
+    time.sleep(6)                   # past [scheduler] db_retries' backoff
+    server.start()
+    caller.join(60)
+    assert not caller.is_alive()
+    assert "error" in outcome, outcome
+    deployment.engine.dispose()
+    deployment.heartbeat()
+    assert deployment.allocations() == []
+
+    again = deployment.api.select_destinations({}, {"flavor": whole})
+    assert again[0]["host"] == "only"
