@@ -53,6 +53,8 @@ def set_service_disabled(engine: sa.Engine, host: str, disabled: bool,
     """Disable (with a reason) or enable the compute service of ``host``.
     :raises NotFound: no live compute service on that host.
     """
+    if disabled and reason:
+        _check_text("disabled reason", reason)
     s = models.services
     with engine.begin() as conn:
         result = conn.execute(
@@ -123,14 +125,15 @@ def audit_allocations(engine: sa.Engine, cpu_ratio: float, ram_ratio: float,
                     resource, capacity.ratio(own, default), host_aggregates,
                     enabled_filters))
 
+            # int(): SUM() of an integer column is DECIMAL on MariaDB.
             checks = (
-                ("vcpus", row.vcpus_used, row.a_vcpus or 0,
+                ("vcpus", row.vcpus_used, int(row.a_vcpus or 0),
                  limit(capacity.VCPU, row.vcpus, row.cpu_allocation_ratio,
                        cpu_ratio)),
-                ("memory_mb", row.memory_mb_used, row.a_memory_mb or 0,
+                ("memory_mb", row.memory_mb_used, int(row.a_memory_mb or 0),
                  limit(capacity.MEMORY, row.memory_mb,
                        row.ram_allocation_ratio, ram_ratio)),
-                ("disk_gb", row.local_gb_used, row.a_disk_gb or 0,
+                ("disk_gb", row.local_gb_used, int(row.a_disk_gb or 0),
                  limit(capacity.DISK, row.local_gb,
                        row.disk_allocation_ratio, disk_ratio)),
             )
@@ -141,7 +144,11 @@ def audit_allocations(engine: sa.Engine, cpu_ratio: float, ram_ratio: float,
                         "resource": resource, "problem": "usage mismatch",
                         "used": used, "allocated": allocated,
                         "capacity": most})
-                if allocated > most:
+                # A node reporting 0 vCPUs is not judged on them
+                # (capacity.fits, the claim's SQL).
+                unjudged = (resource == "vcpus" and not row.vcpus
+                            and capacity.VCPU.zero_unjudged)
+                if allocated > most and not unjudged:
                     problems.append({
                         "host": row.host, "node": row.hypervisor_hostname,
                         "resource": resource, "problem": "over capacity",
@@ -168,6 +175,13 @@ def fix_usage(engine: sa.Engine) -> int:
     count = (sa.select(sa.func.count()).where(a.c.compute_node_id == n.c.id)
              .scalar_subquery())
     with engine.begin() as conn:
+        # Lock the nodes first (SQLite: one writer anyway): the UPDATE, a
+        # statement of its own (a snapshot of its own at READ COMMITTED),
+        # then sums the allocations of every claim that held one of them,
+        # committed by now.
+        if conn.dialect.name != "sqlite":
+            conn.execute(sa.select(n.c.id).where(n.c.deleted == 0)
+                         .order_by(n.c.id).with_for_update()).all()
         return conn.execute(
             n.update()
             .where(n.c.deleted == 0,
@@ -290,6 +304,8 @@ def describe_host(engine: sa.Engine, host: str, *,
     with engine.connect() as conn:
         now = db.db_time(conn)
         service = _compute_service(conn, host)
+        # The stored name: MariaDB matched ``host`` case-insensitively.
+        host = service.host
         zones = _zones_by_host(conn, host).get(host, [default_zone])
         nodes = conn.execute(
             sa.select(n).where(n.c.host == host, n.c.deleted == 0)
@@ -432,6 +448,10 @@ def create_aggregate(engine: sa.Engine, name: str,
         live aggregate already has that name.
     """
     _check_text("aggregate name", name)
+    if "," in name or name != name.strip():
+        raise exception.InvalidRequest(
+            f"aggregate name {name!r} has a comma or leading or trailing "
+            f"blanks; a request could not name it")
     if zone is not None:
         _check_text("availability zone", zone)
     agg = models.aggregates
@@ -498,7 +518,8 @@ def add_aggregate_host(engine: sa.Engine, name: str, host: str) -> None:
     try:
         with engine.begin() as conn:
             agg_id = _aggregate_id(conn, name)
-            _compute_service(conn, host)
+            # The stored name: MariaDB matches ``host`` case-insensitively.
+            host = _compute_service(conn, host).host
             if conn.execute(sa.select(ah.c.id).where(
                     ah.c.aggregate_id == agg_id, ah.c.host == host,
                     ah.c.deleted == 0)).first() is not None:
@@ -547,22 +568,23 @@ def set_aggregate_metadata(engine: sa.Engine, name: str,
     md = models.aggregate_metadata
     with engine.begin() as conn:
         agg_id = _aggregate_id(conn, name)
-        current = {row.key: row.value for row in conn.execute(
-            sa.select(md.c.key, md.c.value).where(
-                md.c.aggregate_id == agg_id, md.c.deleted == 0))}
         for key, value in metadata.items():
             live = (md.c.aggregate_id == agg_id, md.c.key == key)
+            # By the database's comparison (case-insensitive on MariaDB,
+            # as its unique key is).
+            found = conn.execute(sa.select(md.c.value).where(
+                md.c.deleted == 0, *live)).first()
             if not value:
-                if key in current:
+                if found is not None:
                     conn.execute(_soft_delete(md, *live))
-                    del current[key]
-            elif key not in current:
+            elif found is None:
                 conn.execute(md.insert().values(
                     aggregate_id=agg_id, key=key, value=value,
                     created_at=db.utcnow(), deleted=0))
-                current[key] = value
-            elif current[key] != value:
+            elif found.value != value:
                 conn.execute(md.update().where(md.c.deleted == 0, *live)
                              .values(value=value, updated_at=db.utcnow()))
-                current[key] = value
+        current = {row.key: row.value for row in conn.execute(
+            sa.select(md.c.key, md.c.value).where(
+                md.c.aggregate_id == agg_id, md.c.deleted == 0))}
     return dict(sorted(current.items()))

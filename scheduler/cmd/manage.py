@@ -206,7 +206,8 @@ def allocations_audit(conf, engine, args) -> int:
         fs.disk_allocation_ratio, fs.enabled_filters,
         progress=lambda total: progress.reporter("audit: checked nodes",
                                                  total, show))
-    fixed = admin.fix_usage(engine) if problems and args.fix else None
+    fixed = (_write(conf, admin.fix_usage, engine)
+             if problems and args.fix else None)
     if args.json:
         _print(args, {"problems": problems, "fixed_nodes": fixed}, str)
     elif not problems:

@@ -4,10 +4,18 @@ PostgreSQL, and placements over a real RabbitMQ that follow its changes."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import pytest
+import sqlalchemy as sa
 
+from scheduler import admin
+from scheduler import claims
 from scheduler import exception
+from scheduler import fleet
+from scheduler.db import models
+from tests.functional.conftest import node
 
 FLAVOR = {"name": "m1.tiny", "memory_mb": 512, "vcpus": 1, "root_gb": 1}
 FAST = {"compute-00002", "compute-00005"}
@@ -143,3 +151,90 @@ def test_host_describe_shows_usage_per_project(make_deployment):
     assert [line.split() for line in usage] == [
         ["proj-a", "2", "0", "2", "1024", "2"],
         ["proj-b", "1", "0", "1", "512", "1"]]
+
+
+@pytest.mark.parametrize("database_url", ["mysql"], indirect=True)
+def test_audit_json_numbers_are_numbers(make_deployment):
+    """On MariaDB SUM() is DECIMAL: --json printed "allocated": "1"."""
+    deployment = make_deployment()
+    deployment.fleet(2)
+    deployment.start_server()
+    _hosts_of(deployment, "az2", num_instances=1)
+    with deployment.engine.begin() as conn:
+        conn.execute(models.compute_nodes.update().values(vcpus_used=999))
+    result = deployment.manage("--json", "allocations", "audit",
+                               check=False)
+    problems = json.loads(result.stdout)["problems"]
+    assert {p["allocated"] for p in problems} == {0, 1}, result.stdout
+
+
+@pytest.mark.parametrize("database_url", ["mysql"], indirect=True)
+def test_host_names_in_another_case_on_mariadb(make_deployment):
+    """MariaDB compares host columns case-insensitively, so add-host and
+    describe accept COMPUTE-00001; the membership must then be the real
+    host's (it was stored as typed, and placement, host list and the
+    zones of describe ignored it) and describe must show its zones."""
+    deployment = make_deployment()
+    deployment.fleet(2)
+    deployment.start_server()
+    assert deployment.manage("aggregate", "add-host", "az1",
+                             "COMPUTE-00001").returncode == 0
+    hosts = {h["host"]: h for h in _json(deployment, "host", "list")}
+    assert hosts["compute-00001"]["zones"] == ["az1", "az2"]
+    assert _json(deployment, "host", "describe",
+                 "COMPUTE-00001")["zones"] == ["az1", "az2"]
+    assert _hosts_of(deployment, "az1", num_instances=1) == {
+        "compute-00001"}
+
+
+@pytest.mark.parametrize("database_url", ["mysql"], indirect=True)
+def test_set_metadata_key_in_another_case_on_mariadb(make_deployment):
+    deployment = make_deployment()
+    deployment.fleet(1)
+    deployment.manage("aggregate", "set-metadata", "az1", "ssd=true")
+    result = deployment.manage("aggregate", "set-metadata", "az1",
+                               "SSD=false", check=False)
+    assert "check [database] connection" not in result.stderr
+    assert result.returncode == 0, result.stderr
+
+
+A1 = "56565656-0000-4000-8000-000000000001"
+A2 = "56565656-0000-4000-8000-000000000002"
+
+
+def _node(engine):
+    with engine.connect() as conn:
+        return conn.execute(sa.select(models.compute_nodes)).one()
+
+
+def _sum(engine, column):
+    a = models.allocations
+    with engine.connect() as conn:
+        return conn.execute(sa.select(sa.func.coalesce(
+            sa.func.sum(a.c[column]), 0))).scalar_one()
+
+
+def test_audit_fix_keeps_a_claim_committed_while_it_waited(engine):
+    """--fix recomputes usage from the allocations; a claim that held a
+    node's row while the fix began must be in the result (it was not: the
+    UPDATE summed what it saw when it started)."""
+    fleet.register(engine, [node("h1", vcpus=8, memory_mb=8192)])
+    row = _node(engine)
+    claims.claim(engine, [claims.Claim(A1, row.id, "h1", row.generation,
+                                       1, 512, 1)])
+    with engine.begin() as conn:   # the drift the audit reports
+        conn.execute(models.compute_nodes.update().values(vcpus_used=0))
+    row = _node(engine)
+    conn = engine.connect()
+    tx = conn.begin()
+    claims.claim_in(conn, [claims.Claim(A2, row.id, "h1", row.generation,
+                                        1, 512, 1)])
+    fixer = threading.Thread(target=admin.fix_usage, args=(engine,))
+    fixer.start()
+    time.sleep(1.5)            # the fix waits for the node's row lock
+    tx.commit()
+    conn.close()
+    fixer.join(30)
+    row = _node(engine)
+    assert (row.vcpus_used, row.memory_mb_used) == (
+        _sum(engine, "vcpus"), _sum(engine, "memory_mb"))

@@ -450,3 +450,43 @@ def test_json_after_the_command_on_every_write(config, capsys, register):
         code, out, err = _run(capsys, args + argv)
         assert (code, err) == (0, ""), argv
         assert json.loads(out) == expected, argv
+
+
+def test_service_disable_refuses_an_overlong_reason(config, capsys,
+                                                         register, engine):
+    """disabled_reason is VARCHAR(255): like every other text admin
+    writes, a longer one is one line naming it, and nothing is written
+    (SQLite stores it silently; MariaDB/PostgreSQL fail with 'database
+    ... failed: data too long ...; check [database] connection')."""
+    register(node("h1"))
+    assert _run(capsys, config() + ["service", "disable", "h1", "--reason",
+                                    "r" * 256]) == (
+        1, "", "ERROR: disabled reason is longer than 255 characters\n")
+    assert admin.list_services(engine)[0]["disabled"] is False
+
+
+@pytest.mark.parametrize("name", ["gpu,ssd", " gpu", "gpu "])
+def test_aggregate_create_refuses_a_name_no_request_can_name(
+        config, capsys, register, engine, name):
+    """requested_destination.aggregates (--aggregate) splits on commas and
+    strips blanks, so such an aggregate could never be asked for by name."""
+    from tests.unit.fakes import make_spec
+    spec = make_spec(requested_destination={"aggregates": [name]})
+    assert name not in spec.required_aggregates()[0]
+    code, out, err = _run(capsys, config() + ["aggregate", "create", name])
+    assert (code, out) == (1, ""), err
+    assert name not in {a["name"] for a in admin.list_aggregates(engine)}
+
+
+def test_audit_does_not_flag_vcpus_on_a_node_reporting_none(
+        config, capsys, register, engine):
+    """A node reporting 0 vCPUs is not judged on vCPUs (capacity.fits,
+    the claim's SQL: nova's CoreFilter); the audit, which "judges capacity
+    by the same rule", called it over capacity and exited 1, even --fix."""
+    register(node("h1"))
+    set_node(engine, "h1", vcpus=0)
+    _claim(engine, "h1", A1, vcpus=2)      # the claim accepts it
+    assert _run(capsys, config() + ["allocations", "audit"]) == (
+        0, CLEAN, "")
+    assert _run(capsys, config() + ["allocations", "audit", "--fix"]) == (
+        0, CLEAN, "")
