@@ -118,7 +118,8 @@ def claim(engine: sa.Engine, claims: list[Claim], *,
     holds a node over the limit it was planned against.
 
     ``replace`` names consumers whose existing claims this one supersedes
-    (released in the same transaction). ``move`` names consumers being
+    (released in the same transaction, first: what they held is room for
+    the new claims). ``move`` names consumers being
     moved: their current claim becomes the new claim's source, kept until
     :func:`confirm_move` or :func:`revert_move` (a consumer already moving
     gives back its old destination and keeps its first source). ``ttl`` > 0
@@ -192,7 +193,7 @@ def claim_alone(conn: sa.Connection, claim: Claim, *, ttl: int = 0,
     fails the statement whole.
     :raises: as :func:`claim` (no GroupConflict: no group).
     """
-    params = _consume_params([claim], default_ratios)
+    params = _consume_params([claim], default_ratios, [])
     params.update({f"a_{name}": getattr(claim, name)
                    for name in _ALONE_COLUMNS})
     if ttl > 0:
@@ -200,7 +201,7 @@ def claim_alone(conn: sa.Connection, claim: Claim, *, ttl: int = 0,
     with _consumer_key():
         inserted = _CLAIM_ALONE[ttl > 0].execute(conn, params).rowcount
     if inserted != 1:
-        _raise_refusal(conn, [claim], params, default_ratios)
+        _raise_refusal(conn, [claim], params, default_ratios, [])
 
 
 #: The allocation columns a plain claim sets from the Claim.
@@ -230,13 +231,16 @@ def _claim_in(conn: sa.Connection, claims: list[Claim],
     groups = sorted(groups, key=lambda g: g.uuid)
     for group in groups:
         _lock_group(conn, group.uuid)
+    # The replaced claims go first: what they held is room for the new
+    # ones (a re-sent request on a full node takes its own place again),
+    # netted into the same generation-checked UPDATE; what they held on
+    # other nodes is given back after the claims' checks.
+    freed = freed_by(_delete_consumers(conn, replace)) if replace else []
     node_ids = {c.node_id for c in claims}
-    if len(node_ids) > 1:
-        lock_nodes(conn, node_ids)
-    _consume(conn, claims, default_ratios)
-    if replace:
-        rows = _delete_consumers(conn, replace)
-        _give_back(conn, _held(rows) + _sources(rows))
+    if len(node_ids | {usage[0] for usage in freed}) > 1:
+        lock_nodes(conn, node_ids | {usage[0] for usage in freed})
+    _consume(conn, claims, default_ratios, freed)
+    _give_back(conn, [usage for usage in freed if usage[0] not in node_ids])
     sources = _start_moves(conn, move, moving_from) if move else {}
     for group in groups:
         _check_group(conn, group, claims)
@@ -335,8 +339,13 @@ _CLAIM_ALONE = {expiring: compiled.Compiled(
     _claim_alone_statement(expiring)) for expiring in (False, True)}
 
 
-def _consume(conn: sa.Connection, claims: list[Claim],
-             ratios: Ratios) -> None:
+def _consume(conn: sa.Connection, claims: list[Claim], ratios: Ratios,
+             freed: list[Usage]) -> None:
+    """Add ``claims`` to their nodes' usage, less what ``freed`` (replaced
+    claims, already deleted) held on the same nodes.
+
+    :raises NoRoom, ClaimConflict: as :func:`claim`.
+    """
     by_node: dict[int, list[Claim]] = collections.defaultdict(list)
     for c in claims:
         by_node[c.node_id].append(c)
@@ -344,16 +353,19 @@ def _consume(conn: sa.Connection, claims: list[Claim],
     # between them on PostgreSQL or MySQL).
     for node_id in sorted(by_node):
         group = by_node[node_id]
-        params = _consume_params(group, ratios)
+        here = [usage for usage in freed if usage[0] == node_id]
+        params = _consume_params(group, ratios, here)
         if _CONSUME.execute(conn, params).rowcount != 1:
-            _raise_refusal(conn, group, params, ratios)
+            _raise_refusal(conn, group, params, ratios, here)
 
 
-def _consume_params(group: list[Claim], ratios: Ratios) -> dict:
-    """:data:`_CONSUME`'s parameters for the claims ``group`` on one node."""
+def _consume_params(group: list[Claim], ratios: Ratios,
+                    freed: list[Usage]) -> dict:
+    """:data:`_CONSUME`'s parameters for the claims ``group`` on one node,
+    where the replaced claims ``freed`` held what they give back."""
     params = {"b_node_id": group[0].node_id, "b_seen": group[0].generation,
-              "b_count": len(group)}
-    for resource, amount in _amounts(group).items():
+              "b_count": len(group) - len(freed)}
+    for resource, amount in _amounts(group, freed).items():
         bind = _COLUMNS[resource][3]
         params[f"b_{bind}"] = amount
         params[f"b_{bind}_ratio"] = ratios.of(resource)
@@ -364,14 +376,19 @@ def _consume_params(group: list[Claim], ratios: Ratios) -> dict:
     return params
 
 
-def _amounts(group: list[Claim]) -> dict[capacity.Resource, int]:
-    return {capacity.VCPU: sum(c.vcpus for c in group),
-            capacity.MEMORY: sum(c.memory_mb for c in group),
-            capacity.DISK: sum(c.disk_gb for c in group)}
+def _amounts(group: list[Claim],
+             freed: list[Usage]) -> dict[capacity.Resource, int]:
+    """What ``group`` adds to its node, net of the ``freed`` usages."""
+    return {capacity.VCPU: sum(c.vcpus for c in group)
+            - sum(u[1] for u in freed),
+            capacity.MEMORY: sum(c.memory_mb for c in group)
+            - sum(u[2] for u in freed),
+            capacity.DISK: sum(c.disk_gb for c in group)
+            - sum(u[3] for u in freed)}
 
 
 def _raise_refusal(conn: sa.Connection, group: list[Claim], params: dict,
-                   ratios: Ratios) -> None:
+                   ratios: Ratios, freed: list[Usage]) -> None:
     """The node's UPDATE for the claims ``group`` matched no row: raise
     NoRoom if the node is as planned (its capacity refused), else
     ClaimConflict."""
@@ -380,7 +397,7 @@ def _raise_refusal(conn: sa.Connection, group: list[Claim], params: dict,
     row = conn.execute(sa.select(nodes).where(
         nodes.c.id == node_id, nodes.c.deleted == 0)).first()
     if row is not None and row.generation == group[0].generation:
-        refused = _refused(row, _amounts(group), params, ratios)
+        refused = _refused(row, _amounts(group, freed), params, ratios)
         raise NoRoom(
             f"compute node {node_id} ({group[0].host}) has no room "
             f"for {len(group)} more instance(s): " + "; ".join(
@@ -585,6 +602,13 @@ _INSERT = {expiring: _insert_statement(expiring)
            for expiring in (False, True)}
 
 
+def freed_by(rows: Iterable[sa.Row]) -> list[Usage]:
+    """What releasing the claims ``rows`` (allocation rows, or
+    :func:`placements` rows) gives back: both sides of a move in flight."""
+    rows = list(rows)
+    return _held(rows) + _sources(rows)
+
+
 def _held(rows: Iterable[sa.Row]) -> list[Usage]:
     """What deleted allocation rows held on their node (the destination
     of a move in flight)."""
@@ -684,7 +708,7 @@ def release_in(conn: sa.Connection, consumer_uuids: list[str]) -> int:
     """:func:`release` inside the caller's transaction ``conn`` (both
     sides of a move in flight)."""
     rows = _delete_consumers(conn, consumer_uuids)
-    _give_back(conn, _held(rows) + _sources(rows))
+    _give_back(conn, freed_by(rows))
     return len(rows)
 
 
@@ -860,6 +884,8 @@ def _placements_statement() -> sa.Select:
     return (sa.select(allocs.c.consumer_uuid, allocs.c.vcpus,
                       allocs.c.memory_mb, allocs.c.disk_gb,
                       allocs.c.compute_node_id, allocs.c.source_node_id,
+                      allocs.c.source_vcpus, allocs.c.source_memory_mb,
+                      allocs.c.source_disk_gb,
                       nodes.c.host,
                       nodes.c.hypervisor_hostname,
                       nodes.c.uuid.label("node_uuid"))

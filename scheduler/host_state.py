@@ -120,6 +120,17 @@ class HostState:
             num_instances=self.num_instances + 1,
             num_io_ops=self.num_io_ops + 1)
 
+    def released(self, vcpus: int, memory_mb: int,
+                 disk_gb: int) -> HostState:
+        """This host after a claim of the given size is given back. The
+        I/O count is the host's own report, not the claim's: it stays."""
+        return dataclasses.replace(
+            self,
+            vcpus_used=self.vcpus_used - vcpus,
+            memory_mb_used=self.memory_mb_used - memory_mb,
+            disk_gb_used=self.disk_gb_used - disk_gb,
+            num_instances=self.num_instances - 1)
+
 
 def disk_gb_of(root_gb: int, ephemeral_gb: int, swap_mb: int) -> int:
     """Disk a flavor takes, in whole GB: swap (MB) rounded up, like nova's

@@ -15,6 +15,7 @@ adding or removing hosts builds a new table.
 """
 from __future__ import annotations
 
+import copy
 from typing import Iterable
 
 import numpy as np
@@ -50,6 +51,11 @@ def _set_headroom(columns, i: int, state: HostState) -> None:
         getattr(columns, r.headroom)[i] = capacity.headroom(
             r, getattr(state, r.total), getattr(state, r.used),
             getattr(state, r.limit))
+
+
+#: Every column :meth:`HostTable.set` writes.
+_SET_COLUMNS = (NUMERIC + FREE + tuple(LIMITS) + HEADROOMS
+                + ("service_up", "service_disabled", "usable"))
 
 
 class HostTable:
@@ -132,6 +138,31 @@ class HostTable:
         self.service_up[i] = state.service_up
         self.service_disabled[i] = state.service_disabled
         self.usable[i] = state.usable
+
+    def releasing(self, usages: Iterable[tuple[int, int, int, int]]
+                  ) -> HostTable:
+        """This table as if the claims that hold ``usages`` (``(node id,
+        vcpus, memory_mb, disk_gb)``, as ``claims.freed_by`` lists them)
+        were given back: what a request that replaces those claims plans
+        on, since its claim gives them back in the same transaction. The
+        columns are copied (the shared table is never changed under its
+        readers); nodes not in the table are skipped. Generations stay:
+        the claim checks the nodes as read."""
+        changed: dict[int, HostState] = {}
+        for node_id, vcpus, memory_mb, disk_gb in usages:
+            i = self.positions.get(node_id)
+            if i is not None:
+                changed[i] = changed.get(i, self.states[i]).released(
+                    vcpus, memory_mb, disk_gb)
+        if not changed:
+            return self
+        out = copy.copy(self)
+        out.states = list(self.states)
+        for name in _SET_COLUMNS:
+            setattr(out, name, getattr(self, name).copy())
+        for i, state in changed.items():
+            out.set(i, state)
+        return out
 
     def without(self, node_ids: set[int]) -> HostTable:
         """A new table of every host but the nodes ``node_ids`` (a request

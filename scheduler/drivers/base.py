@@ -169,8 +169,9 @@ class Driver:
             # message delivered twice): what they hold is the answer.
             return [_held_destination(held[u]) for u in uuids]
         # Held but not moving, while others are new: the new claim replaces
-        # those, atomically.
+        # those, atomically, and what they hold is room for it.
         replace = [u for u in held if u not in moving]
+        freed = claims.freed_by(held[u] for u in replace)
         # Where the hinted instances are: once per request, not per attempt
         # (they are not this request's to move). A moving consumer is
         # leaving its host, so it counts there no more than a replaced one.
@@ -185,8 +186,9 @@ class Driver:
             plan_spec = self._with_group_members(spec, replace + moving)
             # After a lost race, re-read SQL whatever the driver's habit.
             with self.cycle(fresh=attempt > 0) as table:
-                selections = self.plan(plan_spec, attempts.table(table),
-                                       spread=attempts.spread)
+                selections = self.plan(
+                    plan_spec, attempts.table(table).releasing(freed),
+                    spread=attempts.spread)
                 assumed = self._assume(
                     (s.host, spec.flavor) for s in selections)
             to_claim = [s.claim(spec) for s in selections]
@@ -229,6 +231,7 @@ class Driver:
                 if len(held) == spec.num_instances:
                     return [_held_destination(held[u]) for u in uuids]
                 replace = [u for u in held if u not in moving]
+                freed = claims.freed_by(held[u] for u in replace)
                 continue
             except Exception:
                 self.host_manager.forget(assumed)

@@ -4,7 +4,8 @@ claimed at once, idempotently.
 - A stack id seen before with the same definition returns what the stack
   holds (a re-sent call, a message delivered twice); if some of its claims
   are gone (released one by one, expired) the stack is planned again and
-  the new claims replace the ones left, atomically.
+  the new claims replace the ones left, atomically: the plan and the claim
+  count what those hold as room, once.
 - A stack id seen before with another definition is refused, naming what
   changed: the caller must release it first.
 - A lost claim race (another scheduler changed a node) re-reads the hosts
@@ -74,8 +75,8 @@ def select(driver, stack: stacks.Stack,
         # Claims of these consumers not made by this stack (or left from an
         # earlier placement of it) are replaced in the same transaction.
         replace = list(held)
-        result = _place(driver, stack, replace, stored is not None,
-                        dry_run, retry)
+        result = _place(driver, stack, replace, claims.freed_by(
+            held.values()), stored is not None, dry_run, retry)
         if result is not None:
             return result
         # A concurrent send of this stack (or of its consumers) won: look
@@ -87,9 +88,12 @@ def select(driver, stack: stacks.Stack,
         f"a row")
 
 
-def _place(driver, stack: stacks.Stack, replace: list[str], known: bool,
-           dry_run: bool, retry) -> dict[str, Any] | None:
-    """Plan and claim; None if a concurrent duplicate claimed first."""
+def _place(driver, stack: stacks.Stack, replace: list[str],
+           freed: list[claims.Usage], known: bool, dry_run: bool,
+           retry) -> dict[str, Any] | None:
+    """Plan and claim; None if a concurrent duplicate claimed first.
+    ``replace`` names the consumers whose claims the new ones replace, and
+    ``freed`` is what those hold: room for the stack."""
     conf = driver.conf
     specs = {name: driver._with_hint_hosts(r.spec, replace)
              for name, r in stack.placed.items()}
@@ -102,7 +106,8 @@ def _place(driver, stack: stacks.Stack, replace: list[str], known: bool,
         # table; the next decision of this process sees this stack's
         # usage); claim outside it.
         with driver.cycle(fresh=attempt > 0) as table:
-            plan = planner.plan(driver, stack, attempts.table(table),
+            plan = planner.plan(driver, stack,
+                                attempts.table(table).releasing(freed),
                                 with_members, spread=attempts.spread)
             if dry_run:
                 return _planned_result(stack, plan, dry_run=True)

@@ -122,6 +122,32 @@ def test_resending_the_same_consumers_claims_once(make_deployment):
     assert used == 2 * FLAVOR["memory_mb"]
 
 
+def test_a_re_send_after_a_release_takes_its_place_on_a_full_fleet(
+        make_deployment):
+    """The claims a re-sent request still holds are room for it: on two
+    full hosts, the consumer released is placed again and the others keep
+    their share, each counted once."""
+    deployment = make_deployment()
+    deployment.add_nodes([node("a", memory_mb=4096, vcpus=2),
+                          node("b", memory_mb=4096, vcpus=2)])
+    deployment.start_server()
+    flavor = {"memory_mb": 2048, "vcpus": 1, "root_gb": 10}
+    spec = {"instance_uuids": [str(uuid.uuid4()) for _ in range(4)],
+            "flavor": flavor}
+    deployment.api.select_destinations({}, spec)
+    assert deployment.api.release({}, [spec["instance_uuids"][2]]) == 1
+
+    again = deployment.api.select_destinations({}, spec)
+
+    assert [d["uuid"] for d in again] == spec["instance_uuids"]
+    assert sorted(d["host"] for d in again) == ["a", "a", "b", "b"]
+    assert sorted(a.consumer_uuid for a in deployment.allocations()) == \
+        sorted(spec["instance_uuids"])
+    nodes = deployment.nodes()
+    assert [(nodes[h].memory_mb_used, nodes[h].running_vms)
+            for h in "ab"] == [(4096, 2), (4096, 2)]
+
+
 def test_legacy_request_spec_and_filter_properties(make_deployment):
     deployment = make_deployment()
     deployment.fleet(10)

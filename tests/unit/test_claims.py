@@ -532,6 +532,33 @@ def test_replace_on_the_same_node(engine, nodes):
             usage["running_vms"]) == (4, 2048, 2)
 
 
+def test_a_replaced_claim_makes_room_on_a_full_node(engine, nodes):
+    """The claims a request replaces are given back before its new ones are
+    judged: a full node takes the same consumers again, once."""
+    claims.claim(engine, [_claim(nodes["h1"], C1, memory_mb=4096),
+                          _claim(nodes["h1"], C2, memory_mb=4096)])
+    before = _usage(engine, "h1")
+    assert before["free_ram_mb"] == 0
+    claims.claim(engine, [_claim(node_row(engine, "h1"), C1, memory_mb=4096),
+                          _claim(node_row(engine, "h1"), C3, memory_mb=4096)],
+                 replace=[C1, C2])
+    assert _consumers(engine) == [C1, C3]
+    after = _usage(engine, "h1")
+    assert after == {**before, "generation": before["generation"] + 1}
+
+
+def test_a_replaced_claim_makes_room_for_no_more_than_it_held(engine,
+                                                             nodes):
+    claims.claim(engine, [_claim(nodes["h1"], C1, memory_mb=4096),
+                          _claim(nodes["h1"], C2, memory_mb=4096)])
+    before = _usage(engine, "h1")
+    with pytest.raises(claims.NoRoom):
+        claims.claim(engine, [_claim(node_row(engine, "h1"), C1,
+                                     memory_mb=5120)], replace=[C1])
+    assert _consumers(engine) == [C1, C2]
+    assert _usage(engine, "h1") == before
+
+
 def test_replace_unknown_consumers_is_harmless(engine, nodes):
     claims.claim(engine, [_claim(nodes["h1"], C1)], replace=[C4, C5])
     assert _consumers(engine) == [C1]

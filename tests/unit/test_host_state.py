@@ -29,6 +29,15 @@ def test_consumed_twice_accumulates():
             host.num_instances) == (2, 2000, 20, 2)
 
 
+def test_released_gives_back_what_consumed_took_but_the_io():
+    host = make_host(vcpus_used=1, memory_mb_used=512, disk_gb_used=10,
+                     num_instances=2, num_io_ops=1, generation=7)
+    after = host.consumed(2, 1024, 20).released(2, 1024, 20)
+    assert dataclasses.replace(after, num_io_ops=1) == host
+    assert after.num_io_ops == 2
+    assert host.num_instances == 2
+
+
 def test_host_state_is_frozen():
     host = make_host()
     with pytest.raises(dataclasses.FrozenInstanceError):

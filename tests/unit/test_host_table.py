@@ -72,6 +72,40 @@ def test_a_view_plans_on_a_copy_with_the_columns_of_its_states(seed):
     _assert_same_columns(table, HostTable(states))
 
 
+def _all_columns(table: HostTable) -> dict[str, np.ndarray]:
+    return {name: value for name, value in vars(table).items()
+            if isinstance(value, np.ndarray)}
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_releasing_claims_plans_on_a_copy_with_their_usage_given_back(seed):
+    rng = random.Random(200 + seed)
+    states = [_host(rng, i) for i in range(30)]
+    table = HostTable(states)
+    before = {k: v.copy() for k, v in _all_columns(table).items()}
+    usages = [(rng.randrange(len(states)) + 1, rng.choice([1, 4]),
+               rng.choice([512, 4096]), rng.choice([1, 20]))
+              for _ in range(12)] + [(999, 1, 1, 1)]      # not in the table
+    released = table.releasing(usages)
+    expected = list(states)
+    for node_id, vcpus, memory_mb, disk_gb in usages[:-1]:
+        expected[node_id - 1] = expected[node_id - 1].released(
+            vcpus, memory_mb, disk_gb)
+    assert released.states == expected
+    for name, column in _all_columns(HostTable(expected)).items():
+        assert np.array_equal(getattr(released, name), column), name
+    # The shared table did not move, in any column.
+    assert table.states == states
+    for name, column in _all_columns(table).items():
+        assert np.array_equal(column, before[name]), name
+
+
+def test_releasing_nothing_is_the_table_itself():
+    table = HostTable([make_host()])
+    assert table.releasing([]) is table
+    assert table.releasing([(999, 1, 1, 1)]) is table
+
+
 def test_headroom_is_unbounded_where_a_resource_is_not_judged():
     table = HostTable([make_host(vcpus_total=0, vcpus_used=3),
                        make_host("h2", node_id=2, vcpus_total=4,

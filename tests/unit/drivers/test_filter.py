@@ -8,6 +8,7 @@ import datetime
 import pytest
 from stevedore import extension
 
+from scheduler import claims
 from scheduler import exception
 from scheduler.host_table import HostTable
 from scheduler.db import api as db_api
@@ -209,6 +210,21 @@ def test_partly_held_uuids_are_replaced(register, engine, filter_driver):
     assert sorted(a.consumer_uuid for a in allocation_rows(engine)) == [
         U[0], U[1]]
     assert node_row(engine, "h1").memory_mb_used == 8192
+
+
+def test_a_partly_held_request_fits_where_its_own_claims_are(
+        register, engine, filter_driver):
+    """A re-send whose other consumer's claim was released: the claim it
+    replaces is room for it, in the plan as in SQL, not counted twice."""
+    register(node("h1", memory_mb=8192))
+    spec = _spec(instance_uuids=[U[0], U[1]])
+    filter_driver.select_destinations(spec)
+    claims.release(engine, [U[1]])
+    dests = filter_driver.select_destinations(spec)
+    assert [(d["uuid"], d["host"]) for d in dests] == [(U[0], "h1"),
+                                                       (U[1], "h1")]
+    row = node_row(engine, "h1")
+    assert (row.memory_mb_used, row.running_vms) == (8192, 2)
 
 
 def _stale_first(driver, stale):

@@ -119,6 +119,21 @@ def test_a_stack_that_lost_some_claims_is_placed_again(four_hosts,
     assert used == 5 * 1024
 
 
+def test_a_full_stack_that_lost_a_claim_fits_again(register,
+                                                   filter_driver, engine):
+    """The claims left of a stack are room for its new placement: planned
+    again on two full hosts, it counts them once."""
+    register(node("h1", memory_mb=2048), node("h2", memory_mb=2048))
+    stack = {"x": {"spec": spec_dict(flavor=F, num_instances=4)}}
+    first = placement.select(filter_driver, _stack(stack))
+    claims.release(engine, [first["resources"]["x"][3]["uuid"]])
+    again = placement.select(filter_driver, _stack(stack))
+    assert sorted(_hosts(again)["x"]) == ["h1", "h1", "h2", "h2"]
+    assert len(allocation_rows(engine)) == 4
+    assert [node_row(engine, h).memory_mb_used for h in ("h1", "h2")] == [
+        2048, 2048]
+
+
 def test_a_refusal_claims_nothing(four_hosts, filter_driver, engine):
     resources = _three_tier()
     resources["big"] = {"spec": spec_dict(flavor={**F, "memory_mb": 99999})}
