@@ -20,8 +20,8 @@ from scheduler import cmd
 from scheduler import errors
 from scheduler import plugins
 from scheduler.db import api as db
-from scheduler.conf import frozen
 from scheduler.db import migration
+from scheduler.drivers.filter import Pipeline
 
 Code = upgradecheck.Code
 Result = upgradecheck.Result
@@ -103,13 +103,12 @@ class Checks(upgradecheck.UpgradeCommands):
     def check_config(self) -> Result:
         """The driver, filters and weighers named in the configuration are
         installed and load."""
-        frozen.freeze(self.conf)    # every value reads, or names itself
         plugins.check_driver(self.conf)
-        filters = plugins.load_filters(self.conf)
-        weighers = plugins.load_weighers(self.conf)
+        # As the server checks it: every value reads, or names itself.
+        pipeline = Pipeline.load(self.conf)
         return Result(Code.SUCCESS, f"driver {self.conf.scheduler.driver}, "
-                      f"{len(filters)} filters and {len(weighers)} weighers "
-                      f"load")
+                      f"{len(pipeline.filters)} filters and "
+                      f"{len(pipeline.weighers)} weighers load")
 
     _upgrade_checks = (
         ("Database", check_database),

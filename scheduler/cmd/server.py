@@ -39,9 +39,9 @@ from scheduler import plugins
 from scheduler import rpc
 from scheduler import sd_notify
 from scheduler import worker_state
-from scheduler.conf import frozen
 from scheduler.db import api as db
 from scheduler.db import wrapped
+from scheduler.drivers.filter import Pipeline
 from scheduler.manager import SchedulerManager
 from scheduler.nova.endpoint import NovaSchedulerEndpoint
 
@@ -261,9 +261,9 @@ def check_config(conf) -> None:
     :raises cfg.Error: naming the option and its file.
     :raises ConfigError: naming the plugin option.
     """
-    frozen.freeze(conf)
-    plugins.load_filters(conf)
-    plugins.load_weighers(conf)
+    # Built as a request's pipeline is (the same loading and freezing),
+    # then dropped: what passes here is what the workers will take.
+    Pipeline.load(conf)
 
 
 def check_startup(conf, config_given: bool = True) -> None:
