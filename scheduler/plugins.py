@@ -55,10 +55,35 @@ def load_filters(conf: cfg.ConfigOpts) -> list:
                        conf.filter_scheduler.enabled_filters, conf)
 
 
+#: How nova's ``[filter_scheduler] weight_classes`` spells its weighers: a
+#: class path under this package, or this function for all of them.
+NOVA_WEIGHERS = "nova.scheduler.weights."
+NOVA_ALL_WEIGHERS = NOVA_WEIGHERS + "all_weighers"
+
+
+def weigher_names(configured: list[str]) -> list[str]:
+    """The entry-point names of ``configured`` weighers, taking nova's
+    spelling too, so an operator's ``weight_classes`` carries over:
+    ``nova.scheduler.weights.ram.RAMWeigher`` is ``RAMWeigher``, and
+    ``nova.scheduler.weights.all_weighers`` (nova's default) is every
+    installed weigher. Each name once, first mention first."""
+    out: list[str] = []
+    for name in configured:
+        if name == NOVA_ALL_WEIGHERS:
+            expanded = names(WEIGHER_NS)
+        elif name.startswith(NOVA_WEIGHERS):
+            expanded = [name.rpartition(".")[2]]
+        else:
+            expanded = [name]
+        out.extend(n for n in expanded if n not in out)
+    return out
+
+
 def load_weighers(conf: cfg.ConfigOpts) -> list:
-    """The enabled weighers, instantiated, in configured order."""
+    """The enabled weighers, instantiated, in configured order (names as
+    :func:`weigher_names` reads them)."""
     return _load_named(WEIGHER_NS, "[filter_scheduler] weighers",
-                       conf.filter_scheduler.weighers, conf)
+                       weigher_names(conf.filter_scheduler.weighers), conf)
 
 
 def load_driver(conf: cfg.ConfigOpts, *args: Any) -> Any:

@@ -40,7 +40,10 @@ opts = [
                 deprecated_name="weight_classes",
                 help="Weighers applied to the hosts that pass the filters; "
                      "names from the entry-point namespace "
-                     "'scheduler.weighers'."),
+                     "'scheduler.weighers'. Nova's spelling (weight_classes "
+                     "= nova.scheduler.weights.ram.RAMWeigher, or "
+                     "nova.scheduler.weights.all_weighers for every "
+                     "installed weigher) is read too."),
     cfg.IntOpt("host_subset_size", mutable=True, default=1, min=1,
                help="The instance goes to one of this many best-weighed "
                     "hosts, or of up to 32 more of exactly the weight of "

@@ -27,7 +27,8 @@ from scheduler.request_spec import RequestSpec
 
 
 class BaseWeigher:
-    """One raw score per host; subclasses set ``multiplier_option``.
+    """One raw score per host; subclasses set ``multiplier_option`` (else
+    their multiplier is 1.0).
 
     As in nova, a host in an aggregate with metadata named like the option
     (``ram_weight_multiplier=-1.0``; :attr:`aggregate_key`) is weighed with
@@ -52,8 +53,13 @@ class BaseWeigher:
 
     @property
     def configured_multiplier(self) -> float:
-        """The option's value (before :attr:`multiplier_sign`)."""
-        return self.conf.filter_scheduler[self.multiplier_option]
+        """The option's value (before :attr:`multiplier_sign`); 1.0 for a
+        plugin that names no option (nova's BaseWeigher.weight_multiplier),
+        so a weigher ported from nova without one still weighs."""
+        option = getattr(self, "multiplier_option", None)
+        if option is None:
+            return 1.0
+        return self.conf.filter_scheduler[option]
 
     @property
     def multiplier(self) -> float:

@@ -148,3 +148,20 @@ def test_a_plugin_whose_class_is_missing_is_a_config_error(conf,
     assert "[filter_scheduler] weighers: plugin 'GhostWeigher'" in str(
         info.value)
     assert "GhostWeigher" in str(info.value).split("failed to load: ")[1]
+
+
+def test_novas_weight_classes_spelling_carries_over(conf):
+    """An operator's nova.conf names weighers by class path
+    (nova/conf/scheduler.py ``weight_classes``, default
+    ``nova.scheduler.weights.all_weighers``): the same setting loads the
+    same weighers here instead of stopping start-up."""
+    conf.set_override("weighers",
+                      ["nova.scheduler.weights.ram.RAMWeigher",
+                       "nova.scheduler.weights.io_ops.IoOpsWeigher"],
+                      group="filter_scheduler")
+    assert [type(w).__name__ for w in plugins.load_weighers(conf)] == [
+        "RAMWeigher", "IoOpsWeigher"]
+    conf.set_override("weighers", ["nova.scheduler.weights.all_weighers"],
+                      group="filter_scheduler")
+    assert sorted(type(w).__name__ for w in plugins.load_weighers(conf)) == \
+        plugins.names(plugins.WEIGHER_NS)

@@ -270,6 +270,23 @@ def test_base_weigher_requires_weigh(conf):
         Nothing(conf).weigh(make_host(), make_spec())
 
 
+def test_a_weigher_without_a_multiplier_option_weighs_with_one(conf):
+    """nova's BaseWeigher.weight_multiplier is 1.0 unless a weigher reads
+    an option: a plugin with no option of its own still weighs (and no
+    aggregate key overrides it)."""
+    class ByNodeId(BaseWeigher):
+        def weigh(self, host, spec):
+            return host.node_id
+
+    weigher = ByNodeId(conf)
+    assert weigher.multiplier == 1.0 and weigher.aggregate_key is None
+    hosts = [make_host("a", node_id=1,
+                       aggregates=_in({"ram_weight_multiplier": "-5"})),
+             make_host("b", node_id=2)]
+    assert [w.host.host for w in weigh_hosts([weigher], hosts,
+                                             make_spec())] == ["b", "a"]
+
+
 # --- per-aggregate multipliers (nova's get_weight_multiplier) ------------------
 
 def _in(*metadata):
