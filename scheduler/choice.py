@@ -109,6 +109,28 @@ def _spread(node_id: int) -> int:
 ALONE = Share()
 
 
+def slot_shares(weights: Sequence[float], slots: int
+                ) -> list[float] | None:
+    """Each candidate's chance, relative to the others, under nova's pick:
+    ``random.choice`` among the first ``slots`` hosts of the sorted list.
+
+    ``weights`` are the candidates' weights, best first: the ``slots`` best
+    and then hosts of exactly the last one's weight. A host better than
+    that weight has its own slot (1.0); the slots left are shared evenly by
+    every host of that weight, since which of those equals nova's list
+    happened to put first is arbitrary. So the better hosts keep nova's
+    1 in ``slots`` however many hosts tie behind them. None when there are
+    no more candidates than slots (every one has a slot of its own).
+    """
+    n = len(weights)
+    if n <= slots:
+        return None
+    last = weights[slots - 1]
+    better = sum(1 for w in weights if w > last)
+    share = (slots - better) / (n - better)
+    return [1.0] * better + [share] * (n - better)
+
+
 class Chooser:
     """One process's choice among the best hosts; safe across threads."""
 
@@ -129,12 +151,16 @@ class Chooser:
         #: higher one someone else's write.
         self._seen: dict[int, int] = {}
 
-    def pick(self, candidates: Sequence[tuple[int, int]]) -> int:
+    def pick(self, candidates: Sequence[tuple[int, int]],
+             weights: Sequence[float] | None = None, slots: int = 1) -> int:
         """The index into ``candidates`` — ``(node id, generation as read)``
         of the best hosts, best first — of the one to place on. Nodes this
         process is claiming on are passed over while others remain;
-        (per_process) then this worker's share comes first, and within it
-        the nodes it did not see another writer on lately."""
+        (random) the others are drawn with nova's chances for the
+        candidates' ``weights`` among ``slots`` (:func:`slot_shares`;
+        without weights, evenly); (per_process) this worker's share comes
+        first, and within it the nodes it did not see another writer on
+        lately."""
         now = time.monotonic()
         with self._lock:
             # A generation below one this process made is a read from
@@ -153,7 +179,12 @@ class Chooser:
         usable = [i for i in range(len(candidates)) if not busy[i]] \
             or list(range(len(candidates)))
         if self.policy == "random":
-            return self._rng.choice(usable)
+            shares = (None if weights is None
+                      else slot_shares(list(weights), slots))
+            if shares is None:
+                return self._rng.choice(usable)
+            return self._rng.choices(
+                usable, weights=[shares[i] for i in usable])[0]
         # The share before avoidance: a sibling worker writes only its own
         # share, so a node of ours another writer touched (a server not yet
         # seen, a release) is a better bet than the sibling's next favourite.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -127,7 +127,9 @@ class FilterScheduler(Driver):
         targeting, before any filter (a stack's relations between its
         resources; they hold on forced hosts too), returning the positions
         left and a FilterStep per narrowing. With ``keep_usage`` every
-        instance's usage is left in ``view``, for whatever is planned next.
+        instance's usage is left in ``view``, for whatever is planned next
+        (alternates of several instances leave it too: they are weighed on
+        it).
         :raises NoValidHost: as :meth:`plan`, the narrowing's steps counted.
         """
         pipeline = self.pipeline   # one set for the whole request
@@ -143,6 +145,12 @@ class FilterScheduler(Driver):
         subset = pipeline.settings.filter_scheduler.host_subset_size * spread
         flavor = spec.flavor
         selections = []
+        # nova (_get_alternate_hosts): the alternates of a multi-instance
+        # request come from one list, filtered and weighed again once every
+        # instance is planned, and never include a host selected for any of
+        # them; a single instance's come from its own weighing.
+        late_alternates = spec.return_alternates and spec.num_instances > 1
+        chosen_at: list[int] = []    # the view positions of the selections
         for index, uuid in enumerate(spec.instance_uuids):
             if forced:
                 passed, steps = candidates, []
@@ -158,26 +166,58 @@ class FilterScheduler(Driver):
                 raise exception.NoValidHost(self._refusal(
                     spec, index, total, steps))
             weighing = weigh(pipeline.weighers, view, passed, spec)
-            best = passed[weighing.best(subset, ties=TIES)]
+            order = weighing.best(subset, ties=TIES)
+            best = passed[order]
+            # The weights: a random pick gives the better hosts nova's
+            # chance, the equals of the subset's last sharing its slots.
             chosen = int(best[self.chooser.pick(
                 [(s.node_id, s.generation)
-                 for s in (table.states[int(i)] for i in best)])])
+                 for s in (table.states[int(i)] for i in best)],
+                weighing.total[order], subset)])
             state = table.states[chosen]
+            chosen_at.append(chosen)
             selections.append(Selection(
                 uuid, state, self._limits(state, forced, pipeline),
-                self._alternates(pipeline, spec, view, weighing, chosen,
-                                 forced)))
+                None if late_alternates else self._alternates(
+                    pipeline, spec, view, weighing, (chosen,), forced)))
             started = clock()
             trace.add(trace.WEIGH, started - filtered)
-            if keep_usage or index + 1 < spec.num_instances:
-                # The next instance (or resource) sees this one's usage.
+            if (keep_usage or late_alternates
+                    or index + 1 < spec.num_instances):
+                # The next instance (or resource, or the alternates) sees
+                # this one's usage ...
                 view.consume(chosen, flavor.vcpus, flavor.memory_mb,
                              flavor.disk_gb)
-            if index + 1 < spec.num_instances:
+            if late_alternates or index + 1 < spec.num_instances:
                 # ... and membership.
                 candidates = passed
                 spec = with_member_on(spec, state.host)
+        if late_alternates:
+            self._late_alternates(pipeline, spec, view, candidates, forced,
+                                  selections, chosen_at)
         return selections
+
+    def _late_alternates(self, pipeline: Pipeline, spec: RequestSpec,
+                         view: HostView, candidates: np.ndarray,
+                         forced: bool, selections: list[Selection],
+                         chosen: Sequence[int]) -> None:
+        """Set the alternates of every selection of a multi-instance
+        request, as nova does: ``candidates`` (the hosts the last instance
+        was chosen among) filtered again as for the last instance and
+        weighed again, with every instance's usage in ``view`` and every
+        chosen host a member of the group in ``spec``; then the best that
+        were selected for no instance (``chosen``: their positions), the
+        same list for each. Fewer (or none) when few hosts are left."""
+        if forced:
+            passed = candidates
+        else:
+            passed, _ = run_filters(pipeline.filters, view, candidates, spec,
+                                    len(selections) - 1)
+        weighing = weigh(pipeline.weighers, view, passed, spec)
+        alternates = self._alternates(pipeline, spec, view, weighing,
+                                      chosen, forced)
+        for selection in selections:
+            selection.alternates = list(alternates)
 
     def rank(self, spec: RequestSpec, limit: int) -> dict[str, Any]:
         """Dry run of the first instance: every host that passes, best
@@ -219,13 +259,17 @@ class FilterScheduler(Driver):
 
     def _alternates(self, pipeline: Pipeline, spec: RequestSpec,
                     view: HostView,
-                    weighing: Weighing, chosen: int, forced: bool
-                    ) -> list[dict[str, Any]] | None:
+                    weighing: Weighing, chosen: Sequence[int],
+                    forced: bool) -> list[dict[str, Any]] | None:
+        """Up to ``[scheduler] max_attempts`` - 1 of the best weighed
+        hosts, best first, none of them at a position in ``chosen`` (the
+        hosts selected for the request's instances); None when the request
+        does not ask for alternates."""
         if not spec.return_alternates:
             return None
         count = self.conf.scheduler.max_attempts - 1
-        ranked = weighing.idx[weighing.best(count + 1)]
-        others = [int(i) for i in ranked if i != chosen][:count]
+        ranked = weighing.idx[weighing.best(count + len(chosen))]
+        others = [int(i) for i in ranked if i not in chosen][:count]
         # The node's uuid too: nova's Selection objects need it.
         return [{"host": s.host, "nodename": s.nodename,
                  "compute_node_uuid": s.uuid,

@@ -193,3 +193,20 @@ def test_a_node_whose_claim_was_won_waits_for_the_table_to_show_it():
     chooser.claiming([(1, 5)])
     chooser.claimed([1])
     assert {chooser.pick([(1, 4), (2, 0)]) for _ in range(200)} == {1}
+
+
+@pytest.mark.parametrize("weights, slots, expected", [
+    ([3.0, 2.0], 2, None),                      # no more hosts than slots
+    ([3.0, 2.0, 2.0, 2.0], 2, [1.0, 1 / 3, 1 / 3, 1 / 3]),
+    ([2.0, 2.0, 2.0], 1, [1 / 3, 1 / 3, 1 / 3]),
+    ([5.0, 4.0, 1.0, 1.0], 3, [1.0, 1.0, 0.5, 0.5]),
+])
+def test_slot_shares_keep_novas_chance_for_the_better_hosts(weights, slots,
+                                                            expected):
+    """nova picks uniformly among the first host_subset_size; equals of
+    the last share the slots it leaves, the better keep one each."""
+    shares = choice.slot_shares(weights, slots)
+    if expected is None:
+        assert shares is None
+    else:
+        assert shares == pytest.approx(expected)

@@ -15,6 +15,7 @@ from scheduler.db import api as db_api
 from scheduler.filters.base import BaseFilter
 from scheduler.request_spec import RequestSpec
 from tests.unit.fakes import allocation_rows
+from tests.unit.fakes import make_host
 from tests.unit.fakes import make_spec
 from tests.unit.fakes import node
 from tests.unit.fakes import node_row
@@ -117,7 +118,7 @@ def test_host_subset_size(register, conf, filter_driver, monkeypatch):
     table = filter_driver.host_table()
     hosts = {s.node_id: s.host for s in table.states}
 
-    def last(candidates):
+    def last(candidates, weights=None, slots=1):
         seen.append([hosts[n] for n, _ in candidates])
         return len(candidates) - 1
 
@@ -147,7 +148,7 @@ def test_hosts_tied_with_the_last_of_the_subset_are_candidates_too(
     table = filter_driver.host_table()
     hosts = {s.node_id: s.host for s in table.states}
 
-    def first(candidates):
+    def first(candidates, weights=None, slots=1):
         seen.append(sorted(hosts[n] for n, _ in candidates))
         return 0
 
@@ -584,3 +585,73 @@ def test_a_request_keeps_the_settings_its_set_was_loaded_with(
     [ram] = [w for w in filter_driver.pipeline.weighers
              if w.name == "RAMWeigher"]
     assert ram.multiplier == -1.0
+
+
+def _ram_only(conf, filter_driver):
+    """A driver weighing free RAM alone, so the expected order is plain."""
+    conf.set_override("weighers", ["RAMWeigher"], group="filter_scheduler")
+    from scheduler.drivers.filter import FilterScheduler
+    return FilterScheduler(conf, filter_driver.host_manager,
+                           filter_driver.engine)
+
+
+def test_multi_instance_alternates_exclude_every_selected_host(
+        register, conf, filter_driver):
+    """nova (manager.py _get_alternate_hosts): an alternate is never a host
+    selected for *any* instance of the request, and for a multi-instance
+    request the alternates come from one re-filtered, re-weighed list,
+    after every instance's usage is consumed."""
+    driver = _ram_only(conf, filter_driver)
+    register(node("a", memory_mb=20480), node("b", memory_mb=18432),
+             node("c", memory_mb=15360), node("d", memory_mb=8192))
+    dests = driver.select_destinations(
+        _spec(num_instances=2, return_alternates=True))
+    assert _hosts(dests) == ["a", "b"]
+    # After both are planned: a 16384, c 15360, b 14336, d 8192 free; a
+    # and b are selected, so c then d, for both instances.
+    for dest in dests:
+        assert [a["host"] for a in dest["alternates"]] == ["c", "d"]
+
+
+def test_multi_instance_alternates_keep_anti_affinity(
+        register, conf, filter_driver):
+    """Instance 1's alternate must not be the host instance 2 got: a
+    reschedule there would break the hard anti-affinity group (nova
+    re-filters with every selected host in the group before choosing
+    alternates)."""
+    conf.set_override("enabled_filters",
+                      ["ComputeFilter", "RamFilter",
+                       "ServerGroupAntiAffinityFilter"],
+                      group="filter_scheduler")
+    driver = _ram_only(conf, filter_driver)
+    register(node("a", memory_mb=20480), node("b", memory_mb=18432),
+             node("c", memory_mb=8192))
+    dests = driver.select_destinations(
+        _spec(num_instances=2, return_alternates=True,
+              instance_group={"uuid": "dddddddd-0000-4000-8000-000000000001",
+                              "policies": ["anti-affinity"]}))
+    assert _hosts(dests) == ["a", "b"]
+    for dest in dests:
+        assert [a["host"] for a in dest["alternates"]] == ["c"]
+
+
+def test_random_subset_pick_gives_each_of_the_best_novas_chance(
+        conf, filter_driver):
+    """nova (manager.py _get_sorted_hosts): ``random.choice`` among the
+    first ``host_subset_size`` of the sorted hosts, so with a subset of 2
+    the one strictly best host is taken half the time, however many hosts
+    tie for second place. The hosts tied with the subset's last may share
+    its slot, but not take the better hosts' chances."""
+    conf.set_override("host_subset_size", 2, group="filter_scheduler")
+    conf.set_override("host_subset_choice", "random",
+                      group="filter_scheduler")
+    driver = _ram_only(conf, filter_driver)
+    driver.chooser._rng.seed(7)
+    table = HostTable(
+        [make_host("best", node_id=1, memory_mb_total=32768)]
+        + [make_host(f"h{i}", node_id=i + 2, memory_mb_total=16384)
+           for i in range(40)])
+    spec = _spec(memory_mb=1024)
+    picks = [driver.plan(spec, table)[0].host.host for _ in range(400)]
+    # nova: Binomial(400, 0.5) -> 200 +- 10; 150 is five sigma away.
+    assert picks.count("best") > 150
