@@ -18,6 +18,7 @@ from collections.abc import Callable
 from collections.abc import Mapping
 import dataclasses
 import json
+import math
 import threading
 from typing import Any
 
@@ -73,11 +74,17 @@ def aggregate_metadata(host: HostState, key: str | None = None
 def min_value(values: set[str], default: Any, cast: Callable[[str], Any],
               key: str = "") -> Any:
     """The minimum of ``values`` cast with ``cast``; ``default`` when there
-    are none, or when one does not cast (nova falls back as a whole)."""
+    are none, or when one does not cast (nova falls back as a whole) or
+    casts to an infinity or NaN: float() takes "inf" and "nan", but no
+    ratio, limit or multiplier means either (an infinite ratio would let a
+    host take anything; a NaN's minimum depends on the set's order)."""
     if not values:
         return default
     try:
-        return min(cast(v) for v in values)
+        numbers = [cast(v) for v in values]
+        if not all(math.isfinite(n) for n in numbers):
+            raise ValueError("not a finite number")
+        return min(numbers)
     except (TypeError, ValueError):
         warn_once((key, frozenset(values)), "Could not decode aggregate "
                   "metadata %s=%s; using the default %s", key,

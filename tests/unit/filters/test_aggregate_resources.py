@@ -44,7 +44,7 @@ def test_ram_smallest_aggregate_ratio_wins(conf):
     assert not _ram(conf, 2049, ("3.0", "1.5", "2.0"))
 
 
-@pytest.mark.parametrize("bad", ["x", "", "1.5x"])
+@pytest.mark.parametrize("bad", ["x", "", "1.5x", "nan", "inf"])
 def test_ram_bad_value_falls_back_to_the_host_ratio(conf, bad):
     assert _ram(conf, 2048, (bad, "3.0"), ram_allocation_ratio=1.5)
     assert not _ram(conf, 2049, (bad, "3.0"), ram_allocation_ratio=1.5)

@@ -42,7 +42,10 @@ def test_aggregate_metadata_for_a_key_keeps_only_aggregates_with_it():
 
 @pytest.mark.parametrize("values,expected", [
     (set(), 7.0), ({"2.5"}, 2.5), ({"3", "1.5", "2"}, 1.5),
-    ({"2", "bad"}, 7.0), ({"bad"}, 7.0), ({""}, 7.0)])
+    ({"2", "bad"}, 7.0), ({"bad"}, 7.0), ({""}, 7.0),
+    # float() takes these, but no limit or multiplier is infinite or NaN
+    # (a NaN's minimum would depend on the set's order).
+    ({"nan"}, 7.0), ({"NaN", "3"}, 7.0), ({"inf"}, 7.0), ({"-inf", "2"}, 7.0)])
 def test_min_value(values, expected):
     assert utils.min_value(values, 7.0, float, "ratio") == expected
 
