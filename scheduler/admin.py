@@ -411,6 +411,23 @@ def _aggregate_id(conn: sa.Connection, name: str) -> int:
     return found
 
 
+def _lock_aggregates(conn: sa.Connection) -> None:
+    """Make this transaction the only aggregate writer until it ends.
+
+    Two commands that each check a name or key, then write it, would both
+    pass their checks if each ran before the other committed. Every
+    aggregate write updates the change counter's row (migration 0003's
+    triggers), so its writers queue on that row anyway, only too late:
+    after their checks. Taking it first (an UPDATE that changes nothing:
+    the row lock on PostgreSQL and MariaDB, the write lock on SQLite)
+    makes each check see every earlier writer's commit. Claims wait for it
+    for as long as one aggregate command takes.
+    """
+    c = models.change_counter
+    conn.execute(c.update().where(c.c.id == 1)
+                 .values(aggregates=c.c.aggregates))
+
+
 def _check_text(what: str, value: str) -> None:
     """:raises InvalidRequest: ``value`` is empty or longer than the column.
     """
@@ -456,6 +473,7 @@ def create_aggregate(engine: sa.Engine, name: str,
         _check_text("availability zone", zone)
     agg = models.aggregates
     with engine.begin() as conn:
+        _lock_aggregates(conn)
         taken = conn.execute(sa.select(agg.c.id).where(
             agg.c.name == name, agg.c.deleted == 0)).first()
         if taken is not None:
@@ -567,6 +585,7 @@ def set_aggregate_metadata(engine: sa.Engine, name: str,
                 f"{MAX_LENGTH} characters")
     md = models.aggregate_metadata
     with engine.begin() as conn:
+        _lock_aggregates(conn)
         agg_id = _aggregate_id(conn, name)
         for key, value in metadata.items():
             live = (md.c.aggregate_id == agg_id, md.c.key == key)

@@ -238,3 +238,70 @@ def test_audit_fix_keeps_a_claim_committed_while_it_waited(engine):
     row = _node(engine)
     assert (row.vcpus_used, row.memory_mb_used) == (
         _sum(engine, "vcpus"), _sum(engine, "memory_mb"))
+
+
+def _in_another_transaction(engine, write, admin_call):
+    """Run ``admin_call()`` in a thread while ``write(conn)`` is made and
+    not yet committed in a transaction of its own (another operator's
+    command half-way through); commit it, and return what the admin call
+    returned or raised."""
+    outcome: list = []
+
+    def call():
+        try:
+            outcome.append(admin_call())
+        except Exception as e:     # the outcome under test
+            outcome.append(e)
+
+    conn = engine.connect()
+    tx = conn.begin()
+    write(conn)
+    caller = threading.Thread(target=call)
+    caller.start()
+    time.sleep(1.5)            # the call reaches what the write holds
+    tx.commit()
+    conn.close()
+    caller.join(30)
+    assert not caller.is_alive()
+    return outcome[0]
+
+
+def _live_aggregates(engine, name):
+    agg = models.aggregates
+    with engine.connect() as conn:
+        return conn.execute(sa.select(sa.func.count()).where(
+            agg.c.name == name, agg.c.deleted == 0)).scalar_one()
+
+
+def test_two_creates_of_one_aggregate_make_one(engine):
+    """Automation that runs ``aggregate create rack1`` on every controller
+    at once gets one aggregate and a clear refusal, not two aggregates of
+    one name (each checked before the other committed)."""
+    def create(conn):
+        conn.execute(models.aggregates.insert().values(
+            uuid="56565656-0000-4000-8000-0000000000a1", name="rack1",
+            deleted=0))
+
+    outcome = _in_another_transaction(
+        engine, create, lambda: admin.create_aggregate(engine, "rack1"))
+
+    assert isinstance(outcome, exception.InvalidRequest), outcome
+    assert str(outcome) == "aggregate 'rack1' already exists"
+    assert _live_aggregates(engine, "rack1") == 1
+
+
+def test_two_settings_of_one_new_metadata_key_keep_the_last(engine):
+    admin.create_aggregate(engine, "rack1")
+    agg_id = admin.get_aggregate(engine, "rack1")["id"]
+
+    def set_first(conn):
+        conn.execute(models.aggregate_metadata.insert().values(
+            aggregate_id=agg_id, key="ssd", value="false", deleted=0))
+
+    outcome = _in_another_transaction(
+        engine, set_first, lambda: admin.set_aggregate_metadata(
+            engine, "rack1", {"ssd": "true"}))
+
+    assert outcome == {"ssd": "true"}
+    assert admin.get_aggregate(engine, "rack1")["metadata"] == {
+        "ssd": "true"}
