@@ -24,6 +24,7 @@ filters and claims all import it).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from collections.abc import Sequence
 import dataclasses
 import math
 
@@ -41,16 +42,17 @@ class Resource:
     limit: str           # HostTable column of total × ratio
     headroom: str        # HostTable column of the most a node takes
     zero_unjudged: bool  # a node reporting 0 of it is not judged (vCPUs)
+    flavor: str          # Flavor field of what one instance needs
 
 
 VCPU = Resource("vcpu", "vcpus_total", "vcpus_used", "cpu_allocation_ratio",
-                "vcpus_limit", "vcpus_headroom", True)
+                "vcpus_limit", "vcpus_headroom", True, "vcpus")
 MEMORY = Resource("memory_mb", "memory_mb_total", "memory_mb_used",
                   "ram_allocation_ratio", "memory_mb_limit",
-                  "memory_mb_headroom", False)
+                  "memory_mb_headroom", False, "memory_mb")
 DISK = Resource("disk_gb", "disk_gb_total", "disk_gb_used",
                 "disk_allocation_ratio", "disk_gb_limit", "disk_gb_headroom",
-                False)
+                False, "disk_gb")
 RESOURCES = (VCPU, MEMORY, DISK)
 
 
@@ -128,6 +130,20 @@ def fits(resource: Resource, need: float, total: float, used: float,
     if resource.zero_unjudged and total == 0:
         return True
     return need <= total and used + need <= limit_
+
+
+def fit_together_columns(resource: Resource, needs: Sequence[float],
+                         total: np.ndarray, used: np.ndarray,
+                         limit_: np.ndarray) -> np.ndarray:
+    """:func:`fits` of several instances on one node, over whole columns:
+    each of ``needs`` within the physical total, their sum within the
+    limit (each instance fitting after the others, as the filters and the
+    claim judge them one by one); true where the node is not judged on
+    ``resource``."""
+    ok = (max(needs, default=0) <= total) & (used + sum(needs) <= limit_)
+    if resource.zero_unjudged:
+        ok |= total == 0
+    return ok
 
 
 def host_fits(resource: Resource, host, need: float,

@@ -150,6 +150,20 @@ def _size_ok(v: Any) -> bool:
     return type(v) is int and 0 <= v <= 2 ** 31 - 1
 
 
+def check_utf8(where: str, value: str | None) -> None:
+    """:raises InvalidRequest: naming ``where``, if ``value`` holds a lone
+    surrogate: JSON lets one through (``"\\ud800"``), and neither a
+    database column nor a uuid derived from it can take it."""
+    if value is None or value.isascii():
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise exception.InvalidRequest(
+            f"{where}: {value[:60]!r} is not valid unicode (it holds a lone "
+            f"surrogate)") from None
+
+
 def _opt_str_ok(v: Any) -> bool:
     return v is None or (type(v) is str and len(v) <= MAX_STR)
 
@@ -333,6 +347,9 @@ class RequestSpec:
 
     @classmethod
     def _build(cls, spec: dict, max_instances: int) -> RequestSpec:
+        # What the claims store (the schema only knows they are strings).
+        check_utf8("spec.project_id", spec.get("project_id"))
+        check_utf8("spec.user_id", spec.get("user_id"))
         uuids = spec.get("instance_uuids")
         num = spec.get("num_instances")
         if uuids is not None and num is not None and num != len(uuids):

@@ -333,20 +333,30 @@ def stack_request(args: argparse.Namespace) -> dict[str, Any]:
         raise exception.InvalidRequest(
             "--flavors: no flavors file given and none found at "
             + " or ".join(str(p) for p in FLAVORS_FILES))
-    name = args.name or Path(args.template).stem
     return template.to_stack(
         template.load_yaml(args.template, "template"),
-        stack_id=args.stack_id or template.stack_id_for(name),
+        stack_id=stack_id(args),
         flavors=template.load_flavors(flavors_file),
         parameters=dict(args.parameter), project_id=args.project_id,
-        user_id=args.user_id)
+        user_id=args.user_id, stack_name=stack_name(args))
+
+
+def stack_name(args: argparse.Namespace) -> str:
+    """``--name``, else the template's file name without its suffix."""
+    return args.name or Path(args.template).stem
+
+
+def stack_id(args: argparse.Namespace) -> str:
+    """``--stack-id``, else the id derived from the stack's name."""
+    return args.stack_id or template.stack_id_for(stack_name(args))
 
 
 def call_stack(api: Any, args: argparse.Namespace) -> Any:
-    stack = stack_request(args)
     if args.method == "release_stack":
-        return api.release_stack({}, stack["stack_id"])
-    return getattr(api, args.method)({}, stack)
+        # The id is all a release needs: the template need not still be
+        # readable, nor its parameters given again, nor the flavors found.
+        return api.release_stack({}, stack_id(args))
+    return getattr(api, args.method)({}, stack_request(args))
 
 
 def call_ping(api: Any, args: argparse.Namespace) -> dict[str, str]:

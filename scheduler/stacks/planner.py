@@ -8,6 +8,9 @@ request. Between resources of the stack:
 
 - ``same_host`` / ``different_host`` hold both ways: whichever of the two is
   planned second is narrowed to (or away from) the hosts of the first;
+- resources that share one host (tied by ``same_host``, directly or
+  through others, or in one hard affinity group) are first planned only
+  where all of them fit;
 - resources in one server group see each other as members (hard policies
   filter, soft ones weigh).
 
@@ -25,6 +28,7 @@ import dataclasses
 
 import numpy as np
 
+from scheduler import capacity
 from scheduler import exception
 from scheduler import targeting
 from scheduler.drivers.base import Selection
@@ -113,6 +117,9 @@ def _plan_in_order(driver, stack: Stack, table: HostTable,
     selections: dict[str, list[Selection]] = {}
     planned: dict[str, RequestSpec] = {}
     same, apart = _pairs(stack)
+    tied = _closure(same)
+    together = _closure(_one_host(same, specs))
+    enabled = [f.name for f in driver.filters]
     for name in order:
         spec = specs[name]
         # Resources tied by same_host share one host, so their instances
@@ -123,10 +130,17 @@ def _plan_in_order(driver, stack: Stack, table: HostTable,
         selections[name] = []
         for part in parts:
             part = _with_stack_members(part, members)
+            # The first of a set on one host picks the set's host: one with
+            # room for all of it (a host with room for this part alone
+            # would strand the rest).
+            whole = ({other: specs[other] for other in together[name]}
+                     if name in together
+                     and not together[name] & hosts.keys() else {})
             try:
                 chosen = driver.plan_on(
                     view, part, spread,
-                    narrow=_relations(name, same[name], apart[name], hosts),
+                    narrow=_relations(name, tied[name] - {name},
+                                      apart[name], hosts, whole, enabled),
                     keep_usage=True)
             except exception.NoValidHost as e:
                 raise _Stuck(name, e) from None
@@ -166,20 +180,67 @@ def _pairs(stack: Stack) -> tuple[dict[str, set[str]],
     return same, apart
 
 
+def _one_host(same: dict[str, set[str]], specs: dict[str, RequestSpec]
+              ) -> dict[str, set[str]]:
+    """The resources that must share a host with each other: same_host
+    (``same``) and hard affinity groups, as a symmetric map over only the
+    resources in either (a resource alone in its affinity group is there,
+    related to nothing else: its own instances share a host)."""
+    out = {name: set(others) for name, others in same.items() if others}
+    by_group: dict[str, list[str]] = {}
+    for name, spec in specs.items():
+        group = spec.instance_group
+        if group is not None and group.policy == "affinity":
+            # A group without a uuid is that resource's own.
+            by_group.setdefault(group.uuid or name, []).append(name)
+    for names in by_group.values():
+        for name in names:
+            out.setdefault(name, set()).update(set(names) - {name})
+    return out
+
+
+def _closure(related: dict[str, set[str]]) -> dict[str, frozenset[str]]:
+    """Resource -> every resource it is related to, directly or through
+    others, itself included (for same_host: each resource being on one
+    host, a with b and b with c puts a with c)."""
+    out: dict[str, frozenset[str]] = {}
+    for name in related:
+        if name in out:
+            continue
+        found, todo = {name}, [name]
+        while todo:
+            for other in related[todo.pop()] - found:
+                found.add(other)
+                todo.append(other)
+        for member in found:
+            out[member] = frozenset(found)
+    return out
+
+
 def _relations(name: str, same: set[str], apart: set[str],
-               hosts: dict[str, list[str]]):
-    """The narrowing for resource ``name``: its relations (``same``,
-    ``apart``) with the resources already planned, or None. A resource
-    tied by same_host stays on the host its first instance took."""
+               hosts: dict[str, list[str]],
+               whole: dict[str, RequestSpec], enabled: list[str]):
+    """The narrowing for resource ``name``: its relations (``same``: the
+    resources tied to it by same_host; ``apart``) with the resources
+    already planned, or None. A resource tied by same_host stays on the
+    host its first instance took; ``whole`` (the specs of the resources
+    sharing its host, by name, when none of them is planned yet) must all
+    fit where it goes, under the ``enabled`` filters' ratios."""
     near = [other for other in sorted(same) if other in hosts]
     if same and name in hosts:
         near.append(name)
     away = [other for other in sorted(apart) if other in hosts]
-    if not near and not away:
+    if not near and not away and not whole:
         return None
 
     def by_relations(view: HostView, idx: np.ndarray):
         steps: list[FilterStep] = []
+        if whole:
+            idx = narrow(view, idx, _room_for(view, idx,
+                                              list(whole.values()), enabled),
+                         "stack one host",
+                         "no room for all of " + _names(sorted(whole)),
+                         steps)
         for other in near:
             # Where ``other``'s instances are (one host: see parts above).
             keep = view.on_hosts(hosts[other])[idx]
@@ -192,6 +253,32 @@ def _relations(name: str, same: set[str], apart: set[str],
                          "holds an instance of " + _names(away), steps)
         return idx, steps
     return by_relations
+
+
+def _room_for(view: HostView, idx: np.ndarray, specs: list[RequestSpec],
+              enabled: list[str]) -> np.ndarray:
+    """Mask over ``idx``: the hosts where every instance of ``specs`` fits
+    together (:func:`scheduler.capacity.fit_together_columns`) under the
+    ratio the ``enabled`` filters hold each host to
+    (:func:`scheduler.capacity.ratio_in_force`: an aggregate's under an
+    Aggregate* filter), as the filters and the claim judge them."""
+    keep = np.ones(len(idx), np.bool_)
+    for resource in capacity.RESOURCES:
+        needs = [getattr(s.flavor, resource.flavor)
+                 for s in specs for _ in range(s.num_instances)]
+        if capacity.FILTERS[resource][1] in enabled:
+            # Per host: the ratio depends on its aggregates.
+            limit = np.array([capacity.limit(
+                getattr(state, resource.total), capacity.ratio_in_force(
+                    resource, getattr(state, resource.ratio),
+                    state.aggregates, enabled))
+                for state in map(view.state, idx.tolist())], np.float64)
+        else:
+            limit = view.take(resource.limit, idx)
+        keep &= capacity.fit_together_columns(
+            resource, needs, view.take(resource.total, idx),
+            view.take(resource.used, idx), limit)
+    return keep
 
 
 def _names(names: list[str]) -> str:

@@ -23,6 +23,7 @@ import jsonschema
 
 from scheduler import exception
 from scheduler.request_spec import _describe
+from scheduler.request_spec import check_utf8
 from scheduler.request_spec import RequestSpec
 from scheduler.stacks import graph
 
@@ -119,23 +120,40 @@ class Stack:
             path = ".".join(["stack", *(str(p) for p in
                                         error.absolute_path)])
             raise exception.InvalidRequest(f"{path}: {_describe(error)}")
+        _check_unicode(stack)
         stack_id = str(uuidlib.UUID(stack["stack_id"].strip()))
         project_id = stack.get("project_id")
         user_id = stack.get("user_id")
         given = stack["resources"]
-        resources = {}
         parsed: dict[str, RequestSpec] = {}
-        for name in sorted(given):
+        specs: dict[str, RequestSpec | None] = {}
+        names = sorted(given)
+        total = 0
+        for i, name in enumerate(names):
+            specs[name] = spec = _spec(name, given[name].get("spec"),
+                                       project_id, user_id, max_instances,
+                                       parsed)
+            total += spec.num_instances if spec else 0
+            if total > max_instances:
+                # Refused at once: each spec validated makes its instances'
+                # uuids, and so would deriving the consumers, a million of
+                # them for 1,000 resources of 1,000 instances.
+                total += sum(_requested(given[n].get("spec"))
+                             for n in names[i + 1:])
+                raise exception.InvalidRequest(
+                    f"stack.resources: {total} instances in all, at most "
+                    f"{max_instances} allowed")
+        resources = {}
+        for name, spec in specs.items():
             raw = given[name]
             resources[name] = Resource(
                 name=name,
-                spec=_spec(stack_id, name, raw.get("spec"), project_id,
-                           user_id, max_instances, parsed),
+                spec=_with_consumers(stack_id, name, spec, raw.get("spec")),
                 depends_on=_names(raw, "depends_on"),
                 same_host=_names(raw, "same_host"),
                 different_host=_names(raw, "different_host"))
         _check_references(resources)
-        _check_consumers(resources, max_instances)
+        _check_consumers(resources)
         _check_groups(resources)
         order = graph.batches(
             {name: set(r.depends_on) | set(r.same_host)
@@ -144,6 +162,15 @@ class Stack:
                    definition=_definition(stack_id, project_id, user_id,
                                           resources),
                    project_id=project_id, user_id=user_id)
+
+
+def _check_unicode(stack: dict) -> None:
+    """Resource names and the stack's project and user must be text UTF-8
+    can carry: they derive consumer uuids and are stored."""
+    check_utf8("stack.project_id", stack.get("project_id"))
+    check_utf8("stack.user_id", stack.get("user_id"))
+    for name in stack["resources"]:
+        check_utf8("stack.resources", name)
 
 
 def _names(raw: dict, field: str) -> tuple:
@@ -161,11 +188,11 @@ def consumer_uuid(stack_id: str, name: str, index: int) -> str:
                              f"{stack_id}/{name}/{index}"))
 
 
-def _spec(stack_id: str, name: str, spec: dict | None,
-          project_id: str | None, user_id: str | None,
-          max_instances: int, parsed_before: dict[str, RequestSpec]
-          ) -> RequestSpec | None:
-    """The resource's RequestSpec. Specs equal to one validated before
+def _spec(name: str, spec: dict | None, project_id: str | None,
+          user_id: str | None, max_instances: int,
+          parsed_before: dict[str, RequestSpec]) -> RequestSpec | None:
+    """The resource's RequestSpec, its consumers not yet derived (see
+    :func:`_with_consumers`). Specs equal to one validated before
     (``parsed_before``, by their JSON) are not validated again: a stack's
     servers mostly share a few specs, and validation is most of the cost of
     reading a stack."""
@@ -189,11 +216,30 @@ def _spec(stack_id: str, name: str, spec: dict | None,
             key = None  # explicit consumers are this resource's alone
         if key is not None:
             parsed_before[key] = parsed
-    if not spec.get("instance_uuids"):
-        parsed = dataclasses.replace(parsed, instance_uuids=tuple(
-            consumer_uuid(stack_id, name, i)
-            for i in range(parsed.num_instances)))
     return parsed
+
+
+def _requested(spec: Any) -> int:
+    """How many instances a spec not validated asks for (as validation
+    counts them, if it is valid)."""
+    if not isinstance(spec, dict):
+        return 0
+    uuids = spec.get("instance_uuids")
+    if isinstance(uuids, list):
+        return len(uuids)
+    num = spec.get("num_instances")
+    return num if type(num) is int and num > 0 else 1
+
+
+def _with_consumers(stack_id: str, name: str, parsed: RequestSpec | None,
+                    spec: dict | None) -> RequestSpec | None:
+    """``parsed`` with the consumer uuids derived from the stack id and
+    ``name``, unless its ``spec`` gave them."""
+    if parsed is None or spec.get("instance_uuids"):
+        return parsed
+    return dataclasses.replace(parsed, instance_uuids=tuple(
+        consumer_uuid(stack_id, name, i)
+        for i in range(parsed.num_instances)))
 
 
 def _check_references(resources: dict[str, Resource]) -> None:
@@ -223,8 +269,7 @@ def _check_references(resources: dict[str, Resource]) -> None:
                 f"same_host and in different_host")
 
 
-def _check_consumers(resources: dict[str, Resource],
-                     max_instances: int) -> None:
+def _check_consumers(resources: dict[str, Resource]) -> None:
     owner: dict[str, str] = {}
     for name, r in resources.items():
         for u in r.spec.instance_uuids if r.spec else ():
@@ -233,10 +278,6 @@ def _check_consumers(resources: dict[str, Resource],
                     f"stack.resources.{name}.spec.instance_uuids: {u} is "
                     f"also an instance of {owner[u]!r}")
             owner[u] = name
-    if len(owner) > max_instances:
-        raise exception.InvalidRequest(
-            f"stack.resources: {len(owner)} instances in all, at most "
-            f"{max_instances} allowed")
 
 
 def _check_groups(resources: dict[str, Resource]) -> None:

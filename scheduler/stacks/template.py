@@ -3,9 +3,12 @@
 What is read, as Heat reads it:
 
 - ``heat_template_version`` (required), ``parameters`` with ``default``
-  (``--parameter`` values override), ``{get_param: name}`` anywhere;
+  (``--parameter`` values override) and Heat's pseudo parameters
+  (``OS::stack_name``, ``OS::stack_id``, ``OS::project_id``),
+  ``{get_param: name}`` anywhere;
 - ``resources``: each resource's ``depends_on`` (a name or a list) and
-  every ``{get_resource: name}`` in its properties are dependencies;
+  every ``{get_resource: name}`` and ``{get_attr: [name, ...]}`` in its
+  properties are dependencies;
 - ``OS::Nova::Server`` is placed: ``flavor`` (a name from the flavors
   file), ``image``, ``availability_zone``, ``scheduler_hints``, where
   ``same_host`` / ``different_host`` naming a resource of the template
@@ -36,13 +39,19 @@ RELATIONS = ("same_host", "different_host")
 
 def load_yaml(path: str | Path, what: str) -> Any:
     """The YAML document at ``path``.
-    :raises InvalidRequest: unreadable or not YAML, naming ``what``."""
+    :raises InvalidRequest: unreadable, not UTF-8 or not YAML, naming
+        ``what``."""
     try:
         with open(path, encoding="utf-8") as f:
             return yaml.safe_load(f)
     except OSError as e:
         raise exception.InvalidRequest(
             f"{what} {path}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        # Raised by the file as YAML reads it, so not a YAMLError (its
+        # offset is within the chunk read, not the file: not shown).
+        raise exception.InvalidRequest(
+            f"{what} {path}: not UTF-8 text") from None
     except yaml.YAMLError as e:
         where = getattr(e, "problem_mark", None)
         line = f" (line {where.line + 1})" if where else ""
@@ -72,8 +81,10 @@ def to_stack(template: Any, stack_id: str,
              flavors: dict[str, dict[str, Any]],
              parameters: dict[str, str] | None = None,
              project_id: str | None = None,
-             user_id: str | None = None) -> dict[str, Any]:
-    """The ``select_stack`` request for ``template``.
+             user_id: str | None = None,
+             stack_name: str | None = None) -> dict[str, Any]:
+    """The ``select_stack`` request for ``template`` (``stack_name``,
+    default the id, is Heat's ``OS::stack_name``).
     :raises InvalidRequest: naming the field at fault.
     """
     if not isinstance(template, dict):
@@ -81,7 +92,11 @@ def to_stack(template: Any, stack_id: str,
     if "heat_template_version" not in template:
         raise exception.InvalidRequest(
             "heat_template_version: missing (not a HOT template?)")
-    values = _parameters(template.get("parameters") or {}, parameters or {})
+    # Heat's pseudo parameters: templates name their servers with them.
+    values = {"OS::stack_name": stack_name or stack_id,
+              "OS::stack_id": stack_id, "OS::project_id": project_id,
+              **_parameters(template.get("parameters") or {},
+                            parameters or {})}
     resources = template.get("resources")
     if not isinstance(resources, dict) or not resources:
         raise exception.InvalidRequest(
@@ -123,23 +138,46 @@ def _parameters(declared: Any, given: dict[str, str]) -> dict[str, Any]:
 
 def _resolve(value: Any, where: str, values: dict[str, Any],
              types: dict[str, str], refs: set[str]) -> Any:
-    """``value`` with get_param replaced by the parameter's value and
-    get_resource by the resource's name (collected in ``refs``)."""
+    """``value`` with get_param replaced by the parameter's value; the
+    resources named by get_resource and get_attr are collected in
+    ``refs``."""
     if isinstance(value, dict) and len(value) == 1:
         (fn, arg), = value.items()
         if fn == "get_param":
             name = arg[0] if isinstance(arg, list) and arg else arg
+            if not isinstance(name, str):
+                raise exception.InvalidRequest(
+                    f"{where}: get_param: expected a parameter name, got "
+                    f"{str(name)[:60]!r}")
             if name not in values:
                 raise exception.InvalidRequest(
                     f"{where}: get_param {name!r}: no such parameter, or "
                     f"it has no value (no default, none given)")
-            return values[name]
+            return _path(values[name], arg[1:] if isinstance(arg, list)
+                         else [], f"{where}: get_param {name!r}")
         if fn == "get_resource":
+            if not isinstance(arg, str):
+                raise exception.InvalidRequest(
+                    f"{where}: get_resource: expected a resource name, got "
+                    f"{str(arg)[:60]!r}")
             if arg not in types:
                 raise exception.InvalidRequest(
                     f"{where}: get_resource {arg!r}: no such resource")
             refs.add(arg)
             return {"get_resource": arg}
+        if fn == "get_attr":
+            # [resource, attribute, ...]: the resource must exist first,
+            # as for get_resource (the attribute is left unresolved).
+            target = arg[0] if isinstance(arg, list) and arg else None
+            if not isinstance(target, str):
+                raise exception.InvalidRequest(
+                    f"{where}: get_attr: expected [resource, attribute, "
+                    f"...], got {str(arg)[:60]!r}")
+            if target not in types:
+                raise exception.InvalidRequest(
+                    f"{where}: get_attr {target!r}: no such resource")
+            refs.add(target)
+            return value
     if isinstance(value, dict):
         return {k: _resolve(v, f"{where}.{k}", values, types, refs)
                 for k, v in value.items()}
@@ -149,14 +187,30 @@ def _resolve(value: Any, where: str, values: dict[str, Any],
     return value
 
 
+def _path(value: Any, path: list, where: str) -> Any:
+    """``value`` followed along ``path`` (map keys, list indexes), as
+    Heat's ``{get_param: [name, key, index, ...]}`` does."""
+    for step in path:
+        if isinstance(value, dict) and isinstance(step, (str, int)) \
+                and step in value:
+            value = value[step]
+        elif isinstance(value, list) and type(step) is int \
+                and -len(value) <= step < len(value):
+            value = value[step]
+        else:
+            raise exception.InvalidRequest(
+                f"{where}: no {str(step)[:60]!r} in {str(value)[:60]!r}")
+    return value
+
+
 def _server_group(name: str, body: dict, types: dict[str, str],
                   values: dict[str, Any], stack_id: str) -> dict[str, Any]:
     """The instance_group of the servers in group resource ``name``: its
     uuid derived from the stack and the name, its policy from
     ``policies`` (or the newer ``policy``)."""
     where = f"resources.{name}.properties"
-    props = _resolve(body.get("properties") or {}, where, values, types,
-                     set())
+    props = _mapping(_resolve(body.get("properties") or {}, where, values,
+                              types, set()), where)
     policies = props.get("policies")
     if policies is None and props.get("policy") is not None:
         policies = [props["policy"]]
@@ -179,14 +233,16 @@ def _resource(name: str, body: dict, types: dict[str, str],
         raise exception.InvalidRequest(
             f"{where}.depends_on: expected a resource name or a list")
     refs: set[str] = set()
-    props = _resolve(body.get("properties") or {}, f"{where}.properties",
-                     values, types, refs)
+    props = _mapping(_resolve(body.get("properties") or {},
+                              f"{where}.properties", values, types, refs),
+                     f"{where}.properties")
     out: dict[str, Any] = {"spec": None,
                            "depends_on": sorted(set(map(str, depends)))}
     if body["type"] != SERVER:
         out["depends_on"] = sorted(set(out["depends_on"]) | refs)
         return out
-    hints = dict(props.get("scheduler_hints") or {})
+    hints = dict(_mapping(props.get("scheduler_hints") or {},
+                          f"{where}.properties.scheduler_hints"))
     for relation in RELATIONS:
         local, own = _split(hints.pop(relation, None),
                             f"{where}.properties.scheduler_hints.{relation}")
@@ -219,6 +275,15 @@ def _resource(name: str, body: dict, types: dict[str, str],
     out["spec"] = spec
     out["depends_on"] = sorted(set(out["depends_on"]) | refs)
     return out
+
+
+def _mapping(value: Any, where: str) -> dict:
+    """``value``, which must be a mapping (else InvalidRequest naming
+    ``where``, not a TypeError from whatever reads it)."""
+    if not isinstance(value, dict):
+        raise exception.InvalidRequest(
+            f"{where}: expected a mapping, got {type(value).__name__}")
+    return value
 
 
 def _split(value: Any, where: str) -> tuple[list[str], list[Any]]:

@@ -250,3 +250,23 @@ def test_bad_stacks_over_rpc_name_the_field(make_deployment):
     else:
         raise AssertionError("an unknown reference was accepted")
     assert deployment.api.release_stack({}, stack["stack_id"]) == 0
+
+
+def test_a_name_utf8_cannot_carry_is_refused_over_rpc(make_deployment):
+    # JSON carries "\ud800" (a lone surrogate) as sent; the server failed
+    # with a UnicodeEncodeError, a RemoteError to the caller.
+    deployment = make_deployment()
+    _fleet(deployment, hosts=1)
+    deployment.start_server()
+    stack = {"stack_id": "5a0b0c0d-0000-4000-8000-0000000000c2",
+             "resources": {"web\ud800": {"spec": {"flavor": {
+                 "memory_mb": 512, "vcpus": 1, "root_gb": 1}}}}}
+    try:
+        deployment.api.select_stack({}, stack)
+    except exception.InvalidRequest as e:
+        assert e.message == (
+            "stack.resources: 'web\\ud800' is not valid unicode (it holds "
+            "a lone surrogate)")
+    else:
+        raise AssertionError("a lone surrogate was accepted")
+    assert deployment.api.release_stack({}, stack["stack_id"]) == 0

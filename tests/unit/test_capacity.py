@@ -104,3 +104,17 @@ def test_ratio_in_force_is_what_the_planner_limits(conf, seed):
                     assert limits[r.name] == in_force, (filters, r, meta)
                 else:   # no filter: the claim falls back to the node's
                     assert in_force == getattr(host, r.limit)
+
+
+def test_instances_fit_together_within_the_limit_each_within_the_host():
+    total = np.array([8.0, 8.0, 4.0, 0.0])
+    used = np.array([0.0, 10.0, 0.0, 5.0])
+    limit = total * 2.0
+    # 6 + 6 = 12 needs overcommit (fine within 16); a 6 never fits a
+    # 4-vCPU host, however much room its ratio leaves; 0 vCPUs: unjudged.
+    assert capacity.fit_together_columns(
+        capacity.VCPU, [6, 6], total, used, limit).tolist() == [
+        True, False, False, True]
+    assert capacity.fit_together_columns(
+        capacity.MEMORY, [6, 6], total, used, limit).tolist() == [
+        True, False, False, False]

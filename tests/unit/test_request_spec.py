@@ -686,3 +686,14 @@ def test_errors_are_worded_the_same_with_and_without_the_fast_path(
     monkeypatch.setattr(request_spec, "_surely_valid", lambda spec: False)
     assert [outcome(s) for s in specs] == with_fast
     assert "ok" in with_fast and len(set(with_fast)) > 10
+
+
+@pytest.mark.parametrize("field", ["project_id", "user_id"])
+def test_a_lone_surrogate_in_what_a_claim_stores_is_named(field):
+    """JSON decodes "\\ud800" to a string no database column takes: the
+    claim failed with a traceback, after planning."""
+    with pytest.raises(exception.InvalidRequest) as e:
+        RequestSpec.from_primitives(spec_dict(**{field: "p\ud800"}))
+    assert e.value.message == (
+        f"spec.{field}: 'p\\ud800' is not valid unicode (it holds a lone "
+        f"surrogate)")

@@ -649,3 +649,25 @@ def test_stack_with_a_bad_template_is_one_error_line(tmp_path, capsys):
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith("ERROR: template ")
     assert api.calls == []
+
+
+def test_stack_release_needs_neither_the_parameters_nor_the_template(
+        tmp_path, capsys):
+    # Placed with -P zone=az1; released without it, and once the template
+    # is gone.
+    path = tmp_path / "shop.yaml"
+    path.write_text("heat_template_version: 2018-08-31\n"
+                    "parameters: {zone: {type: string}}\n"
+                    "resources:\n  web:\n    type: OS::Nova::Server\n"
+                    "    properties: {flavor: m1.small, availability_zone: "
+                    "{get_param: zone}}\n")
+    from scheduler.stacks.template import stack_id_for
+    code, api = run(["stack", "release", str(path)],
+                    FakeStackAPI({"release_stack": 1}))
+    assert code == 0, capsys.readouterr().err
+    assert api.calls[0][1][1] == stack_id_for("shop")
+    sid = "5a0b0c0d-0000-4000-8000-0000000000e2"
+    code, api = run(["stack", "release", str(tmp_path / "gone.yaml"),
+                     "--stack-id", sid], FakeStackAPI({"release_stack": 1}))
+    assert code == 0, capsys.readouterr().err
+    assert api.calls[0][1][1] == sid

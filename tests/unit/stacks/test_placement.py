@@ -289,3 +289,17 @@ def test_a_stack_with_nothing_to_place_places_nothing(register,
         assert placement.select(filter_driver, stack)["resources"] == {}
     assert allocation_rows(filter_driver.engine) == []
     assert placement.release(filter_driver.engine, SID, 0) == 0
+
+
+@pytest.mark.parametrize("field", ["project_id", "user_id"])
+def test_a_project_or_user_utf8_cannot_carry_is_refused_claiming_nothing(
+        four_hosts, filter_driver, engine, field):
+    # What json.loads makes of "p\ud800": storing the stack's row failed
+    # with oslo.db's DBInvalidUnicodeParameter, a traceback to the caller.
+    with pytest.raises(exception.InvalidRequest,
+                       match=rf"^stack.{field}: 'p\\ud800' is not valid "
+                             r"unicode"):
+        placement.select(filter_driver, Stack.from_primitives(
+            {"stack_id": SID, field: "p\ud800",
+             "resources": _three_tier()}))
+    assert allocation_rows(engine) == []

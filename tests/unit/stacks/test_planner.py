@@ -2,11 +2,14 @@
 it, not only when Heat's creation order happens to."""
 import pytest
 
+from scheduler import admin
 from scheduler import exception
+from scheduler.drivers.filter import FilterScheduler
 from scheduler.stacks import placement
 from scheduler.stacks import planner
 from scheduler.stacks.stack import Stack
 from tests.unit.fakes import node
+from tests.unit.conftest import fresh_host_manager
 from tests.unit.fakes import spec_dict
 
 SID = "5a0b0c0d-0000-4000-8000-0000000000a1"
@@ -117,3 +120,80 @@ def test_a_broken_relation_is_explained_as_a_step(register, filter_driver):
         placement.select(filter_driver, stack)
     assert "stack different_host removed 2 (holds an instance of" in \
         e.value.message
+
+
+def _cores_or_ram(register):
+    # "roomy" weighs best (RAM, disk) but has one vCPU; "cores" has room
+    # for three servers.
+    register(node("roomy", memory_mb=16384, vcpus=1, local_gb=200),
+             node("cores", memory_mb=4096, vcpus=8, local_gb=100))
+
+
+def test_a_same_host_set_goes_where_all_of_it_fits(register, filter_driver):
+    _cores_or_ram(register)
+    stack = Stack.from_primitives({"stack_id": SID, "resources": {
+        "app": {"spec": spec_dict(flavor=_flavor(1024), num_instances=2),
+                "same_host": ["db"]},
+        "db": {"spec": spec_dict(flavor=_flavor(1024))}}})
+    result = placement.select(filter_driver, stack)
+    assert _hosts(result) == {"app": ["cores", "cores"], "db": ["cores"]}
+
+
+def test_a_same_host_set_that_fits_nowhere_says_so(register, filter_driver):
+    _cores_or_ram(register)
+    stack = Stack.from_primitives({"stack_id": SID, "resources": {
+        "app": {"spec": spec_dict(flavor=_flavor(2048), num_instances=2),
+                "same_host": ["db"]},
+        "db": {"spec": spec_dict(flavor=_flavor(1024))}}})
+    with pytest.raises(exception.NoValidHost) as e:
+        placement.select(filter_driver, stack)
+    assert "stack one host removed 2 (no room for all of app, db)" in \
+        e.value.message
+
+
+AFFINITY = {"uuid": "eeeeeeee-0000-4000-8000-000000000001",
+            "policies": ["affinity"]}
+
+
+def test_an_affinity_group_across_resources_goes_where_all_of_it_fits(
+        register, filter_driver):
+    _cores_or_ram(register)
+    stack = Stack.from_primitives({"stack_id": SID, "resources": {
+        "app": {"spec": spec_dict(flavor=_flavor(1024),
+                                  instance_group=AFFINITY)},
+        "db": {"spec": spec_dict(flavor=_flavor(1024),
+                                 instance_group=AFFINITY)}}})
+    result = placement.select(filter_driver, stack)
+    assert _hosts(result) == {"app": ["cores"], "db": ["cores"]}
+
+
+def test_the_instances_of_an_affinity_resource_go_where_all_fit(
+        register, filter_driver):
+    _cores_or_ram(register)
+    stack = Stack.from_primitives({"stack_id": SID, "resources": {
+        "app": {"spec": spec_dict(flavor=_flavor(1024), num_instances=2,
+                                  instance_group=AFFINITY)}}})
+    result = placement.select(filter_driver, stack)
+    assert _hosts(result) == {"app": ["cores", "cores"]}
+
+
+def test_a_same_host_set_fits_under_the_ratio_its_filters_enforce(
+        register, conf, engine):
+    """Room for the whole set is judged by the ratio the enabled filters
+    hold a host to: under AggregateCoreFilter, its aggregate's."""
+    register(node("roomy", memory_mb=16384, vcpus=1, local_gb=200),
+             node("cores", memory_mb=4096, vcpus=2, local_gb=100))
+    admin.create_aggregate(engine, "dense")
+    admin.add_aggregate_host(engine, "dense", "cores")
+    admin.set_aggregate_metadata(engine, "dense",
+                                 {"cpu_allocation_ratio": "2.0"})
+    conf.set_override("enabled_filters", [
+        "ComputeFilter", "RamFilter", "AggregateCoreFilter", "DiskFilter"],
+        group="filter_scheduler")
+    driver = FilterScheduler(conf, fresh_host_manager(conf, engine), engine)
+    stack = Stack.from_primitives({"stack_id": SID, "resources": {
+        "app": {"spec": spec_dict(flavor=_flavor(1024), num_instances=2),
+                "same_host": ["db"]},
+        "db": {"spec": spec_dict(flavor=_flavor(1024))}}})
+    result = placement.select(driver, stack)
+    assert _hosts(result) == {"app": ["cores", "cores"], "db": ["cores"]}

@@ -128,3 +128,35 @@ def test_a_flavor_swapped_for_another_is_named_once():
         flavor={"name": "m1.medium", "memory_mb": 4096, "vcpus": 2})}))
     assert stacks.changes(old.definition, new.definition) == [
         "resources.web.spec.flavor changed"]
+
+
+def test_a_huge_stack_is_refused_before_making_its_consumers(
+        monkeypatch):
+    # 1,000 resources of 1,000 instances: refusing it took seconds of the
+    # scheduler's CPU, validating every spec (each makes its instances'
+    # uuids) and deriving a million consumer uuids first.
+    made = []
+    parse = stacks.RequestSpec.from_primitives
+    monkeypatch.setattr(stacks.RequestSpec, "from_primitives",
+                        lambda *args: made.append(args) or parse(*args))
+    monkeypatch.setattr(stacks, "consumer_uuid",
+                        lambda *args: made.append(args))
+    with pytest.raises(exception.InvalidRequest,
+                       match=r"^stack.resources: 1000000 instances in all, "
+                             r"at most 1000 allowed"):
+        stacks.Stack.from_primitives(_stack(**{
+            f"r{i:03d}": {"spec": spec_dict(
+                num_instances=1000, image={"id": None,
+                                           "properties": {"i": str(i)}})}
+            for i in range(1000)}))
+    assert len(made) == 2       # r000 and r001, which is one too many
+
+
+def test_a_name_utf8_cannot_carry_is_refused_naming_the_field():
+    # What json.loads makes of "\ud800": deriving the consumer uuids
+    # failed with a UnicodeEncodeError.
+    with pytest.raises(exception.InvalidRequest,
+                       match=r"^stack.resources: 'web\\ud800' is not valid "
+                             r"unicode"):
+        stacks.Stack.from_primitives(_stack(
+            **{"web\ud800": {"spec": spec_dict()}}))

@@ -130,3 +130,110 @@ def test_unreadable_files_are_named(tmp_path):
     with pytest.raises(exception.InvalidRequest,
                        match=r"^flavors file .*: expected a mapping"):
         template.load_flavors(bad)
+
+
+_SERVER = ("heat_template_version: 2018-08-31\nresources:\n"
+           "  g: {type: OS::Nova::ServerGroup, properties: "
+           "{policies: [affinity]}}\n"
+           "  a:\n    type: OS::Nova::Server\n")
+
+
+@pytest.mark.parametrize("text, message", [
+    (_SERVER + "    properties: [flavor, m1.tiny]\n",
+     "resources.a.properties: expected a mapping, got list"),
+    ("heat_template_version: 2018-08-31\nresources:\n"
+     "  g: {type: OS::Nova::ServerGroup, properties: anti-affinity}\n",
+     "resources.g.properties: expected a mapping, got str"),
+    (_SERVER + "    properties: {flavor: m1.tiny, scheduler_hints: g}\n",
+     "resources.a.properties.scheduler_hints: expected a mapping, got str"),
+    (_SERVER + "    properties: {flavor: m1.tiny, scheduler_hints: [g]}\n",
+     "resources.a.properties.scheduler_hints: expected a mapping, got list"),
+    (_SERVER + "    properties:\n      flavor: m1.tiny\n"
+     "      networks: [{port: {get_resource: [g]}}]\n",
+     "resources.a.properties.networks[0].port: get_resource: expected a "
+     "resource name, got \"['g']\""),
+    (_SERVER + "    properties:\n      flavor: m1.tiny\n"
+     "      scheduler_hints: {group: {get_resource: {g: 1}}}\n",
+     "resources.a.properties.scheduler_hints.group: get_resource: expected "
+     "a resource name"),
+    (_SERVER + "    properties: {flavor: {get_param: {size: 1}}}\n",
+     "resources.a.properties.flavor: get_param: expected a parameter name"),
+])
+def test_malformed_templates_are_named_not_a_type_error(text, message):
+    with pytest.raises(exception.InvalidRequest) as e:
+        _stack(text)
+    assert e.value.message.startswith(message), e.value.message
+
+
+def test_get_attr_is_a_dependency_as_in_heat():
+    # Heat creates a resource after every resource whose attribute it
+    # reads (the port's address is known once the port exists).
+    raw = _stack("heat_template_version: 2018-08-31\nresources:\n"
+                 "  port: {type: OS::Neutron::Port}\n"
+                 "  ip: {type: OS::Neutron::FloatingIP, properties: "
+                 "{port_id: {get_attr: [port, show, id]}}}\n"
+                 "  web:\n    type: OS::Nova::Server\n"
+                 "    properties:\n      flavor: m1.tiny\n"
+                 "      user_data: {str_replace: {template: 'ip=$ip', "
+                 "params: {$ip: {get_attr: [ip, floating_ip_address]}}}}\n")
+    assert raw["resources"]["web"]["depends_on"] == ["ip"]
+    assert raw["resources"]["ip"]["depends_on"] == ["port"]
+    assert Stack.from_primitives(raw).order == [["port"], ["ip"], ["web"]]
+
+
+def test_get_attr_of_an_unknown_resource_is_named():
+    with pytest.raises(exception.InvalidRequest) as e:
+        _stack("heat_template_version: 2018-08-31\nresources:\n"
+               "  web:\n    type: OS::Nova::Server\n"
+               "    properties: {flavor: m1.tiny, user_data: "
+               "{get_attr: [nope, first_address]}}\n")
+    assert e.value.message == ("resources.web.properties.user_data: "
+                               "get_attr 'nope': no such resource")
+
+
+def test_a_file_that_is_not_utf8_is_named(tmp_path):
+    # Latin-1 "café": the decode error came out of yaml.safe_load as a
+    # UnicodeDecodeError naming neither the file nor what it was for.
+    path = tmp_path / "shop.yaml"
+    path.write_bytes(b"heat_template_version: 2018-08-31\nresources:\n"
+                     b"  caf\xe9: {type: OS::Nova::Server}\n")
+    with pytest.raises(exception.InvalidRequest) as e:
+        template.load_yaml(path, "template")
+    assert e.value.message == f"template {path}: not UTF-8 text"
+
+
+_SIZES = ("heat_template_version: 2018-08-31\n"
+          "parameters:\n  sizes:\n    type: json\n"
+          "    default: {web: m1.small, tiers: [m1.tiny, m1.large]}\n"
+          "resources:\n  web:\n    type: OS::Nova::Server\n"
+          "    properties: {flavor: {get_param: %s}}\n")
+
+
+def test_get_param_with_a_path_follows_it_as_heat_does():
+    # [name, key, index, ...]: the flavor was the whole parameter.
+    for path, memory_mb in (("[sizes, web]", 2048),
+                            ("[sizes, tiers, 1]", 8192)):
+        raw = _stack(_SIZES % path)
+        assert raw["resources"]["web"]["spec"]["flavor"]["memory_mb"] == \
+            memory_mb
+
+
+def test_get_param_with_a_path_that_is_not_there_is_named():
+    with pytest.raises(exception.InvalidRequest) as e:
+        _stack(_SIZES % "[sizes, db]")
+    assert e.value.message.startswith(
+        "resources.web.properties.flavor: get_param 'sizes': no 'db' in ")
+
+
+def test_heat_pseudo_parameters_have_values():
+    # Real templates name their servers after the stack; such a template
+    # was refused ("get_param 'OS::stack_name': no such parameter").
+    raw = _stack("heat_template_version: 2018-08-31\nresources:\n"
+                 "  web:\n    type: OS::Nova::Server\n    properties:\n"
+                 "      flavor: m1.tiny\n"
+                 "      name: {list_join: ['-', [{get_param: "
+                 "'OS::stack_name'}, web]]}\n"
+                 "      metadata: {stack: {get_param: 'OS::stack_id'}, "
+                 "project: {get_param: 'OS::project_id'}}\n",
+                 project_id="p1")
+    assert raw["resources"]["web"]["spec"]["flavor"]["name"] == "m1.tiny"
