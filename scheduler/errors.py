@@ -35,6 +35,19 @@ _READ_ONLY = ("readonly database", "read-only", "permission denied",
 _CANNOT_OPEN = ("unable to open database file", "could not connect",
                 "connection refused", "can't connect", "no such file")
 
+#: ... "the database server is away or busy for now": unreachable, gone,
+#: refusing new sessions while it starts up, shuts down or recovers
+#: (PostgreSQL's 57P03; MariaDB's 1053), or out of connection slots. Each
+#: passes by itself, so a worker that meets one is started again.
+_DB_AWAY = ("could not connect", "connection refused", "can't connect",
+            "server has gone away", "lost connection",
+            "the database system is starting up",
+            "the database system is shutting down",
+            "the database system is in recovery mode",
+            "the database system is not yet accepting connections",
+            "too many clients", "remaining connection slots are reserved",
+            "server shutdown in progress", "too many connections")
+
 # Broker errors: kombu/amqp raise these while connecting.
 try:
     from amqp import exceptions as amqp_exc
@@ -133,16 +146,16 @@ def restart_may_help(exc: BaseException) -> bool:
     if isinstance(exc, (db_exc.DBError, sa_exc.DBAPIError)):
         text = _db_text(exc)
         return not any(t in text for t in _NO_SCHEMA + _READ_ONLY) and any(
-            t in text for t in ("could not connect", "connection refused",
-                                "can't connect", "server has gone away",
-                                "lost connection"))
+            t in text for t in _DB_AWAY)
     return False
 
 
 def _describe_db(exc: BaseException, conf: cfg.ConfigOpts | None) -> str:
     name = database_name(conf)
     text = _db_text(exc)
-    detail = text.split(" ", 1)[-1][:300]
+    # Whitespace collapsed: PostgreSQL's messages span lines (and end in a
+    # newline), and this line goes into logs, STATUS= and /healthcheck.
+    detail = " ".join(text.split(" ", 1)[-1].split())[:300]
     # PostgreSQL says 'database "x" does not exist' for a missing database
     # and 'relation "x" does not exist' for a missing table.
     missing_database = 'database "' in text and "does not exist" in text

@@ -18,9 +18,10 @@ nothing behind — every claim function is.
 from __future__ import annotations
 
 import functools
+import random
+import time
 from typing import Callable, TypeVar
 
-from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
 from sqlalchemy import exc as sa_exc
 
@@ -30,6 +31,10 @@ T = TypeVar("T")
 
 _SQLITE_BUSY = ("database is locked", "database table is locked")
 _PG_SERIALIZATION_FAILURE = "40001"
+
+#: Seconds before the first retry; doubled after each, up to the maximum.
+RETRY_INTERVAL = 0.05
+MAX_RETRY_INTERVAL = 1.0
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -48,24 +53,34 @@ def is_transient(exc: BaseException) -> bool:
 def retrying(attempts: int) -> Callable[[Callable[..., T]],
                                         Callable[..., T]]:
     """Decorator: retry transient database errors up to ``attempts`` more
-    times, backing off from 50 ms to at most 1 s; each transient error is
-    counted (``scheduler_db_transient_errors_total``)."""
-    oslo_retry = oslo_db_api.wrap_db_retry(
-        max_retries=attempts, retry_interval=0.05, inc_retry_interval=True,
-        max_retry_interval=1.0, retry_on_disconnect=True,
-        retry_on_deadlock=True, exception_checker=is_transient)
+    times, backing off from 50 ms to at most 1 s (a random part of it after
+    a deadlock, as oslo.db does, so the two sides do not meet again); each
+    transient error is counted (``scheduler_db_transient_errors_total``).
+    The last error is re-raised as it is, for the caller to turn into its
+    one line.
 
+    Not oslo.db's ``wrap_db_retry``: when its retries run out it logs the
+    error with its traceback ("DB exceeded retry limit") before re-raising
+    it, so a database outage put a traceback in the log for every request
+    and every periodic task until the database came back.
+    """
     def decorate(func: Callable[..., T]) -> Callable[..., T]:
         @functools.wraps(func)
-        def counted(*args, **kwargs) -> T:
-            # Inside oslo.db's loop, so every attempt's error is seen:
-            # its own exception_checker is skipped for deadlocks and
-            # lost connections.
-            try:
-                return func(*args, **kwargs)
-            except Exception as e:
-                if is_transient(e):
+        def retried(*args, **kwargs) -> T:
+            interval = RETRY_INTERVAL
+            for remaining in range(attempts, -1, -1):
+                try:
+                    return func(*args, **kwargs)
+                except Exception as e:
+                    if not is_transient(e):
+                        raise
                     metrics.db_transient_error()
-                raise
-        return oslo_retry(counted)
+                    if remaining == 0:
+                        raise
+                    deadlock = isinstance(e, db_exc.DBDeadlock)
+                time.sleep(random.uniform(0, interval) if deadlock
+                           else interval)
+                interval = min(interval * 2, MAX_RETRY_INTERVAL)
+            raise AssertionError("unreachable")
+        return retried
     return decorate

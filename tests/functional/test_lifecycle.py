@@ -415,3 +415,217 @@ def test_sigterm_exits_promptly_with_the_broker_down(make_deployment,
     finally:
         rabbitmq.start()
     assert "stops without draining" in deployment.server_log()
+
+
+FLAVOR = {"memory_mb": 512, "vcpus": 1, "root_gb": 1}
+
+
+def _hold_nodes(deployment):
+    """Lock every compute node row: a claim then waits in its UPDATE (a
+    request in flight for as long as the test wants). Close to let go."""
+    import sqlalchemy as sa
+    from scheduler.db import models
+    holder = deployment.engine.connect()
+    holder.begin()
+    holder.execute(sa.select(models.compute_nodes).with_for_update())
+    return holder
+
+
+def _call_in_background(deployment, spec):
+    outcome = {}
+
+    def call():
+        try:
+            outcome["placed"] = deployment.api.select_destinations({}, spec)
+        except Exception as e:
+            outcome["error"] = e
+    caller = threading.Thread(target=call)
+    caller.start()
+    return caller, outcome
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_serves_again_after_the_broker_restarts_while_idle(
+        make_deployment, rabbitmq, database_url):
+    deployment = make_deployment(scheduler__workers=2)
+    deployment.fleet(10)
+    proc = deployment.start_server()
+    deployment.api.select_destinations({}, {"flavor": FLAVOR})
+    rabbitmq.restart()
+    placed = [deployment.api.select_destinations({}, {"flavor": FLAVOR})
+              for _ in range(6)]
+    assert len(deployment.allocations()) == 7
+    assert len({p[0]["uuid"] for p in placed}) == 6
+    assert proc.poll() is None
+    assert "Traceback" not in deployment.server_log()
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_a_call_in_flight_across_a_broker_restart_is_answered_once(
+        make_deployment, rabbitmq, database_url):
+    deployment = make_deployment()
+    deployment.fleet(3)
+    deployment.start_server()
+    deployment.api.select_destinations({}, {"flavor": FLAVOR})
+    holder = _hold_nodes(deployment)
+    uuid = "8c7c5b52-7c8e-4d47-9f3c-0c7a1b2b9a01"
+    caller, outcome = _call_in_background(
+        deployment, {"flavor": FLAVOR, "instance_uuids": [uuid]})
+    time.sleep(3)
+    rabbitmq.restart()
+    holder.close()
+    caller.join(150)
+    assert not caller.is_alive()
+    assert "placed" in outcome, outcome
+    assert outcome["placed"][0]["uuid"] == uuid
+    allocations = deployment.allocations()
+    assert len(allocations) == 2
+    audit = deployment.manage("allocations", "audit", check=False)
+    assert audit.returncode == 0, audit.stdout
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_sigterm_answers_the_calls_in_flight(make_deployment, database_url):
+    deployment = make_deployment()
+    deployment.fleet(3)
+    proc = deployment.start_server()
+    deployment.api.select_destinations({}, {"flavor": FLAVOR})
+    holder = _hold_nodes(deployment)
+    caller, outcome = _call_in_background(deployment, {"flavor": FLAVOR})
+    time.sleep(3)
+    os.kill(proc.pid, signal.SIGTERM)
+    time.sleep(3)
+    holder.close()
+    caller.join(WAIT)
+    assert not caller.is_alive()
+    assert "placed" in outcome, outcome
+    assert proc.wait(timeout=WAIT) == 0
+    assert len(deployment.allocations()) == 2
+    assert "Traceback" not in deployment.server_log()
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_killed_worker_is_replaced_and_the_server_stays_ready(
+        make_deployment, database_url):
+    deployment = make_deployment(scheduler__workers=2)
+    deployment.fleet(10)
+    address = free_address()
+    set_options(deployment.config_file, scheduler__http_listen=address)
+    proc = deployment.start_server()
+    assert wait_for_status(address, 200) == "OK\n"
+    victim = sorted(worker_pids(proc.pid))[0]
+    os.kill(victim, signal.SIGKILL)
+    deadline = time.monotonic() + WAIT
+    while len(worker_pids(proc.pid) - {victim}) < 2:
+        assert time.monotonic() < deadline, deployment.server_log()
+        time.sleep(0.2)
+    assert wait_for_status(address, 200) == "OK\n"
+    for _ in range(6):
+        deployment.api.select_destinations({}, {"flavor": FLAVOR})
+    assert len(deployment.allocations()) == 6
+    assert proc.poll() is None
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_a_worker_replaced_while_the_database_refuses_new_sessions_starts_later(
+        make_deployment, postgresql, database_url):
+    """A worker that dies while PostgreSQL is shutting down (or starting
+    up: it refuses new sessions with "the database system is shutting
+    down" / "starting up") is forked again until the database answers;
+    the database coming back is something a restart can fix, so the
+    server must not give up for good."""
+    import psycopg2
+    deployment = make_deployment(scheduler__workers=2)
+    deployment.fleet(5)
+    proc = deployment.start_server()
+    # A session of our own keeps a smart shutdown waiting: meanwhile the
+    # server refuses every new session.
+    holder = psycopg2.connect(postgresql.url.replace("+psycopg2", ""))
+    try:
+        postgresql._proc.send_signal(signal.SIGTERM)
+        victim = sorted(worker_pids(proc.pid))[0]
+        os.kill(victim, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+        assert proc.poll() is None, deployment.server_log()
+    finally:
+        holder.close()
+        # Fast mode ends the sessions a smart shutdown waits for.
+        postgresql.restart()
+    deadline = time.monotonic() + WAIT
+    while len(worker_pids(proc.pid) - {victim}) < 2 or \
+            deployment.server_log().count("Scheduler worker consuming") < 3:
+        assert time.monotonic() < deadline and proc.poll() is None, \
+            deployment.server_log()
+        time.sleep(0.5)
+    deployment.heartbeat()
+    deployment.api.select_destinations({}, {"flavor": FLAVOR})
+    assert error_lines(deployment.server_log()) == []
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_healthcheck_names_a_database_refusing_sessions_in_one_line(
+        make_deployment, postgresql, database_url):
+    """PostgreSQL's messages end in a newline; the verdict is still one
+    line, in /healthcheck and in the log."""
+    import psycopg2
+    deployment = make_deployment()
+    deployment.fleet(2)
+    address = free_address()
+    set_options(deployment.config_file, scheduler__http_listen=address)
+    deployment.start_server()
+    assert wait_for_status(address, 200) == "OK\n"
+    holder = psycopg2.connect(postgresql.url.replace("+psycopg2", ""))
+    try:
+        postgresql._proc.send_signal(signal.SIGTERM)   # smart shutdown
+        body = wait_for_status(address, 503)
+    finally:
+        holder.close()
+        postgresql.restart()
+    assert "the database system is shutting down" in body
+    assert len(body.strip().splitlines()) == 1, body
+    [line] = [line for line in deployment.server_log().splitlines()
+              if "WARNING scheduler.health" in line and "shutting" in line]
+    assert line.rstrip().endswith("check [database] connection"), line
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_a_reply_lost_with_the_broker_is_recovered_by_the_retry(
+        make_deployment, rabbitmq, database_url):
+    """The broker is away longer than the call's timeout, after the server
+    claimed but before it could reply: the client's re-send (same
+    consumers) gets what they hold, claimed once."""
+    from scheduler.rpcapi import SchedulerAPI
+    deployment = make_deployment()
+    deployment.fleet(3)
+    deployment.start_server()
+    api = SchedulerAPI(deployment.conf, timeout=10)
+    api.ping({})
+    holder = _hold_nodes(deployment)
+    uuid = "8c7c5b52-7c8e-4d47-9f3c-0c7a1b2b9a02"
+    outcome = {}
+
+    def call():
+        try:
+            outcome["placed"] = api.select_destinations(
+                {}, {"flavor": FLAVOR, "instance_uuids": [uuid]})
+        except Exception as e:
+            outcome["error"] = e
+    caller = threading.Thread(target=call)
+    caller.start()
+    try:
+        time.sleep(3)
+        rabbitmq.kill()
+        holder.close()          # the claim commits; its reply cannot leave
+        time.sleep(15)          # past the first call's timeout
+    finally:
+        rabbitmq.start()
+    caller.join(120)
+    api.transport.cleanup()
+    assert not caller.is_alive()
+    assert "placed" in outcome, outcome
+    assert outcome["placed"][0]["uuid"] == uuid
+    assert [a.consumer_uuid for a in deployment.allocations()] == [uuid]
+    audit = deployment.manage("allocations", "audit", check=False)
+    assert audit.returncode == 0, audit.stdout

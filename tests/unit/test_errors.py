@@ -93,6 +93,11 @@ def test_run_passes_the_exit_status():
     (broker.BrokerRefused("refused the login"), False),
     (db_exc.DBConnectionError(_op("could not connect to server")), True),
     (_op("connection refused"), True),
+    (_op('connection to server at "127.0.0.1", port 5432 failed: FATAL:  '
+         'the database system is starting up\n'), True),
+    (_op("FATAL:  the database system is shutting down"), True),
+    (_op("FATAL:  sorry, too many clients already"), True),
+    (_op("(1053, 'Server shutdown in progress')"), True),
     (db_exc.DBNonExistentTable(_op('relation "services" does not exist')),
      False),
     (_op("attempt to write a readonly database"), False),

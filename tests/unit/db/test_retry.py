@@ -6,6 +6,7 @@ engine (a unique-constraint violation, a missing table), and so is SQLite's
 ``sqlalchemy.exc.OperationalError``."""
 from __future__ import annotations
 
+import logging
 import uuid as uuidlib
 
 from oslo_db import api as oslo_db_api
@@ -108,6 +109,20 @@ def test_retrying_gives_up_after_the_allowed_retries(no_sleep):
     with pytest.raises(db_exc.DBConnectionError):
         retry.retrying(3)(work)()
     assert len(calls) == 4             # the first try and 3 retries
+
+
+def test_retrying_gives_up_without_a_traceback_in_the_log(no_sleep,
+                                                          caplog):
+    """The caller turns the last error into its one line; nothing on the
+    way logs it (oslo.db's decorator logged "DB exceeded retry limit" with
+    the traceback, for every call during an outage)."""
+    work, calls = _flaky(10, db_exc.DBConnectionError)
+    with caplog.at_level(logging.DEBUG):
+        with pytest.raises(db_exc.DBConnectionError):
+            retry.retrying(2)(work)()
+    assert len(calls) == 3
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING
+            or r.exc_info] == []
 
 
 def test_retrying_zero_means_one_try(no_sleep):
