@@ -114,6 +114,9 @@ def describe(exc: BaseException, conf: cfg.ConfigOpts | None = None
     if isinstance(exc, (db_exc.DBError, sa_exc.DBAPIError,
                         sa_exc.OperationalError)):
         return _describe_db(exc, conf)
+    if isinstance(exc, messaging.InvalidTransportURL):
+        return (f"{_transport_option(exc, conf)}: not a transport URL "
+                f"({exc}); write it as rabbit://user:password@host:5672/")
     if isinstance(exc, messaging.MessagingTimeout):
         return ("no reply within the RPC timeout; is a scheduler-server "
                 "running on the same transport_url and topic?")
@@ -129,6 +132,20 @@ def describe(exc: BaseException, conf: cfg.ConfigOpts | None = None
         return (f"permission denied: {exc.filename}; run as a user that "
                 f"may use it")
     return None
+
+
+def _transport_option(exc: BaseException,
+                      conf: cfg.ConfigOpts | None) -> str:
+    """The option that holds the URL ``exc`` refused: the notifications'
+    own when that is the one, else the RPC one. The URL itself is not
+    shown: it may hold a password."""
+    try:
+        notifications = conf.oslo_messaging_notifications.transport_url
+    except (AttributeError, cfg.NoSuchOptError):   # no conf, or not built
+        notifications = None
+    if notifications and notifications == getattr(exc, "url", None):
+        return "[oslo_messaging_notifications] transport_url"
+    return "[DEFAULT] transport_url"
 
 
 def restart_may_help(exc: BaseException) -> bool:

@@ -1,12 +1,12 @@
 """The server's small HTTP listener (``[scheduler] http_listen``).
 
 Runs in the main process, in a daemon thread: stdlib
-``ThreadingHTTPServer``, GET only, one function per path. A route is a
-function of no arguments returning a :class:`Response`; adding one is one
-line in the table the server passes to :func:`serve`. The main process
-serves what it can answer for every worker at once: ``/healthcheck`` from
-the workers' reported states, ``/metrics`` from the workers' metrics files
-(:mod:`scheduler.metrics`).
+``ThreadingHTTPServer``, GET and HEAD only, one function per path. A
+route is a function of no arguments returning a :class:`Response`; adding
+one is one line in the table the server passes to :func:`serve`. The main
+process serves what it can answer for every worker at once:
+``/healthcheck`` from the workers' reported states, ``/metrics`` from the
+workers' metrics files (:mod:`scheduler.metrics`).
 """
 from __future__ import annotations
 
@@ -58,6 +58,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     routes: Mapping[str, Route] = {}
 
     def do_GET(self) -> None:   # noqa: N802 (the stdlib's name)
+        self._answer(send_body=True)
+
+    def do_HEAD(self) -> None:   # noqa: N802 (the stdlib's name)
+        # Load balancers probe /healthcheck with HEAD (oslo.middleware
+        # answers it): the GET's status and headers, no body.
+        self._answer(send_body=False)
+
+    def _answer(self, send_body: bool) -> None:
         route = self.routes.get(self.path.split("?", 1)[0])
         if route is None:
             response = Response(404, b"not found\n")
@@ -72,7 +80,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Type", response.content_type)
         self.send_header("Content-Length", str(len(response.body)))
         self.end_headers()
-        self.wfile.write(response.body)
+        if send_body:
+            self.wfile.write(response.body)
 
     def log_message(self, format: str, *args) -> None:
         # Probes hit this every few seconds: DEBUG, not the access log.

@@ -65,6 +65,43 @@ def _add_below(parser: argparse.ArgumentParser, flags: tuple[str, ...],
                 _add_below(sub, flags, kwargs)
 
 
+def database_url(conf: cfg.ConfigOpts) -> sa.engine.URL:
+    """``[database] connection`` as a URL whose dialect and driver load.
+
+    :raises ConfigError: the value is not a URL, names a dialect SQLAlchemy
+        does not have or a driver that is not installed; naming the option,
+        the file that sets it and the fix, never the password.
+    """
+    location = conf.get_location("connection", "database")
+    where = "[database] connection" + (
+        f" in {location.detail}" if location and location.detail else "")
+    try:
+        url = sa.engine.make_url(conf.database.connection)
+    except sa.exc.ArgumentError:
+        # Not echoed: a value that does not parse may still hold a password.
+        raise exception.ConfigError(
+            f"{where}: not a database URL; write it as "
+            f"dialect+driver://user:password@host/database, e.g. "
+            f"mysql+pymysql://scheduler:PASSWORD@db.example.org/scheduler "
+            f"or sqlite:////var/lib/scheduler/scheduler.sqlite") from None
+    shown = url.render_as_string(hide_password=True)
+    try:
+        dialect = url.get_dialect()
+    except sa.exc.NoSuchModuleError:
+        raise exception.ConfigError(
+            f"{where}: {shown}: SQLAlchemy has no database dialect "
+            f"{url.get_backend_name()!r}; use mysql+pymysql, postgresql or "
+            f"sqlite") from None
+    try:
+        dialect.import_dbapi()
+    except ImportError as e:
+        raise exception.ConfigError(
+            f"{where}: {shown}: its driver {dialect.driver} is not "
+            f"installed ({e}); install it or name an installed driver "
+            f"in the URL") from None
+    return url
+
+
 def sqlite_path(conf: cfg.ConfigOpts) -> str | None:
     """The file of a SQLite ``[database] connection``, else None."""
     url = sa.engine.make_url(conf.database.connection)
@@ -80,11 +117,12 @@ def check_database(conf: cfg.ConfigOpts, create: bool = False,
     empty: only ``db sync`` (``create``) may, and only in an existing
     directory.
 
-    :raises ConfigError: naming the path and what to do.
+    :raises ConfigError: naming the path and what to do, or the option
+        when it names no usable database (:func:`database_url`).
     """
+    url = database_url(conf)
     path = sqlite_path(conf)
-    if path is None and sa.engine.make_url(
-            conf.database.connection).get_backend_name() != "sqlite":
+    if path is None and url.get_backend_name() != "sqlite":
         # One bounded attempt before oslo.db's (10 x 10 s on MariaDB, and
         # no time limit at all on a server that accepts and never answers).
         from scheduler import health

@@ -44,14 +44,24 @@ FILTER_COLUMNS = ["name", "in", "out", "reason", "sample"]
 
 # -- argument parsing -------------------------------------------------------
 
+#: The longest --timeout: a day. A wait must end (``inf`` would wait for a
+#: dead broker for ever) and fit the clocks it is handed to (1e10 s
+#: overflows them).
+MAX_TIMEOUT = 86400.0
+
+
 def positive_float(text: str) -> float:
-    """argparse type for a number of seconds greater than zero."""
+    """argparse type for a number of seconds greater than zero and at
+    most :data:`MAX_TIMEOUT`."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}")
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
+    if not value <= MAX_TIMEOUT:
+        raise argparse.ArgumentTypeError(
+            f"must be at most {MAX_TIMEOUT:g} (a day), got {text!r}")
     return value
 
 
@@ -128,8 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="print the wall time of the RPC call to "
                              "stderr")
     parser.add_argument("--timeout", type=positive_float, metavar="SEC",
-                        help="seconds to wait for a reply (default: "
-                             "[DEFAULT] rpc_response_timeout)")
+                        help="seconds to wait for a reply, at most "
+                             f"{MAX_TIMEOUT:g} (default: [DEFAULT] "
+                             "rpc_response_timeout)")
     commands = parser.add_subparsers(dest="command", required=True,
                                      metavar="COMMAND")
     spec = _spec_parent()
@@ -352,11 +363,14 @@ def stack_id(args: argparse.Namespace) -> str:
 
 
 def call_stack(api: Any, args: argparse.Namespace) -> Any:
+    """The stack call; but for a release, with ``args.stack``: the request
+    :func:`main` read from the files (:func:`stack_request`) before
+    connecting."""
     if args.method == "release_stack":
         # The id is all a release needs: the template need not still be
         # readable, nor its parameters given again, nor the flavors found.
         return api.release_stack({}, stack_id(args))
-    return getattr(api, args.method)({}, stack_request(args))
+    return getattr(api, args.method)({}, args.stack)
 
 
 def call_ping(api: Any, args: argparse.Namespace) -> dict[str, str]:
@@ -575,6 +589,10 @@ def main(argv: list[str] | None = None,
         conf = cmd.conf_from_args(args)
         loaded.append(conf)
         setup_logging(conf, args.debug)
+        if args.command == "stack" and args.method != "release_stack":
+            # The files first: a mistyped path must not wait for, and hide
+            # behind, a broker that is down.
+            args.stack = stack_request(args)
         # --timeout is the whole budget: the broker check spends part of
         # it, the call gets what is left (plus a second for the reply).
         deadline = time.monotonic() + budget(conf, args)

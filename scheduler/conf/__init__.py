@@ -3,8 +3,12 @@
 Code below the command layer never reads a global CONF; the ConfigOpts built
 here is passed in to what needs it.
 """
+import contextlib
 import glob
+import io
 import os
+import re
+import sys
 
 from oslo_config import cfg
 from oslo_db import options as db_options
@@ -62,24 +66,87 @@ def load(argv: list[str], project: str = "scheduler",
     return conf
 
 
+#: What oslo.config writes to stderr, before SystemExit(1), for a bad
+#: value of an option that is also a command-line option (oslo.log's
+#: ``debug``, ``use_syslog``...), wherever the value came from.
+_BAD_CLI_VALUE = re.compile(r"argument --(?P<dest>\S+): Invalid "
+                            r"(?P<type>.+?) value: (?P<value>.*)")
+
+
+def _config_paths(argv: list[str]) -> list[str]:
+    """The files ``--config-file``/``--config-dir`` in ``argv`` name, in
+    the order oslo.config reads them."""
+    paths = []
+    for flag, value in zip(argv, argv[1:]):
+        if flag == "--config-file":
+            paths.append(value)
+        elif flag == "--config-dir":
+            paths += sorted(glob.glob(os.path.join(value, "*.conf")))
+    return paths
+
+
+def _where_set(dest: str, argv: list[str]) -> str:
+    """Where the value of option ``dest`` came from, as oslo.config takes
+    it: the command line, else the last file that sets it (``[group]
+    option in FILE``)."""
+    flags = {f"--{dest}", "--" + dest.replace("_", "-")}
+    if any(arg.partition("=")[0] in flags for arg in argv):
+        return f"--{dest.replace('_', '-')} on the command line"
+    where = f"option {dest}"
+    for path in _config_paths(argv):
+        section = "DEFAULT"
+        try:
+            with open(path, encoding="utf-8") as f:
+                for line in f:
+                    line = line.strip()
+                    if line.startswith("[") and line.endswith("]"):
+                        section = line[1:-1].strip()
+                    elif line.partition("=")[0].strip() == dest:
+                        where = f"[{section}] {dest} in {path}"
+        except (OSError, UnicodeDecodeError):
+            continue
+    return where
+
+
 def parse(conf: cfg.ConfigOpts, argv: list[str], **kwargs) -> None:
     """``conf(argv, **kwargs)``; a file that is not UTF-8 text (or is a
     directory) is a ConfigFileParseError naming it, as oslo.config names
-    a syntax error, instead of a bare UnicodeDecodeError."""
+    a syntax error, instead of a bare UnicodeDecodeError.
+
+    :raises cfg.Error: a bad value of a command-line option, from the
+        command line or a file, naming where it was set: oslo.config
+        would print its own line and exit 1, which ``scheduler-status``
+        would report as a warning and SIGHUP's reload could not catch.
+    """
+    # oslo.config writes that line to stderr itself; anything else written
+    # meanwhile (usage, warnings) is passed on as it was.
+    captured = io.StringIO()
     try:
-        conf(argv, **kwargs)
+        with contextlib.redirect_stderr(captured):
+            conf(argv, **kwargs)
+    except SystemExit as e:
+        lines = captured.getvalue().splitlines(keepends=True)
+        bad = [m for m in map(_BAD_CLI_VALUE.fullmatch,
+                              (line.rstrip("\n") for line in lines)) if m]
+        if e.code == 1 and bad:
+            sys.stderr.write("".join(
+                line for line in lines if line.rstrip("\n") != bad[0][0]))
+            raise cfg.Error(
+                f"{_where_set(bad[0]['dest'], argv)}: invalid "
+                f"{bad[0]['type']} value {bad[0]['value']!r}; fix the "
+                f"value") from None
+        sys.stderr.writelines(lines)
+        raise
     except (UnicodeDecodeError, IsADirectoryError) as e:
-        paths = []
-        for flag, value in zip(argv, argv[1:]):
-            if flag == "--config-file":
-                paths.append(value)
-            elif flag == "--config-dir":
-                paths += sorted(glob.glob(os.path.join(value, "*.conf")))
+        sys.stderr.write(captured.getvalue())
+        paths = _config_paths(argv)
         for path in paths:
             try:
                 with open(path, encoding="utf-8") as f:
                     f.read()
-            except (UnicodeDecodeError, IsADirectoryError) as bad:
+            except (UnicodeDecodeError, IsADirectoryError) as bad_file:
                 raise cfg.ConfigFileParseError(
-                    path, f"not a UTF-8 text file ({bad})") from None
+                    path, f"not a UTF-8 text file ({bad_file})") from None
         raise cfg.ConfigFileParseError(", ".join(paths), str(e)) from None
+    else:
+        sys.stderr.write(captured.getvalue())

@@ -121,7 +121,8 @@ def set_options(config_file: Path, **options: str) -> None:
     parser.read(config_file)
     for key, value in options.items():
         group, option = key.split("__")
-        if not parser.has_section(group):
+        if group != parser.default_section and \
+                not parser.has_section(group):
             parser.add_section(group)
         parser.set(group, option, value)
     with open(config_file, "w") as f:
@@ -338,6 +339,7 @@ def wait_for_log(deployment, text: str) -> None:
 
 
 @pytest.mark.parametrize("change", ["bad filter", "bad value",
+                                    "bad value of a logging option",
                                     "unparsable file"])
 def test_a_refused_sighup_changes_nothing_new_workers_are_forked_from(
         make_deployment, change):
@@ -345,19 +347,22 @@ def test_a_refused_sighup_changes_nothing_new_workers_are_forked_from(
     deployment.fleet(5)
     proc = deployment.start_server()
     wait_for_log(deployment, "Ready: 2/2 workers consuming")
+    good = deployment.config_file.read_text()
     if change == "bad filter":
         set_options(deployment.config_file,
                     filter_scheduler__enabled_filters="ComputeFilter,NoSuch")
     elif change == "bad value":
         set_options(deployment.config_file,
                     filter_scheduler__host_subset_size="x")
+    elif change == "bad value of a logging option":
+        # oslo.log's options are command-line options too, checked apart.
+        set_options(deployment.config_file, DEFAULT__debug="maybe")
     else:
-        good = deployment.config_file.read_text()
         with open(deployment.config_file, "a") as f:
             f.write("this is [not valid\n")
     os.kill(proc.pid, signal.SIGHUP)
     wait_for_log(deployment, "SIGHUP refused")
-    if change == "unparsable file":
+    if change in ("unparsable file", "bad value of a logging option"):
         # The client reads it too; the server read it once, at the signal.
         deployment.config_file.write_text(good)
 
@@ -381,6 +386,7 @@ def test_a_refused_sighup_changes_nothing_new_workers_are_forked_from(
     [refused] = [line for line in deployment.server_log().splitlines()
                  if "SIGHUP refused" in line]
     assert {"bad filter": "NoSuch", "bad value": "host_subset_size",
+            "bad value of a logging option": "[DEFAULT] debug",
             "unparsable file": "cannot parse"}[change] in refused
     assert "Traceback" not in deployment.server_log()
 

@@ -3,6 +3,7 @@ fix, exit status 1: real commands, real files, a real broker and
 database."""
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 import shutil
@@ -390,3 +391,94 @@ def test_values_that_are_not_a_version_or_a_topic_are_named(
     line = one_line_error(run(command, "--config-file", str(config),
                               *WORK[command]))
     assert option.split(".")[1] in line, line
+
+
+#: ``[database] connection`` values no engine can be made of: not a URL,
+#: a dialect SQLAlchemy does not have, a driver that is not installed.
+BAD_URLS = {"not a URL": "not-a-url",
+            "unknown dialect": "nosuchdb://u:secret@127.0.0.1/x",
+            "driver not installed": "mssql+pymssql://u:secret@127.0.0.1/x"}
+
+
+@pytest.mark.parametrize("command", ("manage", "server", "fleet"))
+@pytest.mark.parametrize("url", list(BAD_URLS.values()), ids=list(BAD_URLS))
+def test_a_database_url_no_engine_can_use_is_named(sqlite_config, command,
+                                                     url):
+    config = sqlite_config(**{"database.connection": url})
+    line = one_line_error(run(command, "--config-file", str(config),
+                              *WORK[command]))
+    assert line.startswith(f"ERROR: [database] connection in {config}: "), \
+        line
+    assert "secret" not in line, line
+
+
+@pytest.mark.parametrize("url", list(BAD_URLS.values()), ids=list(BAD_URLS))
+def test_status_fails_the_database_check_on_a_url_no_engine_can_use(
+        sqlite_config, url):
+    config = sqlite_config(**{"database.connection": url})
+    result = subprocess.run(
+        [sys.executable, "-m", "scheduler.cmd.status", "--config-file",
+         str(config), "--broker-timeout", "5", "upgrade", "check",
+         "--json"], capture_output=True, text=True, timeout=60, cwd="/")
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    checks = {c["check"]: c
+              for c in json.loads(result.stdout)["checks"]}
+    assert checks["Database"]["details"].startswith(
+        f"[database] connection in {config}: "), checks
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_bad_value_of_a_command_line_option_in_the_file_is_named(
+        sqlite_config, command):
+    # oslo.log's options (debug, use_syslog...) are command-line options
+    # too; oslo.config checks their values apart from the others.
+    config = sqlite_config(**{"DEFAULT.debug": "maybe"})
+    line = one_line_error(run(command, "--config-file", str(config),
+                              *WORK[command]))
+    assert line.startswith(f"ERROR: [DEFAULT] debug in {config}: invalid "
+                           f"Boolean value 'maybe'"), line
+
+
+@pytest.mark.parametrize("args, named", [
+    (("--config-file", "{config}"), "[DEFAULT] debug in {config}"),
+    (("--config-file", "{config}", "--broker-timeout", "0"),
+     "--broker-timeout on the command line")])
+def test_status_exits_255_not_1_on_a_bad_option_value(sqlite_config, args,
+                                                      named):
+    # 1 is oslo.upgradecheck's "warning": a deployment tool would go on.
+    config = sqlite_config(**({"DEFAULT.debug": "maybe"}
+                              if "{config}" in named else {}))
+    result = subprocess.run(
+        [sys.executable, "-m", "scheduler.cmd.status",
+         *(a.format(config=config) for a in args), "upgrade", "check"],
+        capture_output=True, text=True, timeout=60, cwd="/")
+    assert result.returncode == 255, (result.returncode, result.stderr)
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"ERROR: {named.format(config=config)}: "
+                           f"invalid "), line
+
+
+@pytest.mark.parametrize("command", ("server", "client"))
+def test_a_transport_url_that_is_not_a_url_is_named(sqlite_config, command):
+    config = sqlite_config(transport_url="broker.example.org")
+    assert run("manage", "--config-file", str(config), "db", "sync"
+               ).returncode == 0
+    line = one_line_error(run(command, "--config-file", str(config),
+                              *WORK[command]))
+    assert line.startswith("ERROR: [DEFAULT] transport_url: "), line
+
+
+def test_status_fails_the_broker_check_on_a_transport_url_that_is_not_a_url(
+        sqlite_config):
+    config = sqlite_config(transport_url="broker.example.org")
+    result = subprocess.run(
+        [sys.executable, "-m", "scheduler.cmd.status", "--config-file",
+         str(config), "--broker-timeout", "5", "upgrade", "check",
+         "--json"], capture_output=True, text=True, timeout=60, cwd="/")
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    checks = {c["check"]: c
+              for c in json.loads(result.stdout)["checks"]}
+    assert checks["Message broker"]["details"].startswith(
+        "[DEFAULT] transport_url: "), checks

@@ -84,3 +84,29 @@ def test_an_ipv6_address_is_listened_on():
     finally:
         server.shutdown()
         server.server_close()
+
+
+def _request(server, method: str, path: str):
+    import http.client
+    host, port = server.server_address[:2]
+    connection = http.client.HTTPConnection(host, port, timeout=10)
+    try:
+        connection.request(method, path)
+        response = connection.getresponse()
+        return response.status, dict(response.headers), response.read()
+    finally:
+        connection.close()
+
+
+def test_head_is_answered_like_get_without_a_body(serve):
+    # Load balancers probe with HEAD (oslo.middleware's healthcheck
+    # answers it); RFC 9110 makes HEAD mandatory wherever GET is served.
+    verdict = [(True, "ok")]
+    server = serve({"/healthcheck": http.healthcheck(lambda: verdict[0])})
+    status, headers, body = _request(server, "HEAD", "/healthcheck")
+    assert (status, body) == (200, b"")
+    assert headers["Content-Type"] == "text/plain; charset=utf-8"
+    assert headers["Content-Length"] == "3"
+    verdict[0] = (False, "no worker consuming")
+    assert _request(server, "HEAD", "/healthcheck")[0] == 503
+    assert _request(server, "HEAD", "/other")[0] == 404

@@ -671,3 +671,26 @@ def test_stack_release_needs_neither_the_parameters_nor_the_template(
                      "--stack-id", sid], FakeStackAPI({"release_stack": 1}))
     assert code == 0, capsys.readouterr().err
     assert api.calls[0][1][1] == sid
+
+
+@pytest.mark.parametrize("timeout", ["inf", "1e10"])
+def test_a_timeout_no_wait_can_honour_is_a_usage_error(capsys, timeout):
+    # inf waits for a dead broker for ever; past threading.TIMEOUT_MAX the
+    # wait for the reply cannot even be started (OverflowError).
+    with pytest.raises(SystemExit) as e:
+        run(["--timeout", timeout, "ping"])
+    assert e.value.code == 2
+    assert "--timeout" in capsys.readouterr().err
+
+
+def test_a_bad_template_is_named_before_the_broker_is_asked(tmp_path,
+                                                            capsys):
+    # With the broker down, asking it first would wait the whole timeout
+    # and then name the broker, not the file the operator mistyped.
+    def factory(conf):
+        raise AssertionError("connected to the broker")
+    code = client.main(["stack", "place", str(tmp_path / "none.yaml")],
+                       api_factory=factory)
+    assert code == 1
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("ERROR: template "), err
