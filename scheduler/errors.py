@@ -23,6 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from scheduler import broker
+from scheduler import conf as sched_conf
 from scheduler import exception
 
 #: Text of driver errors that mean "the schema is not there".
@@ -251,18 +252,7 @@ def _bad_value(text: str) -> str:
     if match is None:
         return f"{text}; fix the value in the configuration file"
     option, path = match["option"], match["file"]
-    sections = set()
-    section = "DEFAULT"
-    try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                line = line.strip()
-                if line.startswith("[") and line.endswith("]"):
-                    section = line[1:-1].strip()
-                elif line.partition("=")[0].strip() == option:
-                    sections.add(section)
-    except (OSError, UnicodeDecodeError):
-        pass
-    where = f"[{sections.pop()}] {option}" if len(sections) == 1 else option
+    sections = sched_conf.sections_setting(path, option)
+    where = f"[{sections[0]}] {option}" if len(sections) == 1 else option
     return (f"{where} in {path}: {match['why']}; fix the value in the "
             f"configuration file")

@@ -85,6 +85,26 @@ def _config_paths(argv: list[str]) -> list[str]:
     return paths
 
 
+def sections_setting(path: str, option: str) -> list[str]:
+    """The sections of the ini file ``path`` that set ``option``, in file
+    order; none if it cannot be read. oslo.config's errors about a value
+    name the option without its group: this finds the ``[group]``."""
+    sections: list[str] = []
+    section = "DEFAULT"
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                line = line.strip()
+                if line.startswith("[") and line.endswith("]"):
+                    section = line[1:-1].strip()
+                elif (line.partition("=")[0].strip() == option
+                      and section not in sections):
+                    sections.append(section)
+    except (OSError, UnicodeDecodeError):
+        pass
+    return sections
+
+
 def _where_set(dest: str, argv: list[str]) -> str:
     """Where the value of option ``dest`` came from, as oslo.config takes
     it: the command line, else the last file that sets it (``[group]
@@ -94,17 +114,9 @@ def _where_set(dest: str, argv: list[str]) -> str:
         return f"--{dest.replace('_', '-')} on the command line"
     where = f"option {dest}"
     for path in _config_paths(argv):
-        section = "DEFAULT"
-        try:
-            with open(path, encoding="utf-8") as f:
-                for line in f:
-                    line = line.strip()
-                    if line.startswith("[") and line.endswith("]"):
-                        section = line[1:-1].strip()
-                    elif line.partition("=")[0].strip() == dest:
-                        where = f"[{section}] {dest} in {path}"
-        except (OSError, UnicodeDecodeError):
-            continue
+        sections = sections_setting(path, dest)
+        if sections:
+            where = f"[{sections[-1]}] {dest} in {path}"
     return where
 
 
