@@ -6,7 +6,7 @@ many nodes). A node without a service row is skipped, with a warning the
 first time. A service is up when it is not forced down and its last
 heartbeat, by the database's clock, is younger than ``[scheduler]
 service_down_time``. Disabled services stay in the table (ComputeFilter
-rejects them, forcing may still pick them).
+rejects them; as in nova 34, a forced host must be enabled too).
 
 A decision runs inside :meth:`HostManager.planning`, one scheduling cycle
 per process at a time (kube-scheduler's): refresh, plan and *assume* (put the

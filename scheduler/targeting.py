@@ -8,15 +8,19 @@ uuid; here a name works too, since ``scheduler-manage aggregate`` works by
 name.
 
 Nova's semantics: host names match case-insensitively, node names exactly;
-a forced host skips the filters altogether (the operator asked for it),
-while a requested destination only narrows the list and the filters still
-run. Each narrowing is reported as a step, so an explanation shows it.
+a forced host skips the filters (the operator asked for it), while a
+requested destination only narrows the list and the filters still run.
+Nova 34 still asks placement for a forced host, with its mandatory request
+filters, so a forced host must be enabled and, if an aggregate has the
+requested zone, in it. Each narrowing is reported as a step, so an
+explanation shows it.
 (Forcing never overcommits here, though: the claim still checks capacity.)
 """
 from __future__ import annotations
 
 import numpy as np
 
+from scheduler.filters.base import SAMPLE_SIZE
 from scheduler.filters.base import FilterStep
 from scheduler.filters.base import narrow
 from scheduler.host_table import HostView
@@ -45,13 +49,19 @@ def apply(spec: RequestSpec, view: HostView, idx: np.ndarray
                                          np.isin(wanted, lower)) if not known]
         reason = "not a forced host"
         if unknown:
-            reason += f"; no compute host is named {', '.join(unknown)}"
+            # A few of them: a refusal stays a line, whatever was sent.
+            reason += ("; no compute host is named "
+                       + ", ".join(unknown[:SAMPLE_SIZE]))
+            if len(unknown) > SAMPLE_SIZE:
+                reason += f" (and {len(unknown) - SAMPLE_SIZE} more)"
         idx = narrow(view, idx, np.isin(lower[idx], wanted),
                      "force_hosts", reason, steps)
     if spec.force_nodes:
         keep = np.isin(view.node_names[idx], list(spec.force_nodes))
         idx = narrow(view, idx, keep, "force_nodes", "not a forced node",
                      steps)
+    if forced:
+        idx = _prefilter_forced(spec, view, idx, steps)
     dest = spec.requested_destination
     if dest and dest.get("host"):
         idx = narrow(view, idx, lower[idx] == dest["host"].lower(),
@@ -67,6 +77,25 @@ def apply(spec: RequestSpec, view: HostView, idx: np.ndarray
                      f"in none of the requested aggregates "
                      f"{', '.join(sorted(wanted))[:80]}", steps)
     return idx, forced, steps
+
+
+def _prefilter_forced(spec: RequestSpec, view: HostView, idx: np.ndarray,
+                      steps: list[FilterStep]) -> np.ndarray:
+    """What nova 34 still checks on a forced host: its placement query
+    runs before the filters are skipped, with the mandatory request filters
+    (nova/scheduler/request_filter.py): ``compute_status_filter`` forbids
+    the nodes of disabled services, and ``map_az_to_placement_aggregate``
+    keeps the members of the aggregates that have the requested zone, if
+    any has it. A forced host that is down but enabled is still taken."""
+    idx = narrow(view, idx, ~view.take("service_disabled", idx),
+                 "compute_status_filter", "service disabled", steps)
+    zone = spec.availability_zone
+    if zone and zone in view.zones:
+        idx = narrow(view, idx, view.take_zone(zone, idx),
+                     "map_az_to_placement_aggregate",
+                     f"not in the requested availability zone ({zone})",
+                     steps)
+    return idx
 
 
 def _in_aggregates(view: HostView, idx: np.ndarray,

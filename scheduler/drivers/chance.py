@@ -16,9 +16,9 @@ from scheduler import targeting
 from scheduler import trace
 from scheduler.drivers.base import Driver
 from scheduler.drivers.base import Selection
+from scheduler.drivers.filter import FilterScheduler
 from scheduler.drivers.filter import with_member_on
 from scheduler.filters.base import emptied_by
-from scheduler.filters.base import explain
 from scheduler.filters.base import run_filters
 from scheduler.filters.compute import ComputeFilter
 from scheduler.filters.resources import CoreFilter
@@ -51,11 +51,13 @@ class ChanceScheduler(Driver):
                                         index)
             if not len(passed):
                 trace.add(trace.FILTER, time.perf_counter() - started)
-                trace.refused(emptied_by(target_steps + steps)
+                # A later instance's steps count the hosts the earlier
+                # ones left, not the table: filter_scheduler's wording.
+                steps = steps if index else target_steps + steps
+                trace.refused(emptied_by(steps) or emptied_by(target_steps)
                               or trace.REQUEST_REFUSAL)
-                raise exception.NoValidHost(
-                    "No valid host: " + explain(target_steps + steps,
-                                                len(table)))
+                raise exception.NoValidHost(FilterScheduler._refusal(
+                    spec, index, len(table), steps))
             chosen = int(random.choice(passed))
             selections.append(Selection(uuid, table.states[chosen]))
             if index + 1 < spec.num_instances:

@@ -109,7 +109,8 @@ def narrow(view: HostView, idx: np.ndarray, keep: np.ndarray, name: str,
     """
     if keep.all():
         return idx
-    dropped = tuple(view.host_names[idx[~keep]][:SAMPLE_SIZE])
+    dropped = tuple(_name(view.host_names[i], view.node_names[i])
+                    for i in idx[~keep][:SAMPLE_SIZE])
     steps.append(FilterStep(name, len(idx), int(keep.sum()), reason,
                             dropped))
     return idx[keep]
@@ -172,9 +173,12 @@ def _filter_states(f: BaseFilter, view: HostView, idx: np.ndarray,
 
 
 def _label(state: HostState) -> str:
-    if state.host == state.nodename:
-        return state.host
-    return f"{state.host}:{state.nodename}"
+    return _name(state.host, state.nodename)
+
+
+def _name(host: str, nodename: str) -> str:
+    """How a sample names a node: its host, and the node if it differs."""
+    return host if host == nodename else f"{host}:{nodename}"
 
 
 def filter_hosts(filters: Sequence[BaseFilter], hosts: Sequence[HostState],
@@ -202,4 +206,8 @@ def explain(steps: Sequence[FilterStep], total: int) -> str:
     parts = [f"{s.name} removed {s.removed} ({s.reason})"
              for s in steps if s.removed]
     text = f"{passed}/{total} hosts passed"
+    if not total:
+        # Nothing was filtered: say why there was nothing to filter.
+        return text + (" (no compute node with a compute service is "
+                       "registered)")
     return text + (". " + ", ".join(parts) if parts else "")

@@ -98,10 +98,12 @@ class NovaSchedulerEndpoint:
         if spec_obj is not None:
             spec = RequestSpec.from_primitives(
                 primitives.spec_from_request_spec(
-                    spec_obj, instance_uuids, return_alternates), limit)
+                    spec_obj, instance_uuids, return_alternates,
+                    self.conf.nova.cell_uuid), limit)
         elif request_spec is not None:
             spec = RequestSpec.from_primitives(primitives.spec_from_legacy(
-                request_spec, filter_properties), limit)
+                request_spec, filter_properties, self.conf.nova.cell_uuid),
+                limit)
         else:
             raise exception.InvalidRequest(
                 "spec_obj: missing (or the 4.0 request_spec)")

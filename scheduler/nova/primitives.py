@@ -54,14 +54,17 @@ def _optional(data: dict, key: str, name: str | tuple[str, ...],
 
 
 def spec_from_request_spec(primitive: Any, instance_uuids: Any = None,
-                           return_alternates: bool = False
+                           return_alternates: bool = False,
+                           cell_uuid: str | None = None
                            ) -> dict[str, Any]:
     """Our ``spec`` dict for a ``RequestSpec`` primitive (RPC 4.3-4.5).
 
     ``instance_uuids`` (4.4+) are the consumers; without them the spec's
-    ``instance_uuid`` is, for a single instance.
+    ``instance_uuid`` is, for a single instance. ``cell_uuid`` is this
+    service's cell (``[nova] cell_uuid``).
     :raises Unsupported: naming a field that cannot be honoured.
     :raises InvalidRequest: naming a field that is not what nova sends.
+    :raises NoValidHost: the request is restricted to another cell.
     """
     data = unwrap(primitive, "RequestSpec", "spec_obj")
     _refuse_unsupported(data)
@@ -99,15 +102,15 @@ def spec_from_request_spec(primitive: Any, instance_uuids: Any = None,
                             field)
     if destination is not None:
         spec["requested_destination"] = destination_from(
-            destination, f"{field}.requested_destination")
+            destination, f"{field}.requested_destination", cell_uuid)
     retry = _optional(data, "retry", "SchedulerRetries", field)
     if retry is not None:
         spec["retry"] = retry_from(retry, f"{field}.retry")
     return spec
 
 
-def spec_from_legacy(request_spec: Any, filter_properties: Any
-                     ) -> dict[str, Any]:
+def spec_from_legacy(request_spec: Any, filter_properties: Any,
+                     cell_uuid: str | None = None) -> dict[str, Any]:
     """Our ``spec`` dict for nova 34's 4.0 pair (what
     ``RequestSpec.to_legacy_request_spec_dict`` and
     ``to_legacy_filter_properties_dict`` make): ``instance_type`` and
@@ -156,7 +159,7 @@ def spec_from_legacy(request_spec: Any, filter_properties: Any
     if destination is not None:
         field = "filter_properties.requested_destination"
         spec["requested_destination"] = destination_from(
-            unwrap(destination, "Destination", field), field)
+            unwrap(destination, "Destination", field), field, cell_uuid)
     return spec
 
 
@@ -260,11 +263,26 @@ def group_from(data: dict[str, Any]) -> dict[str, Any]:
     return group
 
 
-def destination_from(data: dict[str, Any], field: str) -> dict[str, Any]:
-    """Our requested_destination for ``Destination`` data."""
+def destination_from(data: dict[str, Any], field: str,
+                     cell_uuid: str | None = None) -> dict[str, Any]:
+    """Our requested_destination for ``Destination`` data.
+
+    :raises NoValidHost: the destination is restricted to a cell other
+        than ``cell_uuid`` (this service's): nova 34 then looks only at
+        that cell's hosts (``HostManager.get_host_states_by_uuids``).
+    """
     if data.get("forbidden_aggregates"):
         raise Unsupported(f"{field}.forbidden_aggregates: not supported by "
                           f"this scheduler")
+    cell = data.get("cell")
+    if cell is not None and cell_uuid and not data.get(
+            "allow_cross_cell_move"):
+        wanted = unwrap(cell, "CellMapping", f"{field}.cell").get("uuid")
+        if wanted and str(wanted).lower() != cell_uuid.lower():
+            raise exception.NoValidHost(
+                f"No valid host: {field}.cell is {wanted} and no cross-cell "
+                f"move is allowed; this scheduler places in cell "
+                f"{cell_uuid} ([nova] cell_uuid)")
     return {"host": data.get("host"), "node": data.get("node"),
             "aggregates": data.get("aggregates")}
 

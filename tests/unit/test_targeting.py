@@ -5,6 +5,7 @@ from scheduler.host_table import HostTable
 from scheduler.host_table import HostView
 from tests.unit.fakes import make_host
 from tests.unit.fakes import make_spec
+from tests.unit.fakes import zone_aggregate
 
 
 def _apply(spec, hosts):
@@ -67,11 +68,47 @@ def test_force_hosts_is_case_insensitive_and_skips_filters():
 
 
 def test_forced_host_is_kept_even_if_down():
-    hosts = [make_host("h1", node_id=1, service_up=False,
-                       service_disabled=True),
+    hosts = [make_host("h1", node_id=1, service_up=False),
              make_host("h2", node_id=2)]
     kept, forced, _ = _apply(make_spec(force_hosts=["h1"]), hosts)
     assert kept == [hosts[0]] and forced is True
+
+
+def test_forced_host_that_is_disabled_is_refused_as_nova_34():
+    """nova 34 asks placement even for a forced host, with the mandatory
+    compute_status_filter (request_filter.py:248): a disabled service's
+    nodes carry COMPUTE_STATUS_DISABLED and are no candidates."""
+    hosts = [make_host("h1", node_id=1, service_disabled=True),
+             make_host("h2", node_id=2)]
+    for spec in (make_spec(force_hosts=["h1"]),
+                 make_spec(force_nodes=["h1"])):
+        kept, forced, steps = _apply(spec, hosts)
+        assert kept == [] and forced is True
+        assert (steps[-1].name, steps[-1].reason, steps[-1].hosts_in,
+                steps[-1].hosts_out, steps[-1].sample) == (
+            "compute_status_filter", "service disabled", 1, 0, ("h1",))
+
+
+def test_forced_host_outside_the_requested_zone_is_refused_as_nova_34():
+    """nova 34's map_az_to_placement_aggregate (request_filter.py:144)
+    narrows placement's candidates to the zone's aggregates before the
+    filters are skipped for a forced host ("az1:h2" in nova's API)."""
+    hosts = [make_host("h1", node_id=1, aggregates=(zone_aggregate("az1"),)),
+             make_host("h2", node_id=2,
+                       aggregates=(zone_aggregate("az2", 2),))]
+    kept, forced, steps = _apply(
+        make_spec(force_hosts=["h2"], availability_zone="az1"), hosts)
+    assert kept == [] and forced is True
+    assert (steps[-1].name, steps[-1].reason) == (
+        "map_az_to_placement_aggregate",
+        "not in the requested availability zone (az1)")
+    kept, _, _ = _apply(
+        make_spec(force_hosts=["h1"], availability_zone="az1"), hosts)
+    assert kept == [hosts[0]]
+    # A zone no aggregate has (nova's default zone): nova restricts nothing.
+    kept, _, _ = _apply(
+        make_spec(force_hosts=["h2"], availability_zone="nova"), hosts)
+    assert kept == [hosts[1]]
 
 
 def test_force_nodes_match_exactly():
@@ -200,3 +237,24 @@ def test_aggregates_by_uuid_as_nova_sends_them():
 def test_unknown_aggregate_leaves_no_host():
     kept, [step] = _agg_names(["nope"])
     assert kept == [] and step.hosts_out == 0
+
+
+def test_unknown_forced_hosts_are_named_in_a_bounded_reason():
+    """A request forcing 1,000 unknown 255-character names must not make a
+    refusal of a quarter of a megabyte; the first few are named, and how
+    many more."""
+    names = [f"{i:03d}" + "x" * 252 for i in range(1000)]
+    kept, _, steps = _apply(make_spec(force_hosts=names), _hosts())
+    assert kept == []
+    reason = steps[-1].reason
+    assert len(reason) < 2000
+    assert reason.startswith("not a forced host; no compute host is named "
+                             + names[0])
+    assert reason.endswith(" (and 995 more)")
+
+
+def test_a_narrowing_samples_nodes_as_the_filters_do():
+    """A node of a host with several is shown ``host:node``, as a filter's
+    sample shows it: not ``ironic`` for the one removed of ironic's two."""
+    _, _, [step] = _apply(make_spec(force_nodes=["node-a"]), _hosts())
+    assert step.sample == ("host1", "Host2", "ironic:Node-B")

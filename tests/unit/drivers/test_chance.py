@@ -95,3 +95,19 @@ def test_a_hard_anti_affinity_request_spreads_its_own_instances(
     dests = chance_driver.select_destinations(
         _spec(num_instances=3, instance_group=group))
     assert sorted(d["host"] for d in dests) == ["h0", "h1", "h2"]
+
+
+def test_a_later_instance_refused_counts_the_hosts_left(register,
+                                                        chance_driver):
+    """The refusal of a later instance counts the hosts the earlier ones
+    left, and says so, as filter_scheduler's does: not the ignored host
+    and a RamFilter count that add up to 2 of 3 hosts."""
+    register(node("h1", memory_mb=4096), node("h2", memory_mb=4096),
+             node("h3", memory_mb=4096))
+    with pytest.raises(exception.NoValidHost) as info:
+        chance_driver.select_destinations(
+            _spec(num_instances=3, ignore_hosts=["h3"]))
+    assert info.value.message == (
+        "No valid host for instance 3 of 3 (all or nothing: none was "
+        "placed); of the hosts left after placing the first 2, 0/1 hosts "
+        "passed. RamFilter removed 1 (insufficient RAM: need 4096 MB)")

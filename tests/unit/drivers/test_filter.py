@@ -409,9 +409,13 @@ def test_no_valid_host_names_the_filters(register, engine, filter_driver):
 
 
 def test_no_hosts_at_all(engine, filter_driver):
+    """Not a bare "0/0 hosts passed": that no host is known is the cause,
+    and says where to look."""
     with pytest.raises(exception.NoValidHost) as info:
         filter_driver.select_destinations(_spec())
-    assert info.value.message.startswith("No valid host: 0/0 hosts passed")
+    assert info.value.message == (
+        "No valid host: 0/0 hosts passed (no compute node with a compute "
+        "service is registered)")
 
 
 def test_availability_zone(register, filter_driver):
@@ -430,11 +434,36 @@ def test_ignore_hosts(register, filter_driver):
 def test_forced_host_skips_filters_and_limits(register, engine,
                                               filter_driver):
     register(node("h1"), node("h2"))
-    set_service(engine, "h1", disabled=True, disabled_reason="x")
+    with engine.connect() as conn:
+        now = db_api.db_time(conn)
+    set_service(engine, "h1", last_seen_up=now - datetime.timedelta(hours=1))
     [dest] = filter_driver.select_destinations(
         _spec(memory_mb=8192, force_hosts=["h1"]))
     assert dest["host"] == "h1" and dest["limits"] == {}
     assert node_row(engine, "h1").memory_mb_used == 8192
+
+
+def test_forced_host_that_is_disabled_is_refused(register, engine,
+                                                 filter_driver):
+    """nova 34: compute_status_filter holds for forced hosts too."""
+    register(node("h1"), node("h2"))
+    set_service(engine, "h1", disabled=True, disabled_reason="x")
+    with pytest.raises(exception.NoValidHost) as info:
+        filter_driver.select_destinations(_spec(force_hosts=["h1"]))
+    assert info.value.message == (
+        "No valid host: 0/2 hosts passed. force_hosts removed 1 (not a "
+        "forced host), compute_status_filter removed 1 (service disabled)")
+    assert allocation_rows(engine) == []
+
+
+def test_forced_host_outside_the_requested_zone_is_refused(
+        register, engine, filter_driver):
+    register(node("h1", zone="az1"), node("h2", zone="az2"))
+    with pytest.raises(exception.NoValidHost) as info:
+        filter_driver.select_destinations(
+            _spec(force_hosts=["h2"], availability_zone="az1"))
+    assert "map_az_to_placement_aggregate removed 1" in info.value.message
+    assert allocation_rows(engine) == []
 
 
 def test_forced_host_never_overcommits(register, engine, filter_driver):

@@ -3,6 +3,8 @@ spreading and packing within a request, members claimed by earlier requests,
 and refusals that claim nothing."""
 from __future__ import annotations
 
+import dataclasses
+
 import sqlalchemy as sa
 import pytest
 
@@ -327,3 +329,25 @@ def test_named_members_holding_no_claim_are_on_no_host(register,
                           "group_uuid": None}, [U[5]])
     [dest] = filter_driver.select_destinations(spec)
     assert dest["host"] == "h1"     # nothing to follow: the weighers decide
+
+
+def test_a_forced_host_that_breaks_a_hard_group_is_refused_at_once(
+        register, engine, filter_driver):
+    """Forcing skips the group filters, the claim keeps the group: that is
+    a refusal of the request, said as such, not "lost the claim race 6
+    times to concurrent requests" after re-planning onto the same host."""
+    _register3(register)
+    filter_driver.select_destinations(
+        _spec("anti-affinity", uuids=[U[0]]))
+    [first] = [r.compute_node_id for r in allocation_rows(engine)]
+    host = next(h for h in ("h1", "h2", "h3")
+                if node_row(engine, h).id == first)
+    spec = dataclasses.replace(_spec("anti-affinity", uuids=[U[1]]),
+                               force_hosts=(host,))
+    with pytest.raises(exception.NoValidHost) as info:
+        filter_driver.select_destinations(spec)
+    assert info.value.message == (
+        f"No valid host: the forced host would break its server group: "
+        f"server group {G}: host {host} would hold 2 members, at most 1 "
+        f"allowed")
+    assert len(allocation_rows(engine)) == 1

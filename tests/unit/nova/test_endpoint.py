@@ -174,3 +174,31 @@ def test_a_rebuild_check_runs_only_the_image_filters_as_nova(conf, engine,
                     return_alternates=False)
     assert "ImagePropertiesFilter removed 1" in str(error)
     assert allocation_rows(engine) == []
+
+
+def _cell_destination(cell: str, cross_cell: bool | None = None) -> dict:
+    data = {"cell": {"nova_object.name": "CellMapping",
+                     "nova_object.data": {"uuid": cell}}}
+    if cross_cell is not None:
+        data["allow_cross_cell_move"] = cross_cell
+    return {"nova_object.name": "Destination", "nova_object.data": data}
+
+
+def test_a_move_restricted_to_another_cell_is_refused(endpoint, engine):
+    """nova 34 (host_manager.get_host_states_by_uuids) looks only at the
+    hosts of ``requested_destination.cell`` unless a cross-cell move is
+    allowed: a same-cell move of an instance of another cell must not get
+    a host of this one (nova's conductor would start a cross-cell resize
+    that the policy did not allow)."""
+    other = "99999999-6c2d-4f0e-9d51-3c1e8f0a7b21"
+    error = refusal(endpoint.select_destinations, {}, spec_obj=spec_obj(
+        requested_destination=_cell_destination(other)),
+        instance_uuids=[VM], return_objects=True)
+    assert other in str(error) and CELL in str(error)
+    assert allocation_rows(engine) == []
+    # Our own cell, or a cross-cell move allowed: placed.
+    for destination in (_cell_destination(CELL),
+                        _cell_destination(other, cross_cell=True)):
+        endpoint.select_destinations(
+            {}, spec_obj=spec_obj(requested_destination=destination),
+            instance_uuids=[VM], return_objects=True)

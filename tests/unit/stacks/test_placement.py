@@ -303,3 +303,24 @@ def test_a_project_or_user_utf8_cannot_carry_is_refused_claiming_nothing(
             {"stack_id": SID, field: "p\ud800",
              "resources": _three_tier()}))
     assert allocation_rows(engine) == []
+
+
+def test_a_forced_resource_that_breaks_a_hard_group_is_refused_at_once(
+        four_hosts, filter_driver, engine):
+    """Forcing skips the group filters, the claim keeps the group: a
+    refusal naming the forced resource, not "lost the claim race"."""
+    group = {"uuid": G, "policies": ["anti-affinity"]}
+    resources = {
+        "a": {"spec": spec_dict(flavor=F, instance_group=group,
+                                force_hosts=["h1"])},
+        "b": {"spec": spec_dict(flavor=F, instance_group=group,
+                                force_hosts=["h1"])},
+    }
+    with pytest.raises(exception.NoValidHost) as info:
+        placement.select(filter_driver, _stack(resources))
+    message = info.value.message
+    assert "lost the claim race" not in message
+    assert message.startswith(
+        f"No valid host for stack {SID}: a forced host would break its "
+        f"server group: server group {G}:")
+    assert allocation_rows(engine) == []
