@@ -16,6 +16,14 @@ next request of this process plans on the usage the previous one just
 planned instead of racing it for the same host. A failed claim *forgets*
 its assumption by re-reading those nodes.
 
+A plan made on an assumed state counts on that claim: its own claim is
+checked against the generation the assumed claim leaves, and another
+writer's change can leave that same number if the assumed claim fails (a
+compute agent that shrank the node, say — the generation check is all
+that keeps a plan on the node as it was read). So a claim planned on
+another claim of this process that is still in flight waits for it
+(:meth:`HostManager.await_assumed`) and is lost with it.
+
 Requests that queue for the cycle share refreshes: a request needs the
 table as fresh as SQL was when it arrived, so a refresh that *began* after
 it arrived (another queued request's) is enough and it does not read
@@ -66,6 +74,17 @@ LIVENESS_INTERVAL = 1.0
 T = TypeVar("T")
 
 
+@dataclasses.dataclass(eq=False)
+class _InFlight:
+    """A claim of this process assumed in the table and not over yet,
+    made by the request thread ``owner`` (one thread assumes, claims and
+    settles a request's claim)."""
+    owner: int = dataclasses.field(default_factory=threading.get_ident)
+    over: threading.Event = dataclasses.field(
+        default_factory=threading.Event)
+    won: bool = False
+
+
 class HostManager:
     def __init__(self, conf: cfg.ConfigOpts, engine: sa.Engine):
         self.conf = conf
@@ -99,6 +118,12 @@ class HostManager:
         # N is served by any completed refresh numbered above N.
         self._refreshes_begun = 0
         self._fresh_from = 0
+        # (node id, generation its assumed state has) -> the claims in
+        # flight that are to leave that generation, latest last: two
+        # can, when a full read put back the node as it was before the
+        # first one's claim. Until each is over (see settle).
+        self._in_flight: dict[tuple[int, int], list[_InFlight]] = {}
+        self._in_flight_lock = threading.Lock()
 
     # -- what drivers use ---------------------------------------------
 
@@ -155,13 +180,55 @@ class HostManager:
         """This process is about to claim on these hosts: put their states
         after the claim in the table now (usage planned, generation bumped
         once by the claim), so the next decision plans on them. Call inside
-        :meth:`planning`; :meth:`forget` them if the claim fails."""
+        :meth:`planning`; :meth:`forget` them if the claim fails, and
+        :meth:`settle` the claim once it is over, won or lost, always."""
         with self._cycle:
             table = self._table
             for state in states:
+                with self._in_flight_lock:
+                    self._in_flight.setdefault(
+                        (state.node_id, state.generation), []).append(
+                        _InFlight())
                 i = table.positions.get(state.node_id)
                 if i is not None:
                     table.set(i, state)
+
+    def await_assumed(self, to_claim: list[claims.Claim]) -> None:
+        """Before claiming ``to_claim``: wait for the claims of this
+        process whose assumed states it was planned on (a node at the
+        generation such a claim is to leave) to be over.
+        :raises ClaimConflict: one of them was lost: the generation the
+            plan counted on will be someone else's, if any (call
+            :meth:`forget`, plan again)."""
+        for node_id, generation in {(c.node_id, c.generation)
+                                    for c in to_claim}:
+            with self._in_flight_lock:
+                # The latest: the one whose assumed state the table held.
+                prior = self._in_flight.get((node_id, generation), [None])[-1]
+            if prior is None:
+                continue
+            prior.over.wait()
+            if not prior.won:
+                raise claims.ClaimConflict(
+                    f"compute node {node_id}: the claim this plan counted "
+                    f"on was lost", node_id)
+
+    def settle(self, to_claim: list[claims.Claim], won: bool) -> None:
+        """The claim of ``to_claim``, assumed by :meth:`assume` (one
+        generation bump per node), is over: let the claims planned on it
+        go on (``won``) or lose. Call in the thread that assumed it."""
+        me = threading.get_ident()
+        for key in {(c.node_id, c.generation + 1) for c in to_claim}:
+            with self._in_flight_lock:
+                pending = self._in_flight.get(key, [])
+                mine = [claim for claim in pending if claim.owner == me]
+                for claim in mine:
+                    pending.remove(claim)
+                if not pending:
+                    self._in_flight.pop(key, None)
+            for claim in mine:
+                claim.won = won
+                claim.over.set()
 
     def forget(self, node_ids: list[int]) -> None:
         """A claim on these nodes failed: put them back as SQL has them

@@ -196,6 +196,11 @@ class Driver:
             won = False
             try:
                 try:
+                    # A plan on the usage another claim of this process
+                    # assumed is claimed once that claim is won: lost,
+                    # the generation it was to leave may be another
+                    # writer's (an agent's, another server's claim).
+                    self.host_manager.await_assumed(to_claim)
                     retry(self.claims.claim)(
                         to_claim, group=rule, replace=replace,
                         move=moving,
@@ -245,6 +250,7 @@ class Driver:
                 self.host_manager.forget(assumed)
                 raise
             finally:
+                self.host_manager.settle(to_claim, won)
                 self.chooser.claimed(assumed, won=won)
             return [_destination(spec, s) for s in selections]
         raise attempts.given_up()
@@ -333,7 +339,9 @@ class Driver:
         flavor per instance), generation bumped once, and tell the chooser
         they are being claimed. :returns: their node ids, to
         :meth:`HostManager.forget` if the claim fails; the caller must pass
-        them to ``self.chooser.claimed`` once the claim is over."""
+        them to ``self.chooser.claimed`` once the claim is over, and its
+        claims to :meth:`HostManager.await_assumed` before it and to
+        :meth:`HostManager.settle` after it."""
         after: dict[int, HostState] = {}
         for host, flavor in placed:
             state = after.get(host.node_id, host)

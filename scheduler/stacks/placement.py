@@ -147,6 +147,7 @@ def _place(driver, stack: stacks.Stack, replace: list[str],
             metrics.claim_conflict("duplicate")
             return None
         finally:
+            driver.host_manager.settle(to_claim, won)
             driver.chooser.claimed(assumed, won=won)
         return _planned_result(stack, plan)
     raise attempts.given_up()
@@ -156,9 +157,11 @@ def _claim(driver, stack: stacks.Stack, to_claim: list[claims.Claim],
            assumed: list[int], *, known: bool,
            groups: list[claims.GroupRule], replace: list[str],
            retry) -> None:
-    """store.claim; if it fails, the table forgets what was assumed."""
+    """store.claim, once the claims of this process it was planned on are
+    won; if it fails, the table forgets what was assumed."""
     started = time.perf_counter()
     try:
+        driver.host_manager.await_assumed(to_claim)
         retry(store.claim)(
             driver.engine, stack, to_claim, known=known, groups=groups,
             replace=replace, ttl=driver.conf.scheduler.unconfirmed_claim_ttl,

@@ -244,3 +244,108 @@ def test_a_repeated_no_room_says_what_disagreed_not_lost_races(
             models.allocations)).scalar() == 0
     assert {s.memory_mb_used for s in driver.host_manager.cached_table()
             .states} == {4096}
+
+
+def _plan_on_a_claim_that_then_fails(driver, monkeypatch, write,
+                                     a_memory_mb, b_memory_mb) -> dict:
+    """Request a plans and assumes its claim on the one node, and waits;
+    request b plans on a's assumed usage (generation + 1) and waits;
+    ``write()`` changes the node in SQL (generation + 1): a's claim will
+    lose. Then b claims — if it does not wait for a's claim to be over,
+    which it must — and then a. :returns: each request's host or
+    NoValidHost."""
+    hm = driver.host_manager
+    real_claim, real_assume = driver.claims.claim, hm.assume
+    a_claiming, a_go = threading.Event(), threading.Event()
+    b_planned, b_go = threading.Event(), threading.Event()
+    assumes = []
+
+    def gated_claim(to_claim, **kwargs):
+        # a's first claim waits, planned and assumed.
+        if to_claim[0].consumer_uuid.endswith("a") and \
+                not a_claiming.is_set():
+            a_claiming.set()
+            assert a_go.wait(30)
+        return real_claim(to_claim, **kwargs)
+
+    def gated_assume(states):
+        # b's first plan (the second of all) waits once assumed.
+        real_assume(states)
+        assumes.append(states)
+        if len(assumes) == 2:
+            b_planned.set()
+            assert b_go.wait(30)
+
+    monkeypatch.setattr(driver.claims, "claim", gated_claim)
+    monkeypatch.setattr(hm, "assume", gated_assume)
+    results: dict = {}
+
+    def request(name, memory_mb):
+        spec = make_spec(instance_uuids=[f"00000000-0000-4000-8000-"
+                                         f"00000000000{name}"],
+                         flavor={"memory_mb": memory_mb, "root_gb": 1})
+        try:
+            results[name] = driver.select_destinations(spec)[0]["host"]
+        except exception.NoValidHost as e:
+            results[name] = e
+
+    a = threading.Thread(target=request, args=("a", a_memory_mb))
+    a.start()
+    assert a_claiming.wait(30)
+    b = threading.Thread(target=request, args=("b", b_memory_mb))
+    b.start()
+    assert b_planned.wait(30)
+    write()
+    b_go.set()
+    # Long enough for b's claim, were it made now (the fault); with the
+    # fix b waits for a's claim instead, and this is only a delay.
+    b.join(5)
+    a_go.set()
+    a.join(30)
+    b.join(30)
+    assert not a.is_alive() and not b.is_alive()
+    return results
+
+
+def test_a_claim_planned_on_a_failed_claim_is_not_made_on_another_write(
+        register, engine, make_driver, monkeypatch):
+    """A request plans on the usage an earlier request of its process
+    assumed (generation + 1). If that claim fails, generation + 1 in SQL
+    is someone else's write, not the claim the plan counted on: here a
+    compute agent halving the node's memory. The later claim must lose
+    and plan again, not fill the node past what it now has."""
+    register(node("h1", memory_mb=4096))
+    n = models.compute_nodes
+
+    def shrink():     # the compute agent
+        with engine.begin() as conn:
+            conn.execute(n.update().values(
+                memory_mb=2048, free_ram_mb=2048,
+                generation=n.c.generation + 1))
+
+    # b: 1024 + 3072 of 4096 as planned.
+    results = _plan_on_a_claim_that_then_fails(
+        make_driver(), monkeypatch, shrink, 1024, 3072)
+    row = node_row(engine, "h1")
+    assert row.memory_mb_used <= row.memory_mb, results
+
+
+def test_a_claim_planned_on_a_failed_claim_keeps_max_instances_per_host(
+        register, engine, conf, make_driver, monkeypatch):
+    """The same with another scheduler's claim of two instances as the
+    write: b planned on 1 instance (a's) on a host allowed 2, and must not
+    make it 3."""
+    conf.set_override("enabled_filters", ["NumInstancesFilter"],
+                      "filter_scheduler")
+    conf.set_override("max_instances_per_host", 2, "filter_scheduler")
+    register(node("h1", memory_mb=8192))
+    row = node_row(engine, "h1")
+
+    def other_server():
+        claims.claim(engine, [claims.Claim(
+            f"00000000-0000-4000-8000-00000000001{i}", row.id, "h1",
+            row.generation, 1, 512, 1) for i in range(2)])
+
+    results = _plan_on_a_claim_that_then_fails(
+        make_driver(), monkeypatch, other_server, 512, 512)
+    assert node_row(engine, "h1").running_vms <= 2, results
