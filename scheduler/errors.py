@@ -182,6 +182,13 @@ def _describe_db(exc: BaseException, conf: cfg.ConfigOpts | None) -> str:
             or any(t in text for t in _NO_SCHEMA)):
         return (f"no scheduler schema in {name}; run 'scheduler-manage db "
                 f"sync' first")
+    if "trigger command denied" in text or "super privilege" in text:
+        # MySQL/MariaDB: 'db sync' may write but not make the
+        # change-tracking triggers (migration 0003).
+        return (f"database {name} refused to create triggers: {detail}; "
+                f"grant this user the TRIGGER privilege (with the binary "
+                f"log on, also SUPER or set log_bin_trust_function_creators"
+                f"=1), then run 'scheduler-manage db sync' again")
     if any(t in text for t in _READ_ONLY):
         return (f"database {name} is read-only for this user; run as the "
                 f"user that owns it (e.g. sudo -u scheduler) or grant "

@@ -15,6 +15,7 @@ from typing import Any, Callable
 from scheduler import admin
 from scheduler import cmd
 from scheduler import errors
+from scheduler import exception
 from scheduler import progress
 from scheduler.db import api as db
 from scheduler.db import migration
@@ -41,6 +42,12 @@ def _metadata(metadata: dict[str, str]) -> str:
 
 
 def db_sync(conf, engine, args) -> None:
+    current = migration.version(engine)
+    if current is not None and not migration.known(current):
+        # Upgraded by a newer release: nothing to do here but say so, as
+        # 'db version' and the upgrade check do.
+        raise exception.ConfigError(
+            migration.problem(current, errors.database_name(conf)))
     on_step = None
     if progress.wanted(args.progress):
         def on_step(revision: str, applied: int, total: int) -> None:

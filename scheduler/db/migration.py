@@ -1,6 +1,7 @@
 """Schema migrations (alembic) run against a live engine."""
+import contextlib
 import os
-from typing import Callable
+from typing import Callable, Iterator
 
 from alembic import command
 from alembic import config as alembic_config
@@ -8,7 +9,15 @@ from alembic.runtime import migration as alembic_migration
 from alembic.script import ScriptDirectory
 import sqlalchemy as sa
 
+from scheduler import exception
+
 _SCRIPTS = os.path.join(os.path.dirname(__file__), "migrations")
+
+#: The lock concurrent upgrades take turns on (PostgreSQL's advisory lock
+#: key, MySQL's GET_LOCK name), and how long one waits for another's.
+_LOCK_KEY = 0x5C4ED01E
+_LOCK_NAME = "scheduler-db-sync"
+LOCK_TIMEOUT = 600
 
 
 def _config(connection: sa.Connection) -> alembic_config.Config:
@@ -25,7 +34,7 @@ def upgrade(engine: sa.Engine, revision: str = "head",
     :param on_step: called as ``on_step(revision, applied, total)`` after
         each migration is applied (a big database may take a while).
     """
-    with engine.begin() as connection:
+    with engine.begin() as connection, _upgrade_lock(connection):
         config = _config(connection)
         if on_step is not None:
             current = alembic_migration.MigrationContext.configure(
@@ -39,6 +48,47 @@ def upgrade(engine: sa.Engine, revision: str = "head",
                 on_step(step.up_revision_id, applied[0], total)
             config.attributes["on_version_apply"] = step
         command.upgrade(config, revision)
+
+
+@contextlib.contextmanager
+def _upgrade_lock(connection: sa.Connection) -> Iterator[None]:
+    """One upgrade at a time: two 'db sync' at once would both find the
+    same revision and both run its migrations, and the second fail on what
+    the first made. The lock is taken before the revision is read, so the
+    second waits and then finds the schema at head."""
+    dialect = connection.dialect.name
+    if dialect == "postgresql":
+        # Held to the end of the transaction, which is the whole upgrade.
+        connection.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"),
+                           {"key": _LOCK_KEY})
+    elif dialect == "mysql":
+        # A session's lock: MySQL's DDL commits by itself, each time. Its
+        # names are the server's, not a database's: name the database.
+        name = f"{_LOCK_NAME}:{connection.engine.url.database}"[:64]
+        got = connection.execute(
+            sa.text("SELECT GET_LOCK(:name, :timeout)"),
+            {"name": name, "timeout": LOCK_TIMEOUT}).scalar()
+        if got != 1:
+            raise exception.ServiceUnavailable(
+                f"another 'scheduler-manage db sync' has been upgrading "
+                f"the schema for {LOCK_TIMEOUT} s; let it finish, then "
+                f"run this one again")
+        try:
+            yield
+        finally:
+            connection.execute(sa.text("SELECT RELEASE_LOCK(:name)"),
+                               {"name": name})
+        return
+    elif dialect == "sqlite":
+        # The write lock, before anything is read: a transaction that read
+        # first cannot write once another has committed (in WAL mode
+        # SQLite says "database is locked" at once, without waiting).
+        # The transaction begun so far has done nothing.
+        driver = connection.connection.driver_connection
+        if driver.in_transaction:
+            driver.execute("COMMIT")
+        driver.execute("BEGIN IMMEDIATE")
+    yield
 
 
 def version(engine: sa.Engine) -> str | None:

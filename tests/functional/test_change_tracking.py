@@ -1,16 +1,18 @@
-"""Change tracking (migrations 0003 and 0007) on every database: any writer's change
-is stamped and counted, heartbeats are not, and on the servers a writer
-cannot take a stamp while an earlier one is uncommitted — so a reader that
-has seen stamp N has seen every stamp below it."""
+"""Change tracking (migrations 0003, 0007 and 0008) on every database: any
+writer's change is stamped and counted, heartbeats are not, and on the
+servers a writer cannot take a stamp while an earlier one is uncommitted —
+so a reader that has seen stamp N has seen every stamp below it."""
 from __future__ import annotations
 
 from oslo_db import exception as db_exc
 import pytest
 import sqlalchemy as sa
 
+from scheduler import conf as sched_conf
 from scheduler import fleet
 from scheduler.db import api as db_api
 from scheduler.db import models
+from scheduler.host_manager import HostManager
 from tests.functional.conftest import node
 
 nodes = models.compute_nodes
@@ -151,3 +153,37 @@ def test_no_stamp_is_taken_while_an_earlier_writer_is_uncommitted(engine):
         assert [(r.host, r.change_seq) for r in sorted(
             db_api.changes(reader, since=seen)[1],
             key=lambda r: r.change_seq)] == [("h1", seen + 1), ("h2", seen + 2)]
+
+
+@pytest.mark.parametrize("database_url", ["sqlite", "mysql"], indirect=True)
+def test_a_node_replaced_by_an_upsert_is_refreshed_once(engine, tmp_path):
+    """A compute agent that re-registers its node with the database's own
+    upsert (SQLite's INSERT OR REPLACE, MySQL's REPLACE) deletes the old
+    row and inserts a new one under a new id: a hard delete, which a
+    refresh must see, or the host table keeps the old row beside the new
+    one."""
+    conf = sched_conf.new_conf()
+    conf([], default_config_files=[])
+    conf.set_override("state_path", str(tmp_path))
+    host_manager = HostManager(conf, engine)
+    assert host_manager.refresh() == 2
+    with engine.connect() as conn:
+        old = conn.execute(sa.select(nodes).where(nodes.c.host == "h1")
+                           ).one()._asdict()
+    columns = ("uuid", "host", "hypervisor_hostname", "hypervisor_type",
+               "hypervisor_version", "vcpus", "memory_mb", "local_gb",
+               "vcpus_used", "memory_mb_used", "local_gb_used", "cpu_info",
+               "deleted")
+    verb = ("INSERT OR REPLACE" if engine.dialect.name == "sqlite"
+            else "REPLACE")
+    with engine.begin() as conn:
+        conn.execute(sa.text(
+            f"{verb} INTO compute_nodes ({', '.join(columns)}) VALUES "
+            f"({', '.join(':' + c for c in columns)})"),
+            dict({c: old[c] for c in columns}, memory_mb=8192))
+    host_manager.refresh()
+    states = [s for s in host_manager.cached_table().states
+              if s.host == "h1"]
+    assert [(s.node_id != old["id"], s.memory_mb_total)
+            for s in states] == [(True, 8192)]
+    host_manager.close()

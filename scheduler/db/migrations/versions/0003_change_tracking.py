@@ -176,25 +176,47 @@ _MYSQL = [
 ]
 
 
+def _trigger_name(statement: str) -> str:
+    return statement.split("CREATE TRIGGER ", 1)[1].split(None, 1)[0]
+
+
 def upgrade() -> None:
-    op.create_table(
-        "change_counter",
-        sa.Column("id", sa.Integer, primary_key=True),
-        sa.Column("nodes", sa.BigInteger, nullable=False, server_default="0"),
-        sa.Column("node_deletes", sa.BigInteger, nullable=False,
-                  server_default="0"),
-        sa.Column("services", sa.BigInteger, nullable=False,
-                  server_default="0"),
-        sa.Column("aggregates", sa.BigInteger, nullable=False,
-                  server_default="0"),
-    )
-    op.execute("INSERT INTO change_counter (id) VALUES (1)")
+    # MySQL/MariaDB commit every DDL statement by itself: a run that failed
+    # half-way (its triggers refused for want of the TRIGGER or SUPER
+    # privilege, see above) kept the table and columns it had made while
+    # alembic_version stayed at 0002. Each step is skipped when it is done
+    # and the triggers are made again, so 'db sync' after the fix finishes
+    # the job. (SQLite and PostgreSQL roll a failed run back whole.)
+    bind = op.get_bind()
+    inspector = sa.inspect(bind)
+    if not inspector.has_table("change_counter"):
+        op.create_table(
+            "change_counter",
+            sa.Column("id", sa.Integer, primary_key=True),
+            sa.Column("nodes", sa.BigInteger, nullable=False,
+                      server_default="0"),
+            sa.Column("node_deletes", sa.BigInteger, nullable=False,
+                      server_default="0"),
+            sa.Column("services", sa.BigInteger, nullable=False,
+                      server_default="0"),
+            sa.Column("aggregates", sa.BigInteger, nullable=False,
+                      server_default="0"),
+        )
+    if not bind.execute(sa.text(
+            "SELECT COUNT(*) FROM change_counter WHERE id = 1")).scalar():
+        op.execute("INSERT INTO change_counter (id) VALUES (1)")
     for table in ("compute_nodes", "services"):
+        columns = {c["name"] for c in inspector.get_columns(table)}
+        indexes = {i["name"] for i in inspector.get_indexes(table)}
         with op.batch_alter_table(table) as batch:
-            batch.add_column(sa.Column("change_seq", sa.BigInteger,
-                                       nullable=False, server_default="0"))
-            batch.create_index(f"{table}_change_seq_idx", ["change_seq"])
-    dialect = op.get_bind().dialect.name
+            if "change_seq" not in columns:
+                batch.add_column(sa.Column("change_seq", sa.BigInteger,
+                                           nullable=False,
+                                           server_default="0"))
+            if f"{table}_change_seq_idx" not in indexes:
+                batch.create_index(f"{table}_change_seq_idx",
+                                   ["change_seq"])
+    dialect = bind.dialect.name
     statements = {"sqlite": _SQLITE, "postgresql": _POSTGRESQL,
                   "mysql": _MYSQL}.get(dialect)
     if statements is None:
@@ -202,4 +224,6 @@ def upgrade() -> None:
                            f"SQLite, PostgreSQL and MySQL/MariaDB are "
                            f"supported")
     for statement in statements:
+        if dialect == "mysql":
+            op.execute(f"DROP TRIGGER IF EXISTS {_trigger_name(statement)}")
         op.execute(statement)

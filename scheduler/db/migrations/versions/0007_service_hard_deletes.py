@@ -24,7 +24,10 @@ def upgrade() -> None:
             RETURN OLD;
         END $$ LANGUAGE plpgsql""")
         return
-    op.execute("DROP TRIGGER services_count_delete")
+    # IF EXISTS: MySQL commits the DROP by itself, so a run stopped before
+    # the CREATE below leaves the schema at 0005 without the trigger, and
+    # the next run must still get through.
+    op.execute("DROP TRIGGER IF EXISTS services_count_delete")
     if dialect == "sqlite":
         op.execute("""CREATE TRIGGER services_count_delete AFTER DELETE
         ON services BEGIN
