@@ -226,9 +226,19 @@ def test_return_alternates_are_ranked_but_never_claimed(make_deployment):
         assert all(set(a) == {"host", "nodename", "limits",
                               "compute_node_uuid"} for a in alternates)
         assert all(a["limits"]["memory_mb"] > 0 for a in alternates)
-    # the first instance gets the best host, its alternates the next two
+    # the first instance gets the best host; as in nova, every instance's
+    # alternates are one list, weighed once all of them are planned (the
+    # most RAM left first), and hold no host selected for any of them
     assert dests[0]["host"] == "h5"
-    assert [a["host"] for a in dests[0]["alternates"]] == ["h4", "h3"]
+    selected = _hosts(dests)
+    left = {f"h{i}": 4096 + 1024 * i - FLAVOR["memory_mb"] * selected.count(
+        f"h{i}") for i in range(6)}
+    best = sorted((h for h in left if h not in selected),
+                  key=lambda h: -left[h])[:2]
+    assert left[best[1]] > max(left[h] for h in left
+                               if h not in selected + best)
+    for d in dests:
+        assert [a["host"] for a in d["alternates"]] == best
 
     # only the selected hosts hold claims
     assert len(deployment.allocations()) == 3
