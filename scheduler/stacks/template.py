@@ -144,39 +144,25 @@ def _resolve(value: Any, where: str, values: dict[str, Any],
     if isinstance(value, dict) and len(value) == 1:
         (fn, arg), = value.items()
         if fn == "get_param":
-            name = arg[0] if isinstance(arg, list) and arg else arg
-            if not isinstance(name, str):
-                raise exception.InvalidRequest(
-                    f"{where}: get_param: expected a parameter name, got "
-                    f"{str(name)[:60]!r}")
-            if name not in values:
-                raise exception.InvalidRequest(
-                    f"{where}: get_param {name!r}: no such parameter, or "
-                    f"it has no value (no default, none given)")
+            name = _known(arg[0] if isinstance(arg, list) and arg else arg,
+                          values, where, fn, "a parameter name",
+                          "no such parameter, or it has no value (no "
+                          "default, none given)")
             return _path(values[name], arg[1:] if isinstance(arg, list)
                          else [], f"{where}: get_param {name!r}")
         if fn == "get_resource":
-            if not isinstance(arg, str):
-                raise exception.InvalidRequest(
-                    f"{where}: get_resource: expected a resource name, got "
-                    f"{str(arg)[:60]!r}")
-            if arg not in types:
-                raise exception.InvalidRequest(
-                    f"{where}: get_resource {arg!r}: no such resource")
-            refs.add(arg)
+            refs.add(_known(arg, types, where, fn, "a resource name",
+                            "no such resource"))
             return {"get_resource": arg}
         if fn == "get_attr":
             # [resource, attribute, ...]: the resource must exist first,
             # as for get_resource (the attribute is left unresolved).
-            target = arg[0] if isinstance(arg, list) and arg else None
-            if not isinstance(target, str):
+            if not isinstance(arg, list) or not arg:
                 raise exception.InvalidRequest(
                     f"{where}: get_attr: expected [resource, attribute, "
                     f"...], got {str(arg)[:60]!r}")
-            if target not in types:
-                raise exception.InvalidRequest(
-                    f"{where}: get_attr {target!r}: no such resource")
-            refs.add(target)
+            refs.add(_known(arg[0], types, where, fn, "a resource name "
+                            "first", "no such resource"))
             return value
     if isinstance(value, dict):
         return {k: _resolve(v, f"{where}.{k}", values, types, refs)
@@ -185,6 +171,21 @@ def _resolve(value: Any, where: str, values: dict[str, Any],
         return [_resolve(v, f"{where}[{i}]", values, types, refs)
                 for i, v in enumerate(value)]
     return value
+
+
+def _known(name: Any, known: dict[str, Any], where: str, fn: str,
+           expected: str, unknown: str) -> str:
+    """``name``, the argument of ``fn`` at ``where``, if it is a key of
+    ``known``.
+
+    :raises InvalidRequest: ``expected`` if it is not a string, else
+        ``unknown``, naming ``fn`` and the name."""
+    if not isinstance(name, str):
+        raise exception.InvalidRequest(
+            f"{where}: {fn}: expected {expected}, got {str(name)[:60]!r}")
+    if name not in known:
+        raise exception.InvalidRequest(f"{where}: {fn} {name!r}: {unknown}")
+    return name
 
 
 def _path(value: Any, path: list, where: str) -> Any:

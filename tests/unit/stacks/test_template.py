@@ -191,6 +191,21 @@ def test_get_attr_of_an_unknown_resource_is_named():
                                "get_attr 'nope': no such resource")
 
 
+@pytest.mark.parametrize("arg, message", [
+    ("port", "get_attr: expected [resource, attribute, ...], got 'port'"),
+    ("[7, id]", "get_attr: expected a resource name first, got '7'"),
+    ("[nope, id]", "get_attr 'nope': no such resource"),
+])
+def test_a_get_attr_needs_a_list_naming_a_resource_first(arg, message):
+    with pytest.raises(exception.InvalidRequest) as e:
+        _stack("heat_template_version: 2018-08-31\nresources:\n"
+               "  port: {type: OS::Neutron::Port}\n"
+               "  web:\n    type: OS::Nova::Server\n"
+               f"    properties: {{flavor: m1.tiny, user_data: "
+               f"{{get_attr: {arg}}}}}\n")
+    assert e.value.message == "resources.web.properties.user_data: " + message
+
+
 def test_a_file_that_is_not_utf8_is_named(tmp_path):
     # Latin-1 "café": the decode error came out of yaml.safe_load as a
     # UnicodeDecodeError naming neither the file nor what it was for.
