@@ -32,22 +32,23 @@ _NO_SCHEMA = ("no such table", "does not exist", "doesn't exist",
 #: ... "the database refuses writes from this user".
 _READ_ONLY = ("readonly database", "read-only", "permission denied",
               "insufficientprivilege", "command denied")
+#: ... "the database server cannot be reached".
+_UNREACHABLE = ("could not connect", "connection refused", "can't connect")
 #: ... "the database file or server cannot be opened".
-_CANNOT_OPEN = ("unable to open database file", "could not connect",
-                "connection refused", "can't connect", "no such file")
+_CANNOT_OPEN = ("unable to open database file", "no such file") + _UNREACHABLE
 
 #: ... "the database server is away or busy for now": unreachable, gone,
 #: refusing new sessions while it starts up, shuts down or recovers
 #: (PostgreSQL's 57P03; MariaDB's 1053), or out of connection slots. Each
 #: passes by itself, so a worker that meets one is started again.
-_DB_AWAY = ("could not connect", "connection refused", "can't connect",
-            "server has gone away", "lost connection",
-            "the database system is starting up",
-            "the database system is shutting down",
-            "the database system is in recovery mode",
-            "the database system is not yet accepting connections",
-            "too many clients", "remaining connection slots are reserved",
-            "server shutdown in progress", "too many connections")
+_DB_AWAY = _UNREACHABLE + (
+    "server has gone away", "lost connection",
+    "the database system is starting up",
+    "the database system is shutting down",
+    "the database system is in recovery mode",
+    "the database system is not yet accepting connections",
+    "too many clients", "remaining connection slots are reserved",
+    "server shutdown in progress", "too many connections")
 
 # Broker errors: kombu/amqp raise these while connecting.
 try:
