@@ -412,18 +412,23 @@ def test_a_database_url_no_engine_can_use_is_named(sqlite_config, command,
     assert "secret" not in line, line
 
 
-@pytest.mark.parametrize("url", list(BAD_URLS.values()), ids=list(BAD_URLS))
-def test_status_fails_the_database_check_on_a_url_no_engine_can_use(
-        sqlite_config, url):
-    config = sqlite_config(**{"database.connection": url})
+def _failed_status_checks(config) -> dict[str, dict]:
+    """``scheduler-status upgrade check --json`` on ``config``, which must
+    fail (exit 2) without a traceback: its checks by name."""
     result = subprocess.run(
         [sys.executable, "-m", "scheduler.cmd.status", "--config-file",
          str(config), "--broker-timeout", "5", "upgrade", "check",
          "--json"], capture_output=True, text=True, timeout=60, cwd="/")
     assert "Traceback" not in result.stderr, result.stderr
     assert result.returncode == 2, (result.returncode, result.stderr)
-    checks = {c["check"]: c
-              for c in json.loads(result.stdout)["checks"]}
+    return {c["check"]: c for c in json.loads(result.stdout)["checks"]}
+
+
+@pytest.mark.parametrize("url", list(BAD_URLS.values()), ids=list(BAD_URLS))
+def test_status_fails_the_database_check_on_a_url_no_engine_can_use(
+        sqlite_config, url):
+    config = sqlite_config(**{"database.connection": url})
+    checks = _failed_status_checks(config)
     assert checks["Database"]["details"].startswith(
         f"[database] connection in {config}: "), checks
 
@@ -472,13 +477,6 @@ def test_a_transport_url_that_is_not_a_url_is_named(sqlite_config, command):
 def test_status_fails_the_broker_check_on_a_transport_url_that_is_not_a_url(
         sqlite_config):
     config = sqlite_config(transport_url="broker.example.org")
-    result = subprocess.run(
-        [sys.executable, "-m", "scheduler.cmd.status", "--config-file",
-         str(config), "--broker-timeout", "5", "upgrade", "check",
-         "--json"], capture_output=True, text=True, timeout=60, cwd="/")
-    assert "Traceback" not in result.stderr, result.stderr
-    assert result.returncode == 2, (result.returncode, result.stderr)
-    checks = {c["check"]: c
-              for c in json.loads(result.stdout)["checks"]}
+    checks = _failed_status_checks(config)
     assert checks["Message broker"]["details"].startswith(
         "[DEFAULT] transport_url: "), checks
