@@ -25,6 +25,8 @@ from scheduler import metrics
 LOG = logging.getLogger(__name__)
 
 OPTION = "[scheduler] http_listen"
+#: The methods every route answers.
+ALLOWED = "GET, HEAD"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,10 +67,23 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         # answers it): the GET's status and headers, no body.
         self._answer(send_body=False)
 
-    def _answer(self, send_body: bool) -> None:
+    def _refuse_writes(self) -> None:
+        # Every route is read-only: a write to one is 405 naming what is
+        # allowed (RFC 9110), not the stdlib's 501 HTML page, which says
+        # the server does not know the method at all.
+        self._answer(send_body=True, allowed=False)
+
+    do_POST = do_PUT = do_DELETE = do_PATCH = _refuse_writes  # noqa: N815
+
+    def _answer(self, send_body: bool, allowed: bool = True) -> None:
         route = self.routes.get(self.path.split("?", 1)[0])
+        extra = {}
         if route is None:
             response = Response(404, b"not found\n")
+        elif not allowed:
+            response = Response(405, f"{self.command} not allowed; allowed: "
+                                f"{ALLOWED}\n".encode())
+            extra["Allow"] = ALLOWED
         else:
             try:
                 response = route()
@@ -79,6 +94,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.send_response(response.status)
         self.send_header("Content-Type", response.content_type)
         self.send_header("Content-Length", str(len(response.body)))
+        for name, value in extra.items():
+            self.send_header(name, value)
         self.end_headers()
         if send_body:
             self.wfile.write(response.body)

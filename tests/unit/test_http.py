@@ -110,3 +110,18 @@ def test_head_is_answered_like_get_without_a_body(serve):
     verdict[0] = (False, "no worker consuming")
     assert _request(server, "HEAD", "/healthcheck")[0] == 503
     assert _request(server, "HEAD", "/other")[0] == 404
+
+
+@pytest.mark.parametrize("method", ("POST", "PUT", "DELETE", "PATCH"))
+def test_a_write_is_refused_with_405_naming_the_allowed_methods(serve,
+                                                                 method):
+    # The stdlib answers a method it has no do_* for with a 501 HTML page:
+    # "not implemented", as if the server did not know the method.
+    called = []
+    server = serve({"/healthcheck": lambda: called.append(1)
+                    or http.Response(200, b"ok\n")})
+    status, headers, body = _request(server, method, "/healthcheck")
+    assert (status, headers["Allow"]) == (405, "GET, HEAD")
+    assert body == f"{method} not allowed; allowed: GET, HEAD\n".encode()
+    assert called == []
+    assert _request(server, method, "/other")[0] == 404
