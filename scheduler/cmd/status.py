@@ -47,6 +47,12 @@ def main(argv: list[str] | None = None) -> int:
     except cfg.Error as e:
         errors.error(errors.describe(e) or str(e))
         return ERROR
+    # oslo.upgradecheck takes ``check`` as a positional of any value: a
+    # typo ("upgrade chek") would run the checks as if it were right.
+    if conf.command.check != "check":
+        errors.error(f"unknown command 'upgrade {conf.command.check}'; "
+                     f"expected 'upgrade check'")
+        return ERROR
     # oslo.upgradecheck reads --json from its module-level CONF.
     upgradecheck.CONF = conf
     return upgradecheck.run(conf)
