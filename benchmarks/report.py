@@ -50,14 +50,17 @@ MEASURES = {
     "claim_c8_batched_mysql": ("8 threads claiming, MariaDB, group commit",
                                "claims", "claim-8"),
     "echo_c1": ("bus: echo call, concurrency 1", "latency", "rpc-1"),
+    "ping_c1": ("RPC ping, concurrency 1", "latency", "rpc-1"),
     "select_c1": ("RPC select_destinations, concurrency 1", "latency",
                   "rpc-1"),
     "echo_c1_postgresql": ("bus: echo call, c1, beside PostgreSQL",
                            "latency", "rpc-1"),
+    "ping_c1_postgresql": ("RPC ping, c1, PostgreSQL", "latency", "rpc-1"),
     "select_c1_postgresql": ("RPC select_destinations, c1, PostgreSQL",
                              "latency", "rpc-1"),
     "echo_c1_mysql": ("bus: echo call, c1, beside MariaDB", "latency",
                       "rpc-1"),
+    "ping_c1_mysql": ("RPC ping, c1, MariaDB", "latency", "rpc-1"),
     "select_c1_mysql": ("RPC select_destinations, c1, MariaDB", "latency",
                         "rpc-1"),
     "echo_c8": ("bus: echo calls, concurrency 8", "throughput", "rpc-8"),
@@ -79,9 +82,9 @@ BUS = {"latency": "echo_c1", "throughput": "echo_c8"}
 
 def bus_row(measure: str, kind: str) -> str | None:
     """The measure a row's ratio is taken against: for an end-to-end row
-    (``select_…``, ``echo_…``) the echo row that took turns with it, for
-    the in-process rows the run's echo of their kind."""
-    if measure.startswith(("select_", "echo_")):
+    (``select_…``, ``ping_…``, ``echo_…``) the echo row that took turns
+    with it, for the in-process rows the run's echo of their kind."""
+    if measure.startswith(("select_", "ping_", "echo_")):
         return "echo_" + measure.split("_", 1)[1]
     return BUS.get(kind)
 

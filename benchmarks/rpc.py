@@ -6,8 +6,9 @@ in the same seconds: the two take turns.
 
 :class:`Bus` is the broker's side of a run (the echo server lives as long as
 the broker); :func:`measure` deploys one scheduler on one fleet and takes
-its four rows: echo and scheduler at concurrency 1 (latency), then echo and
-scheduler at concurrency 8 (sustained requests per second).
+its five rows: echo, the scheduler's ping and select at concurrency 1
+(latency), then echo and select at concurrency 8 (sustained requests per
+second).
 """
 from __future__ import annotations
 
@@ -175,8 +176,8 @@ def _wait_until_serving(conf, server: servers_mod.Process) -> None:
 def measure(bus: Bus, fleet: cluster_mod.Cluster, limits: Limits,
             workers: int = 1, other_db: bool = False,
             servers: int = 1) -> list[Row]:
-    """echo and select at c1, taking turns, then the same at c8: each
-    scheduler row has a bus row of the same seconds beside it. With
+    """echo, ping and select at c1, taking turns, then echo and select at
+    c8: each scheduler row has a bus row of the same seconds beside it. With
     ``other_db`` (the fleet is in another database than the run's main
     one) the rows are keyed ``<measure>_cN_<kind>``. The select rows
     also carry the servers' own split of their time
@@ -227,11 +228,19 @@ def _measure(conf, transport, echo_topic: str, hosts: int,
     for concurrency in (1, CONCURRENCY):
         echo_row = Row(f"echo_c{concurrency}{suffix}", hosts)
         select_row = Row(f"select_c{concurrency}{suffix}", hosts)
-        before = service_split.scrape(metrics_urls)
-        alternately([
+        turns = [
             _turn(echo_row, bus_call, meters["echo"], concurrency, release),
             _turn(select_row, select, meters["select"], concurrency,
-                  release)], limits, ROUNDS)
+                  release)]
+        if concurrency == 1:
+            # The service's own RPC path with nothing to decide: what of
+            # select's excess over the echo is not the request's work.
+            ping_row = Row(f"ping_c1{suffix}", hosts)
+            turns.insert(1, _turn(ping_row, lambda: api.ping({}),
+                                  meters["select"], 1, lambda: None))
+            rows.append(ping_row)
+        before = service_split.scrape(metrics_urls)
+        alternately(turns, limits, ROUNDS)
         # The histograms count select_destinations only: the echo's turns
         # between do not blur them.
         select_row.service_split = service_split.split(

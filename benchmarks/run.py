@@ -242,9 +242,11 @@ def measure_size(run: Run, hosts: int, args, limits: Limits, bus,
                            [f"claim_{kind}"] + (
                                ["refresh_nothing", "refresh_changed",
                                 "refresh_full", "decide", "echo_c1",
-                                "select_c1", "echo_c8", "select_c8"]
+                                "ping_c1", "select_c1", "echo_c8",
+                                "select_c8"]
                                if kind == main_kind else
-                               [f"select_c1_{kind}", f"select_c8_{kind}"])):
+                               [f"ping_c1_{kind}", f"select_c1_{kind}",
+                                f"select_c8_{kind}"])):
                 path = workdir / f"{kind}-{hosts}"
                 if kind == "sqlite":
                     path.mkdir(parents=True)
@@ -273,7 +275,7 @@ def measure_size(run: Run, hosts: int, args, limits: Limits, bus,
                         fleet, limits, batched))
         if main_fleet is not None:
             with run.stage("end to end over RabbitMQ", hosts,
-                           ["echo_c1", "select_c1", "echo_c8",
+                           ["echo_c1", "ping_c1", "select_c1", "echo_c8",
                             "select_c8"]):
                 run.rows += rpc.measure(bus, main_fleet, limits,
                                         args.workers, servers=args.servers)
@@ -283,7 +285,8 @@ def measure_size(run: Run, hosts: int, args, limits: Limits, bus,
             with run.stage(f"end to end over RabbitMQ, {kind}", hosts,
                            [f"{measure}_c{concurrency}_{kind}"
                             for concurrency in (1, rpc.CONCURRENCY)
-                            for measure in ("echo", "select")]):
+                            for measure in ("echo", "select")]
+                           + [f"ping_c1_{kind}"]):
                 run.rows += rpc.measure(bus, fleet, limits, args.workers,
                                         other_db=True, servers=args.servers)
     finally:

@@ -24,7 +24,8 @@ MEASURES = ["refresh_nothing", "refresh_changed", "refresh_full", "decide",
               for kind in ("sqlite", "postgresql", "mysql")),
             *(f"{measure}_c{concurrency}{kind}" for concurrency in (1, 8)
               for kind in ("", "_postgresql", "_mysql")
-              for measure in ("echo", "select"))]
+              for measure in ("echo", "select")),
+            *(f"ping_c1{kind}" for kind in ("", "_postgresql", "_mysql"))]
 
 
 def _require(*servers) -> None:
@@ -53,7 +54,7 @@ def test_quick_benchmark_runs(tmp_path):
     assert "median ms" in result.stdout and "p99 ms" in result.stdout
     for label in ("refresh, nothing changed", "claim, PostgreSQL",
                   "claim, MariaDB", "RPC select_destinations, c1, MariaDB",
-                  "bus: echo call, concurrency 1",
+                  "bus: echo call, concurrency 1", "RPC ping, concurrency 1",
                   "8 threads claiming, MariaDB, group commit",
                   "RPC select_destinations, concurrency 8"):
         assert label in result.stdout

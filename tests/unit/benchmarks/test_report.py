@@ -9,6 +9,7 @@ def test_an_end_to_end_row_is_compared_with_the_echo_it_took_turns_with():
     assert report.bus_row("select_c1_postgresql", "latency") == \
         "echo_c1_postgresql"
     assert report.bus_row("select_c8", "throughput") == "echo_c8"
+    assert report.bus_row("ping_c1_mysql", "latency") == "echo_c1_mysql"
     assert report.bus_row("echo_c8_mysql", "throughput") == "echo_c8_mysql"
     assert report.bus_row("decide", "latency") == "echo_c1"
     assert report.bus_row("claim_c8_sqlite", "claims") is None
