@@ -111,8 +111,11 @@ opts = [
                       "weigh less. Only a positive value is meaningful; 0 "
                       "turns the policy off."),
     cfg.StrOpt("default_availability_zone", default="nova",
+               # nova's option is in [DEFAULT]: its setting carries over.
+               deprecated_group="DEFAULT",
                help="Availability zone of hosts that belong to no aggregate "
-                    "with an availability_zone key."),
+                    "with an availability_zone key (nova's [DEFAULT] "
+                    "default_availability_zone, read there too)."),
     cfg.IntOpt("max_io_ops_per_host", mutable=True, default=8, min=0,
                help="The number of instances that can be actively performing "
                     "IO on a host. Instances performing IO include those in "

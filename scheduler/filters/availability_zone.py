@@ -2,7 +2,8 @@
 
 A host's zones are the ``availability_zone`` metadata of its aggregates; a
 host in no such aggregate is in ``[filter_scheduler]
-default_availability_zone`` (nova's semantics).
+default_availability_zone`` (nova's semantics; nova's own ``[DEFAULT]
+default_availability_zone`` is read too).
 """
 import numpy as np
 

@@ -1,4 +1,5 @@
 """AvailabilityZoneFilter: zones come from aggregate metadata."""
+import scheduler.conf
 from scheduler.filters.availability_zone import AvailabilityZoneFilter
 from scheduler.host_state import Aggregate
 from tests.unit.fakes import make_host
@@ -51,6 +52,20 @@ def test_host_in_no_zone_aggregate_is_in_the_default_zone(conf):
 def test_default_zone_comes_from_the_option(conf):
     conf.set_override("default_availability_zone", "az-default",
                       group="filter_scheduler")
+    host = make_host()
+    assert _passes(conf, host, "az-default")
+    assert not _passes(conf, host, "nova")
+
+
+def test_default_zone_set_where_nova_has_it(tmp_path):
+    """nova's option is ``[DEFAULT] default_availability_zone``: an
+    operator's nova setting carries over (DESIGN: option names follow
+    nova's)."""
+    path = tmp_path / "scheduler.conf"
+    path.write_text("[DEFAULT]\ndefault_availability_zone = az-default\n")
+    conf = scheduler.conf.new_conf()
+    conf(["--config-file", str(path)], default_config_files=[])
+    assert conf.filter_scheduler.default_availability_zone == "az-default"
     host = make_host()
     assert _passes(conf, host, "az-default")
     assert not _passes(conf, host, "nova")
