@@ -38,6 +38,15 @@ class ServerGroupAntiAffinityFilter(BaseFilter):
                 if n >= group.max_server_per_host]
         return idx[~view.on_hosts(full)[idx]]
 
+    def explain(self, spec) -> str:
+        # The group's rule, not the default one: with max_server_per_host
+        # above 1 a host holding a member passes.
+        group = spec.instance_group
+        if group is None or group.max_server_per_host <= 1:
+            return self.reason
+        return (f"server group anti-affinity: host already holds "
+                f"{group.max_server_per_host} members (max_server_per_host)")
+
 
 class ServerGroupAffinityFilter(BaseFilter):
     reason = "server group affinity: host holds no member"

@@ -142,3 +142,15 @@ def test_the_loop_explains_with_the_reason(conf):
     assert (step.name, step.hosts_in, step.hosts_out, step.reason) == (
         "ServerGroupAntiAffinityFilter", 3, 1,
         "server group anti-affinity: host already holds a member")
+
+
+def test_the_reason_names_max_server_per_host(conf):
+    """With max_server_per_host 2 a host holding one member passes: the
+    refusal must not say that holding a member is what removed a host."""
+    steps = filter_hosts([ServerGroupAntiAffinityFilter(conf)],
+                        _hosts(*ALL), _spec("anti-affinity",
+                                            ["h1", "h1", "h3"], 2))
+    passed, [step] = steps
+    assert _names(passed) == ["h2", "h3"]
+    assert step.reason == ("server group anti-affinity: host already holds "
+                           "2 members (max_server_per_host)")
