@@ -14,15 +14,9 @@ import ipaddress
 from scheduler import exception
 from scheduler.filters.utils import PASS_ALL
 from scheduler.filters.utils import RequestFilter
+from scheduler.filters.utils import scheduler_hint
 
 DEFAULT_CIDR = "/24"
-
-
-def _hint(hints: dict, name: str):
-    value = hints.get(name)
-    if isinstance(value, list) and len(value) == 1:
-        value = value[0]   # nova's API wraps some hints in a list
-    return value
 
 
 @functools.lru_cache(maxsize=65536)
@@ -38,8 +32,7 @@ def network(spec) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
 
     :raises InvalidRequest: naming the hint that is malformed.
     """
-    hints = spec.scheduler_hints or {}
-    near = _hint(hints, "build_near_host_ip")
+    near = scheduler_hint(spec, "build_near_host_ip")
     if not near:
         return None
     field = "spec.scheduler_hints"
@@ -47,7 +40,7 @@ def network(spec) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
         raise exception.InvalidRequest(
             f"{field}.build_near_host_ip: {str(near)[:60]!r} is not an IP "
             f"address")
-    cidr = _hint(hints, "cidr")
+    cidr = scheduler_hint(spec, "cidr")
     if cidr is None or cidr == "":
         cidr = DEFAULT_CIDR
     elif isinstance(cidr, int) and not isinstance(cidr, bool):

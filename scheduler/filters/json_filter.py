@@ -1,7 +1,8 @@
 """JsonFilter: hosts that satisfy the ``query`` scheduler hint.
 
 The hint is a JSON list in prefix notation (a JSON string, as nova's API
-passes it, or the list itself)::
+passes it, or the list itself; a list of one JSON string, nova's shape of
+a hint, is that string)::
 
     ["and", [">=", "$free_ram_mb", 1024], ["in", "$hypervisor_type",
                                            "QEMU", "KVM"]]
@@ -39,6 +40,7 @@ from scheduler import exception
 from scheduler.filters.utils import PASS_ALL
 from scheduler.filters.utils import RequestFilter
 from scheduler.filters.utils import lookup_path
+from scheduler.filters.utils import scheduler_hint
 
 FIELD = "spec.scheduler_hints.query"
 MAX_DEPTH = 32
@@ -180,14 +182,14 @@ class JsonFilter(RequestFilter):
     reason = "does not satisfy the query hint"
 
     def prepare(self, spec):
-        query = compile_query((spec.scheduler_hints or {}).get("query"))
+        query = compile_query(scheduler_hint(spec, "query"))
         return PASS_ALL if query is None else query
 
     def passes(self, host, query) -> bool:
         return query(host)
 
     def explain(self, spec) -> str:
-        query = (spec.scheduler_hints or {}).get("query")
+        query = scheduler_hint(spec, "query")
         if query is None or query == "" or query == []:
             return self.reason
         if not isinstance(query, str):

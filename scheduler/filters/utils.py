@@ -11,6 +11,9 @@ Aggregate metadata (nova's ``scheduler/filters/utils.py`` semantics):
   per distinct bad value, never per host and request);
 - :func:`aggregate_number` -- both at once, for per-aggregate limits and
   ratios.
+
+:func:`scheduler_hint` reads a hint the way nova does (a one-item list is
+its item).
 """
 from __future__ import annotations
 
@@ -82,7 +85,11 @@ def min_value(values: set[str], default: Any, cast: Callable[[str], Any],
         return default
     try:
         numbers = [cast(v) for v in values]
-        if not all(math.isfinite(n) for n in numbers):
+        # Only a float can be infinite or NaN: a whole number is finite
+        # however long (and math.isfinite overflows on one beyond a
+        # float's range).
+        if not all(math.isfinite(n) for n in numbers
+                   if isinstance(n, float)):
             raise ValueError("not a finite number")
         return min(numbers)
     except (TypeError, ValueError):
@@ -98,6 +105,18 @@ def aggregate_number(host: HostState, key: str, default: Any,
     if not host.aggregates:
         return default
     return min_value(aggregate_values(host, key), default, cast, key)
+
+
+# --- scheduler hints --------------------------------------------------------
+
+def scheduler_hint(spec, name: str) -> Any:
+    """Hint ``name`` of ``spec`` as nova's ``get_scheduler_hint`` reads it:
+    nova's RequestSpec keeps every hint as a list of strings, and a
+    one-item list means its item. None if the hint is absent."""
+    value = (spec.scheduler_hints or {}).get(name)
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    return value
 
 
 # --- HostState by nova's names ----------------------------------------------

@@ -120,6 +120,35 @@ def test_query_may_be_given_as_a_list(conf):
                        **HOST)
 
 
+def test_query_in_novas_hint_shape(conf):
+    """nova's RequestSpec keeps every hint as a list of strings and its
+    ``get_scheduler_hint`` unwraps a one-item list; the other hints read
+    here (build_near_host_ip, cidr, group, _nova_check_type) take that
+    shape too. The JSON text inside is the query."""
+    hosts = [make_host("h1", node_id=1, vcpus_total=2),
+             make_host("h2", node_id=2, vcpus_total=8)]
+    spec = _spec([json.dumps([">=", "$vcpus_total", 4])])
+    passed, _ = filter_hosts([JsonFilter(conf)], hosts, spec)
+    assert [h.host for h in passed] == ["h2"]
+    assert JsonFilter(conf).explain(spec) == (
+        'does not satisfy the query hint [">=", "$vcpus_total", 4]')
+
+
+def test_query_in_novas_hint_shape_through_the_manager(conf, engine,
+                                                       register):
+    """A request whose hints are nova's lists of one string: the query is
+    applied like the cidr hint beside it, not refused."""
+    register(node("h1"), node("h2"))
+    conf.set_override("enabled_filters", ["ComputeFilter", "JsonFilter"],
+                      group="filter_scheduler")
+    manager = SchedulerManager(conf, engine)
+    spec = {"flavor": {"memory_mb": 512, "vcpus": 1, "root_gb": 1},
+            "scheduler_hints": {"query": ['["=", "$host", "h2"]'],
+                                "cidr": ["/24"]}}
+    [dest] = manager.select_destinations({}, spec=spec)
+    assert dest["host"] == "h2"
+
+
 def test_constant_query(conf):
     assert _passes(conf, ["=", 1, 1])
     assert not _passes(conf, ["=", 1, 2])

@@ -55,6 +55,12 @@ def test_min_value_with_int_rejects_fractions():
     assert utils.min_value({"4.5"}, 9, int) == 9
 
 
+def test_min_value_with_int_takes_numbers_beyond_float_range():
+    huge = "9" * 400
+    assert utils.min_value({huge}, 9, int) == int(huge)
+    assert utils.min_value({huge, "4"}, 9, int) == 4
+
+
 def test_bad_metadata_is_logged_once(caplog):
     caplog.set_level(logging.WARNING)
     host = _host({"weird_ratio_key": "x1"})

@@ -91,6 +91,20 @@ def test_agg_num_instances_bad_value_falls_back(conf, bad):
                        aggregates=aggs)
 
 
+@pytest.mark.parametrize("cls,key,count", [
+    (AggregateNumInstancesFilter, "max_instances_per_host", "num_instances"),
+    (AggregateIoOpsFilter, "max_io_ops_per_host", "num_io_ops")])
+def test_agg_limit_beyond_float_range_is_a_limit(conf, cls, key, count):
+    """A whole number too large for a float is still a number, as in nova
+    (``int()`` takes it): a limit no host reaches, not an internal error
+    (math.isfinite overflowed on it)."""
+    huge = "9" * 400
+    assert _passes(cls, conf, aggregates=_aggs(key, huge), **{count: 10**6})
+    aggs = _aggs(key, huge, "3")
+    assert _passes(cls, conf, aggregates=aggs, **{count: 2})
+    assert not _passes(cls, conf, aggregates=aggs, **{count: 3})
+
+
 def test_agg_num_instances_shape(conf):
     f = AggregateNumInstancesFilter(conf)
     assert f.run_filter_once_per_request is False
