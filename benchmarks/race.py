@@ -406,8 +406,7 @@ def run_cell(cell: Cell, workdir: Path, bus_url: str, url: str,
             # there when any of its calls was refused.
             cell.refused_with_room = cell.refused if left > 0 else 0
             problems = admin.audit_allocations(
-                engine, *(ratios.of(r) for r in capacity.RESOURCES),
-                sconf.filter_scheduler.enabled_filters)
+                engine, ratios, sconf.filter_scheduler.enabled_filters)
             cell.overcommits = sum(p["problem"] == "over capacity"
                                    for p in problems)
             cell.mismatches = sum(p["problem"] == "usage mismatch"

@@ -83,16 +83,13 @@ def list_nodes(engine: sa.Engine) -> list[dict]:
         return [dict(row._mapping) for row in rows]
 
 
-def audit_allocations(engine: sa.Engine, cpu_ratio: float, ram_ratio: float,
-                      disk_ratio: float,
+def audit_allocations(engine: sa.Engine, default_ratios: capacity.Ratios,
                       enabled_filters: Sequence[str] = (),
                       progress: Start | None = None) -> list[dict]:
     """Nodes whose usage differs from the sum of their allocations, or whose
     allocations exceed capacity times ratio: the ratio a scheduler with
-    ``enabled_filters`` holds the node to
-    (:func:`scheduler.capacity.ratio_in_force`: an aggregate's ratio under
-    the Aggregate* filters), from the node's own ratio, else the given
-    defaults. An empty list means the books balance.
+    ``enabled_filters`` holds the node to (:func:`_node_resources`). An
+    empty list means the books balance.
 
     :param progress: told the number of nodes; the report it returns is
         called with the number checked so far, after each node.
@@ -118,25 +115,13 @@ def audit_allocations(engine: sa.Engine, cpu_ratio: float, ram_ratio: float,
         ).scalar_one()) if progress else (lambda done: None)
         report(0)
         for checked, row in enumerate(conn.execute(query), 1):
-            host_aggregates = aggregates.get(row.host, ())
-
-            def limit(resource, total, own, default):
-                return capacity.limit(total, capacity.ratio_in_force(
-                    resource, capacity.ratio(own, default), host_aggregates,
-                    enabled_filters))
-
             # int(): SUM() of an integer column is DECIMAL on MariaDB.
-            checks = (
-                ("vcpus", row.vcpus_used, int(row.a_vcpus or 0),
-                 limit(capacity.VCPU, row.vcpus, row.cpu_allocation_ratio,
-                       cpu_ratio)),
-                ("memory_mb", row.memory_mb_used, int(row.a_memory_mb or 0),
-                 limit(capacity.MEMORY, row.memory_mb,
-                       row.ram_allocation_ratio, ram_ratio)),
-                ("disk_gb", row.local_gb_used, int(row.a_disk_gb or 0),
-                 limit(capacity.DISK, row.local_gb,
-                       row.disk_allocation_ratio, disk_ratio)),
-            )
+            checks = [
+                (r["resource"], r["used"],
+                 int(getattr(row, "a_" + r["resource"]) or 0), r["capacity"])
+                for r in _node_resources(row, default_ratios,
+                                         aggregates.get(row.host, ()),
+                                         enabled_filters)]
             for resource, used, allocated, most in checks:
                 if used != allocated:
                     problems.append({
@@ -276,18 +261,47 @@ def list_compute_hosts(engine: sa.Engine, service_down_time: float,
             for row in rows]
 
 
+#: A compute_nodes row's columns per resource: (name in reports,
+#: resource, total, usage, own ratio).
+_NODE_COLUMNS = (
+    ("vcpus", capacity.VCPU, "vcpus", "vcpus_used", "cpu_allocation_ratio"),
+    ("memory_mb", capacity.MEMORY, "memory_mb", "memory_mb_used",
+     "ram_allocation_ratio"),
+    ("disk_gb", capacity.DISK, "local_gb", "local_gb_used",
+     "disk_allocation_ratio"))
+
+
+def _node_resources(row: sa.Row, default_ratios: capacity.Ratios,
+                    aggregates: Sequence, enabled_filters: Sequence[str]
+                    ) -> list[dict]:
+    """A compute_nodes ``row``'s ``resource``, ``total``, ``ratio``,
+    ``capacity`` (total × ratio) and ``used``, for vcpus, memory_mb and
+    disk_gb: the ratio a scheduler with ``enabled_filters`` holds the node
+    to (:func:`scheduler.capacity.ratio_in_force`, as the filters and the
+    claim: an aggregate's under the Aggregate* filters), from the node's
+    own, else ``default_ratios``'."""
+    out = []
+    for name, resource, total, used, own in _NODE_COLUMNS:
+        ratio = capacity.ratio_in_force(
+            resource, capacity.ratio(getattr(row, own),
+                                     default_ratios.of(resource)),
+            aggregates, enabled_filters)
+        out.append({"resource": name, "total": getattr(row, total),
+                    "ratio": ratio,
+                    "capacity": capacity.limit(getattr(row, total), ratio),
+                    "used": getattr(row, used)})
+    return out
+
+
 def describe_host(engine: sa.Engine, host: str, *,
                   service_down_time: float, default_zone: str,
-                  default_ratios: tuple[float, float, float],
+                  default_ratios: capacity.Ratios,
                   enabled_filters: Sequence[str] = ()) -> dict:
     """One compute host in detail.
 
-    :param default_ratios: ``(cpu, ram, disk)`` allocation ratios for a
-        node that has none of its own (NULL or 0, as the scheduler reads
-        them).
+    :param default_ratios: for a node that has none of its own.
     :param enabled_filters: the scheduler's filters: ``ratio`` is the one
-        they hold the node to (:func:`scheduler.capacity.ratio_in_force`,
-        the same the audit and the claim use).
+        they hold the node to (:func:`_node_resources`, as the audit).
     :returns: the fields of :func:`list_compute_hosts` (but ``nodes`` is a
         list), and ``aggregates``: ``[{"name", "metadata"}]`` sorted by
         name. Each node: ``node`` (hypervisor hostname), ``uuid``,
@@ -331,24 +345,10 @@ def describe_host(engine: sa.Engine, host: str, *,
             {"name": agg["name"], "metadata": agg["metadata"]}
             for agg in _aggregates(conn, host=host)]
         host_aggregates = db.aggregates_by_host(conn).get(host, ())
-    cpu, ram, disk = default_ratios
     out_nodes = []
     for row in nodes:
-        resources = []
-        for resource, kind, total, ratio, default, used in (
-                ("vcpus", capacity.VCPU, row.vcpus, row.cpu_allocation_ratio,
-                 cpu, row.vcpus_used),
-                ("memory_mb", capacity.MEMORY, row.memory_mb,
-                 row.ram_allocation_ratio, ram, row.memory_mb_used),
-                ("disk_gb", capacity.DISK, row.local_gb,
-                 row.disk_allocation_ratio, disk, row.local_gb_used)):
-            ratio = capacity.ratio_in_force(
-                kind, capacity.ratio(ratio, default), host_aggregates,
-                enabled_filters)
-            resources.append({"resource": resource, "total": total,
-                              "ratio": ratio,
-                              "capacity": capacity.limit(total, ratio),
-                              "used": used})
+        resources = _node_resources(row, default_ratios, host_aggregates,
+                                    enabled_filters)
         projects = sorted(usage.get(row.id, []),
                           key=lambda p: (p["project_id"] is None,
                                          p["project_id"] or ""))

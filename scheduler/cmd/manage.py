@@ -13,6 +13,7 @@ import sys
 from typing import Any, Callable
 
 from scheduler import admin
+from scheduler import capacity
 from scheduler import cmd
 from scheduler import errors
 from scheduler import exception
@@ -157,8 +158,7 @@ def host_describe(conf, engine, args) -> None:
         engine, args.host,
         service_down_time=conf.scheduler.service_down_time,
         default_zone=fs.default_availability_zone,
-        default_ratios=(fs.cpu_allocation_ratio, fs.ram_allocation_ratio,
-                        fs.disk_allocation_ratio),
+        default_ratios=capacity.Ratios.from_conf(conf),
         enabled_filters=fs.enabled_filters)
     _print(args, host, render_host)
 
@@ -209,8 +209,7 @@ def allocations_audit(conf, engine, args) -> int:
     fs = conf.filter_scheduler
     show = progress.wanted(args.progress)
     problems = admin.audit_allocations(
-        engine, fs.cpu_allocation_ratio, fs.ram_allocation_ratio,
-        fs.disk_allocation_ratio, fs.enabled_filters,
+        engine, capacity.Ratios.from_conf(conf), fs.enabled_filters,
         progress=lambda total: progress.reporter("audit: checked nodes",
                                                  total, show))
     fixed = (_write(conf, admin.fix_usage, engine)

@@ -8,6 +8,7 @@ import pytest
 import sqlalchemy as sa
 
 from scheduler import admin
+from scheduler import capacity
 from scheduler.db import api as db_api
 from scheduler.db import models
 from scheduler import claims
@@ -75,7 +76,7 @@ A1 = "12121212-0000-4000-8000-000000000001"
 A2 = "12121212-0000-4000-8000-000000000002"
 A3 = "12121212-0000-4000-8000-000000000003"
 
-DEFAULTS = (16.0, 1.5, 1.0)
+DEFAULTS = capacity.Ratios(16.0, 1.5, 1.0)
 
 
 def _claim(engine, host, consumer, vcpus=2, memory_mb=1024, disk_gb=10):
@@ -95,7 +96,7 @@ def _claim(engine, host, consumer, vcpus=2, memory_mb=1024, disk_gb=10):
 
 
 def _audit(engine, ratios=DEFAULTS):
-    return admin.audit_allocations(engine, *ratios)
+    return admin.audit_allocations(engine, ratios)
 
 
 def test_audit_of_balanced_books_is_empty(register, engine):
@@ -172,8 +173,8 @@ def test_audit_uses_the_defaults_when_the_node_has_no_ratio(register,
     set_node(engine, "h1", cpu_allocation_ratio=unset,
              ram_allocation_ratio=unset, disk_allocation_ratio=unset)
     _claim(engine, "h1", A1, vcpus=8, memory_mb=6144, disk_gb=150)
-    assert _audit(engine, (2.0, 1.5, 1.5)) == []
-    problems = _audit(engine, (1.5, 1.25, 1.0))
+    assert _audit(engine, capacity.Ratios(2.0, 1.5, 1.5)) == []
+    problems = _audit(engine, capacity.Ratios(1.5, 1.25, 1.0))
     assert [(p["resource"], p["problem"], p["capacity"])
             for p in problems] == [
         ("vcpus", "over capacity", 6.0),
@@ -184,7 +185,7 @@ def test_audit_uses_the_defaults_when_the_node_has_no_ratio(register,
 def test_audit_prefers_the_node_ratio_to_the_defaults(register, engine):
     register(node("h1", vcpus=4, cpu_ratio=1.0))
     _claim(engine, "h1", A1, vcpus=6)
-    assert [p["resource"] for p in _audit(engine, (16.0, 16.0, 16.0))] == [
+    assert [p["resource"] for p in _audit(engine, capacity.Ratios(16.0, 16.0, 16.0))] == [
         "vcpus"]
 
 
@@ -198,11 +199,11 @@ def test_audit_judges_by_the_ratio_the_scheduler_enforces(register,
     admin.set_aggregate_metadata(engine, "overcommit",
                                  {"ram_allocation_ratio": "2.0"})
     _claim(engine, "h1", A1, vcpus=1, memory_mb=6144)
-    assert admin.audit_allocations(engine, *DEFAULTS,
+    assert admin.audit_allocations(engine, DEFAULTS,
                                    ["AggregateRamFilter"]) == []
     # RamFilter too: the host passes both, so the node's own 1.0 holds.
     assert [(p["resource"], p["capacity"]) for p in admin.audit_allocations(
-        engine, *DEFAULTS, ["RamFilter", "AggregateRamFilter"])] == [
+        engine, DEFAULTS, ["RamFilter", "AggregateRamFilter"])] == [
         ("memory_mb", 4096.0)]
 
 
@@ -412,7 +413,7 @@ def test_describe_host_several_nodes_and_default_ratios(register, engine):
     _add_node(engine, "h1", "h1-gone", deleted=12345)
     _placed(engine, "h1", A1, None, nodename="h1-b")
     _placed(engine, "h1", A2, P1, nodename="h1-b")
-    info = _describe(engine, "h1", ratios=(3.0, 2.0, 1.0))
+    info = _describe(engine, "h1", ratios=capacity.Ratios(3.0, 2.0, 1.0))
     assert [n["node"] for n in info["nodes"]] == ["h1", "h1-b"]
     first, second = info["nodes"]
     assert first["projects"] == []
