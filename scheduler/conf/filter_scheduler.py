@@ -77,15 +77,24 @@ opts = [
                     "same size (a process keeps its "
                     "favourite until it leaves the best). See "
                     "benchmarks/README.rst, 'Claim races'."),
+    # nova's *_allocation_ratio options are in [DEFAULT]: an operator's
+    # nova setting carries over (the [filter_scheduler] value wins).
     cfg.FloatOpt("cpu_allocation_ratio", default=16.0, min=0.0,
+                 deprecated_group="DEFAULT",
                  help="vCPU overcommit ratio for nodes that do not report "
-                      "their own (a node value of 0 or NULL means unset)."),
+                      "their own (a node value of 0 or NULL means unset; "
+                      "nova's [DEFAULT] cpu_allocation_ratio, read there "
+                      "too)."),
     cfg.FloatOpt("ram_allocation_ratio", default=1.5, min=0.0,
+                 deprecated_group="DEFAULT",
                  help="RAM overcommit ratio for nodes that do not report "
-                      "their own."),
+                      "their own (nova's [DEFAULT] ram_allocation_ratio, "
+                      "read there too)."),
     cfg.FloatOpt("disk_allocation_ratio", default=1.0, min=0.0,
+                 deprecated_group="DEFAULT",
                  help="Disk overcommit ratio for nodes that do not report "
-                      "their own."),
+                      "their own (nova's [DEFAULT] disk_allocation_ratio, "
+                      "read there too)."),
     cfg.FloatOpt("ram_weight_multiplier", mutable=True, default=1.0,
                  help="Multiplier of the RAM weigher. Positive spreads "
                       "instances over hosts with most free RAM; negative "

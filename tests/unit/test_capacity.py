@@ -118,3 +118,16 @@ def test_instances_fit_together_within_the_limit_each_within_the_host():
     assert capacity.fit_together_columns(
         capacity.MEMORY, [6, 6], total, used, limit).tolist() == [
         True, False, False, False]
+
+
+def test_default_ratios_set_where_nova_has_them(tmp_path):
+    # nova's *_allocation_ratio options are in [DEFAULT]; an operator's
+    # nova.conf values carry over, and [filter_scheduler] wins over them.
+    import scheduler.conf
+    path = tmp_path / "scheduler.conf"
+    path.write_text("[DEFAULT]\ncpu_allocation_ratio = 4.0\n"
+                    "ram_allocation_ratio = 1.0\ndisk_allocation_ratio = 2.0\n"
+                    "[filter_scheduler]\ndisk_allocation_ratio = 3.0\n")
+    conf = scheduler.conf.new_conf()
+    conf(["--config-file", str(path)], default_config_files=[])
+    assert capacity.Ratios.from_conf(conf) == capacity.Ratios(4.0, 1.0, 3.0)
