@@ -52,6 +52,14 @@ def with_member_on(spec: RequestSpec, host: str) -> RequestSpec:
         group, hosts=group.hosts + (host,)))
 
 
+def alternate(state: HostState, limits: dict[str, float]
+              ) -> dict[str, Any]:
+    """One alternate of a selection, as every driver returns it: the node's
+    uuid too (nova's Selection objects need it)."""
+    return {"host": state.host, "nodename": state.nodename,
+            "compute_node_uuid": state.uuid, "limits": limits}
+
+
 @dataclasses.dataclass(frozen=True)
 class Pipeline:
     """The filters and weighers one request runs with: replaced as a whole
@@ -270,10 +278,7 @@ class FilterScheduler(Driver):
         count = self.conf.scheduler.max_attempts - 1
         ranked = weighing.idx[weighing.best(count + len(chosen))]
         others = [int(i) for i in ranked if i not in chosen][:count]
-        # The node's uuid too: nova's Selection objects need it.
-        return [{"host": s.host, "nodename": s.nodename,
-                 "compute_node_uuid": s.uuid,
-                 "limits": self._limits(s, forced, pipeline)}
+        return [alternate(s, self._limits(s, forced, pipeline))
                 for s in (view.table.states[i] for i in others)]
 
     @staticmethod

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid as uuidlib
 
 import pytest
 import sqlalchemy as sa
 
+from scheduler import admin
+from scheduler import capacity
+from scheduler import claims
 from scheduler import exception
+from scheduler import fleet
 from scheduler.db import models
+from scheduler.nova import casts
 from tests.functional.conftest import DATABASE_SERVERS
 from tests.functional.conftest import node
 
@@ -198,3 +204,39 @@ def test_calls_across_a_database_restart_lose_or_double_nothing(
     for _ in range(4):
         deployment.api.select_destinations({}, {"flavor": small})
     assert "Traceback" not in deployment.server_log()
+
+
+VM = "abababab-0000-4000-8000-000000000001"
+
+
+def test_a_claim_left_on_a_re_created_node_follows_its_instance(engine):
+    """A compute node re-created under a new uuid (same host and name)
+    while an instance holds a claim on the old one: the host's next
+    instance list moves the claim to the live node, once, so the new node
+    counts the instance and the books balance."""
+    fleet.register(engine, [node("h1", vcpus=8, memory_mb=8192)])
+    n = models.compute_nodes
+
+    def live():
+        with engine.connect() as conn:
+            return conn.execute(sa.select(n).where(n.c.deleted == 0)).one()
+
+    old = live()
+    claims.claim(engine, [claims.Claim(VM, old.id, "h1", old.generation,
+                                       1, 2048, 10)])
+    with engine.begin() as conn:
+        conn.execute(n.update().where(n.c.id == old.id)
+                     .values(deleted=old.id))
+        conn.execute(n.insert().values(
+            {**{c.name: getattr(old, c.name) for c in n.c
+                if c.name != "id"},
+             "uuid": str(uuidlib.uuid4()), "vcpus_used": 0,
+             "memory_mb_used": 0, "local_gb_used": 0, "running_vms": 0,
+             "generation": 0, "deleted": 0}))
+
+    assert casts.listed(engine, {VM: "h1"}) == 1
+    assert casts.listed(engine, {VM: "h1"}) == 0      # once
+    new = live()
+    assert claims.placements(engine, [VM])[VM].node_uuid == new.uuid
+    assert (new.memory_mb_used, new.running_vms) == (2048, 1)
+    assert admin.audit_allocations(engine, capacity.Ratios()) == []

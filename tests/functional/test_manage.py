@@ -11,6 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from scheduler import admin
+from scheduler import capacity
 from scheduler import claims
 from scheduler import exception
 from scheduler import fleet
@@ -305,3 +306,44 @@ def test_two_settings_of_one_new_metadata_key_keep_the_last(engine):
     assert outcome == {"ssd": "true"}
     assert admin.get_aggregate(engine, "rack1")["metadata"] == {
         "ssd": "true"}
+
+
+def test_audit_reports_claims_left_on_a_deleted_node(engine):
+    """A node deleted (or re-created under a new uuid) while it holds
+    claims: they count on no node the scheduler plans on, yet the audit
+    said the books balance (it read live nodes only)."""
+    fleet.register(engine, [node("h1", vcpus=8, memory_mb=8192)])
+    row = _node(engine)
+    claims.claim(engine, [claims.Claim(A1, row.id, "h1", row.generation,
+                                       1, 512, 1)])
+    n = models.compute_nodes
+    with engine.begin() as conn:
+        conn.execute(n.update().values(deleted=n.c.id))
+
+    problems = admin.audit_allocations(engine, capacity.Ratios())
+
+    assert {(p["host"], p["node"], p["resource"], p["problem"],
+             p["allocated"]) for p in problems} == {
+        ("h1", "h1", "vcpus", "claims on a deleted node", 1),
+        ("h1", "h1", "memory_mb", "claims on a deleted node", 512),
+        ("h1", "h1", "disk_gb", "claims on a deleted node", 1)}
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_audit_fix_leaves_claims_on_a_deleted_node_an_error(
+        make_deployment):
+    """--fix recomputes usage; it cannot put claims on a deleted node
+    anywhere, so the command still fails and names them."""
+    deployment = make_deployment()
+    deployment.add_nodes([node("h1", vcpus=8, memory_mb=8192)])
+    row = _node(deployment.engine)
+    claims.claim(deployment.engine, [claims.Claim(
+        A1, row.id, "h1", row.generation, 1, 512, 1)])
+    n = models.compute_nodes
+    with deployment.engine.begin() as conn:
+        conn.execute(n.update().values(deleted=n.c.id))
+
+    result = deployment.manage("allocations", "audit", "--fix", check=False)
+
+    assert result.returncode == 1, result.stdout
+    assert "claims on a deleted node" in result.stdout

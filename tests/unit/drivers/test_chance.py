@@ -1,9 +1,12 @@
 """chance_scheduler: random among up, enabled, not ignored hosts with room."""
 from __future__ import annotations
 
+import datetime
+
 import pytest
 
 from scheduler import exception
+from scheduler.db import api as db_api
 from tests.unit.fakes import allocation_rows
 from tests.unit.fakes import make_spec
 from tests.unit.fakes import node
@@ -111,3 +114,63 @@ def test_a_later_instance_refused_counts_the_hosts_left(register,
         "No valid host for instance 3 of 3 (all or nothing: none was "
         "placed); of the hosts left after placing the first 2, 0/1 hosts "
         "passed. RamFilter removed 1 (insufficient RAM: need 4096 MB)")
+
+
+def test_a_forced_host_is_taken_as_filter_scheduler_takes_it(
+        register, engine, chance_driver):
+    """Forcing is targeting's rule (scheduler.targeting), one for every
+    driver: a forced host that is enabled but down skips the filters and
+    is placed on, as filter_scheduler does; only the claim's capacity
+    check still holds."""
+    register(node("h1"), node("h2"))
+    with engine.connect() as conn:
+        now = db_api.db_time(conn)
+    set_service(engine, "h1", last_seen_up=now - datetime.timedelta(hours=1))
+    [dest] = chance_driver.select_destinations(_spec(force_hosts=["h1"]))
+    assert dest["host"] == "h1"
+    assert node_row(engine, "h1").memory_mb_used == 4096
+
+
+def test_a_full_forced_host_is_still_refused(register, engine,
+                                             chance_driver):
+    """Forcing skips the filters, never the claim's capacity check."""
+    register(node("h1"), node("h2"))
+    with pytest.raises(exception.NoValidHost):
+        chance_driver.select_destinations(
+            _spec(memory_mb=65536, force_hosts=["h1"]))
+    assert allocation_rows(engine) == []
+    assert node_row(engine, "h1").memory_mb_used == 0
+
+
+def test_skips_the_hosts_a_retry_already_tried(register, chance_driver):
+    """A rescheduled build (nova's conductor after a failed boot) lists
+    the hosts it tried in ``retry``; filter_scheduler's RetryFilter leaves
+    them out, and picking at random must not send the build back there."""
+    register(node("h1"), node("h2"), node("h3"))
+    spec = _spec(retry={"num_attempts": 2,
+                        "hosts": [["h1", "h1"], ["h3", "h3"]]})
+    assert _planned(chance_driver, spec) == {"h2"}
+
+
+def test_returns_random_alternates_that_fit_when_asked(register, conf,
+                                                       chance_driver):
+    """nova's ChanceScheduler returned up to ``max_attempts`` - 1 random
+    alternates per instance, never a selected host, so its conductor can
+    reschedule a failed build; DESIGN's contract: with return_alternates
+    each destination has ``alternates``, shaped as filter_scheduler's."""
+    register(node("h0"), node("h1"), node("h2"), node("h3"),
+             node("small", memory_mb=2048))
+    dests = chance_driver.select_destinations(
+        _spec(num_instances=2, return_alternates=True))
+    selected = {d["host"] for d in dests}
+    for dest in dests:
+        hosts = [a["host"] for a in dest["alternates"]]
+        assert len(hosts) == conf.scheduler.max_attempts - 1 == 2
+        assert len(set(hosts)) == 2
+        assert not set(hosts) & selected
+        assert "small" not in hosts           # no room there
+        for a in dest["alternates"]:
+            assert set(a) == {"host", "nodename", "compute_node_uuid",
+                              "limits"}
+    [dest] = chance_driver.select_destinations(_spec())
+    assert "alternates" not in dest
