@@ -88,7 +88,9 @@ def audit_allocations(engine: sa.Engine, default_ratios: capacity.Ratios,
                       progress: Start | None = None) -> list[dict]:
     """Nodes whose usage differs from the sum of their allocations, or whose
     allocations exceed capacity times ratio: the ratio a scheduler with
-    ``enabled_filters`` holds the node to (:func:`_node_resources`). An
+    ``enabled_filters`` holds the node to (:func:`_node_resources`); and
+    deleted nodes that still hold claims (they count on no node the
+    scheduler plans on; recomputing usage cannot fix them). An
     empty list means the books balance.
 
     :param progress: told the number of nodes; the report it returns is
@@ -106,7 +108,9 @@ def audit_allocations(engine: sa.Engine, default_ratios: capacity.Ratios,
                        sums.c.memory_mb.label("a_memory_mb"),
                        sums.c.disk_gb.label("a_disk_gb"))
              .select_from(n.outerjoin(sums, sums.c.compute_node_id == n.c.id))
-             .where(n.c.deleted == 0).order_by(n.c.host))
+             .where(sa.or_(n.c.deleted == 0,
+                           sums.c.compute_node_id.is_not(None)))
+             .order_by(n.c.host))
     problems = []
     with engine.connect() as conn:
         aggregates = db.aggregates_by_host(conn)
@@ -114,7 +118,12 @@ def audit_allocations(engine: sa.Engine, default_ratios: capacity.Ratios,
             sa.select(sa.func.count()).select_from(n).where(n.c.deleted == 0)
         ).scalar_one()) if progress else (lambda done: None)
         report(0)
-        for checked, row in enumerate(conn.execute(query), 1):
+        checked = 0
+        for row in conn.execute(query):
+            if row.deleted:
+                problems += _claims_on_deleted_node(row)
+                continue
+            checked += 1
             # int(): SUM() of an integer column is DECIMAL on MariaDB.
             checks = [
                 (r["resource"], r["used"],
@@ -141,6 +150,22 @@ def audit_allocations(engine: sa.Engine, default_ratios: capacity.Ratios,
                         "capacity": most})
             report(checked)
     return problems
+
+
+#: The audit's problem for claims held on a deleted node.
+ON_DELETED_NODE = "claims on a deleted node"
+
+
+def _claims_on_deleted_node(row: sa.Row) -> list[dict]:
+    """The audit's problems of a deleted node (``row``, with its
+    allocations' sums) that still holds claims: one per resource (a
+    deleted node has no capacity)."""
+    return [{"host": row.host, "node": row.hypervisor_hostname,
+             "resource": name, "problem": ON_DELETED_NODE,
+             "used": getattr(row, used),
+             "allocated": int(getattr(row, "a_" + name) or 0),
+             "capacity": 0}
+            for name, _, _, used, _ in _NODE_COLUMNS]
 
 
 def fix_usage(engine: sa.Engine) -> int:

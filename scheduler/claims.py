@@ -857,6 +857,9 @@ class Holding:
     host: str
     source_host: str | None
     provisional: bool       # not confirmed yet (expires unless confirmed)
+    #: The claim's node is deleted (its host's node was re-created under
+    #: a new uuid): it counts on no node the scheduler plans on.
+    node_deleted: bool = False
 
 
 def holdings(engine: sa.Engine, consumer_uuids: list[str]
@@ -868,13 +871,15 @@ def holdings(engine: sa.Engine, consumer_uuids: list[str]
     a, n = models.allocations, models.compute_nodes
     source = n.alias("source")
     query = (sa.select(a.c.consumer_uuid, n.c.host,
-                       source.c.host.label("source_host"), a.c.expires_at)
+                       source.c.host.label("source_host"), a.c.expires_at,
+                       n.c.deleted)
              .join(n, n.c.id == a.c.compute_node_id)
              .outerjoin(source, source.c.id == a.c.source_node_id)
              .where(a.c.consumer_uuid.in_(uuids)))
     with engine.connect() as conn:
         return {row.consumer_uuid: Holding(row.host, row.source_host,
-                                           row.expires_at is not None)
+                                           row.expires_at is not None,
+                                           row.deleted != 0)
                 for row in conn.execute(query)}
 
 

@@ -229,8 +229,11 @@ def allocations_audit(conf, engine, args) -> int:
     if not problems:
         return 0
     if args.fix:
-        # Over-capacity cannot be fixed by recomputing; it stays an error.
-        return int(any(p["problem"] == "over capacity" for p in problems))
+        # Over-capacity and claims on a deleted node cannot be fixed by
+        # recomputing; they stay errors.
+        return int(any(p["problem"] in ("over capacity",
+                                        admin.ON_DELETED_NODE)
+                       for p in problems))
     return 1
 
 

@@ -11,7 +11,9 @@ maps that onto our claims:
   the destination and keeps the source (a resize waits for the user's
   confirm or revert); seen on another host while not moving, its claim
   moves there (nova's conductor re-tried a failed build on an alternate
-  host without asking a scheduler, or evacuated to a forced host);
+  host without asking a scheduler, or evacuated to a forced host), and so
+  does one left on a deleted node of its host (the node re-created under
+  a new uuid);
 - an instance **gone** from the host of its claim releases it; gone from
   the source of its move confirms the move (nova's resize confirm sends
   exactly this from the source); gone from the destination reverts the
@@ -110,10 +112,13 @@ def listed(engine: sa.Engine, where: dict[str, str]) -> int:
 def _seen(engine: sa.Engine, where: dict[str, str],
           held: dict[str, claims.Holding]) -> int:
     here = [u for u, h in held.items() if h.host == where[u]
-            and h.provisional]
+            and h.provisional and not h.node_deleted]
     elsewhere: dict[str, list[str]] = {}
     for uuid, h in held.items():
-        if h.source_host is None and h.host != where[uuid]:
+        # A claim on a deleted node of the same host (the node re-created
+        # under a new uuid) is elsewhere too: it counts on no live node.
+        if h.source_host is None and (h.host != where[uuid]
+                                      or h.node_deleted):
             elsewhere.setdefault(where[uuid], []).append(uuid)
     changed = claims.confirm(engine, here) if here else 0
     for host, uuids in elsewhere.items():
