@@ -21,20 +21,26 @@ class HeldClaim(Protocol):
     vcpus: int
     memory_mb: int
     disk_gb: int
+    source_node_id: int | None      # set while it is moving
 
 
 def is_move(spec: RequestSpec, held: HeldClaim) -> bool:
     """Whether ``spec`` moves a consumer that holds ``held``.
 
     The caller's word decides when it gives one (``spec.move``, the 1.x
-    API). Otherwise (nova's 4.x API, which never says) it is a move exactly
-    when it cannot be a re-send of the request that made ``held``: the
-    request ignores the host the consumer is on, asks for a different size
-    (a resize), or names a destination elsewhere (a forced or requested
-    host or node that is not the held one).
+    API), except that a move declared for a consumer already moving may be
+    the re-send of the request that started that move (our client re-sends
+    a call whose reply timed out): it is decided as nova's are. Otherwise
+    (nova's 4.x API, which never says) it is a move exactly when it cannot
+    be a re-send of the request that made ``held``: the request ignores the
+    host the consumer is on, asks for a different size (a resize), or
+    names a destination elsewhere (a forced or requested host or node that
+    is not the held one).
     """
-    if spec.move is not None:
-        return spec.move
+    if spec.move is False:
+        return False
+    if spec.move and held.source_node_id is None:
+        return True
     if held.host in spec.ignore_hosts:
         return True
     flavor = spec.flavor

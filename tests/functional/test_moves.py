@@ -97,6 +97,21 @@ def test_a_re_send_is_a_retry_not_a_move(cloud):
     assert sum(used(cloud).values()) == 1024
 
 
+def test_a_re_sent_move_gets_the_move_it_made(cloud):
+    # The client re-sends a select whose reply timed out: the move it
+    # asked for was made, and a full destination must not refuse it again.
+    whole = {"memory_mb": 4096, "vcpus": 2, "root_gb": 20}
+    uuid, source = boot(cloud)
+    first = move(cloud, uuid, source, flavor=whole)
+    again = move(cloud, uuid, source, flavor=whole)
+
+    assert again["host"] == first["host"] != source
+    assert used(cloud) == {source: 1024, first["host"]: 4096}
+    [claim] = cloud.allocations()
+    assert claim.source_node_id is not None
+    assert audit_is_clean(cloud)
+
+
 def test_the_rebuild_check_filters_the_current_host_and_claims_nothing(
         cloud):
     uuid, source = boot(cloud)

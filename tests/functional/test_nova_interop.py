@@ -316,6 +316,31 @@ def test_a_build_re_tried_on_an_alternate_moves_the_claim_there(
     assert cloud.manage("allocations", "audit", check=False).returncode == 0
 
 
+def test_a_resize_re_tried_on_an_alternate_moves_its_destination_there(
+        nova, cloud):
+    # prep_resize failed on the chosen host: nova's conductor takes the
+    # next alternate by itself, and finish_resize there reports the
+    # instance. The source stays held until the confirm.
+    [instance], [[booted, *_]] = boot(nova)
+    source = booted["service_host"]
+    [[chosen, alternate]] = nova("select", flavor=BIG,
+                                 instance_uuids=[instance],
+                                 ignore_hosts=[source])["selections"]
+    first, second = chosen["service_host"], alternate["service_host"]
+
+    nova("update_instance_info", host=second, uuids=[instance])
+    wait_for(lambda: used(cloud, second) == 3072, "destination moved")
+    assert (used(cloud, first), used(cloud, source)) == (0, 1024)
+    assert cloud.manage("allocations", "audit", check=False).returncode == 0
+
+    # Resize confirm: the source says the instance left it.
+    nova("delete_instance_info", host=source, uuid=instance)
+    wait_for(lambda: used(cloud, source) == 0, "source freed")
+    [claim] = cloud.allocations()
+    assert (claim.memory_mb, claim.source_node_id) == (3072, None)
+    assert used(cloud, second) == 3072
+
+
 def test_sync_instance_info_confirms_what_it_lists(nova, cloud):
     [instance], [[booted, *_]] = boot(nova)
     nova("sync_instance_info", host=booted["service_host"],

@@ -129,6 +129,24 @@ def test_seen_on_another_host_while_not_moving_moves_the_claim(nodes,
         assert after.generation > before[host].generation
 
 
+def test_seen_on_a_third_host_while_moving_moves_the_destination(
+        register, engine):
+    # Nova re-tried the resize on an alternate host by itself.
+    register(node("h1"), node("h2"), node("h3"))
+    claim(engine, "h1")
+    claim(engine, "h2", move=[VM], memory_mb=2048)
+    assert casts.seen(engine, {VM: "h3"}) == 1
+
+    assert {h: node_row(engine, h).memory_mb_used
+            for h in ("h1", "h2", "h3")} == {"h1": 1024, "h2": 0, "h3": 2048}
+    [row] = allocation_rows(engine)
+    assert (row.compute_node_id, row.source_node_id, row.expires_at) == (
+        node_row(engine, "h3").id, node_row(engine, "h1").id, None)
+    # The confirm from the source then gives the source back.
+    casts.gone(engine, {VM: "h1"})
+    assert node_row(engine, "h1").memory_mb_used == 0
+
+
 def test_seen_on_an_unknown_host_changes_nothing(nodes, engine):
     claim(engine, "h1")
     assert casts.seen(engine, {VM: "nowhere"}) == 0
