@@ -784,9 +784,10 @@ def relocate(engine: sa.Engine, consumer_uuids: list[str],
 
     The usage is already real on ``host``, so no capacity or generation
     check can refuse it; a node over capacity afterwards shows in
-    ``allocations audit``. Only claims not moving are relocated, and only
-    to a host with exactly one compute node (with several, which one is
-    unknown).
+    ``allocations audit``. A moving claim's destination is relocated and
+    its source kept (nova re-tried a resize on an alternate host); never
+    onto the source itself. Only to a host with exactly one compute node
+    (with several, which one is unknown).
     :returns: how many claims were relocated.
     """
     if not consumer_uuids:
@@ -800,7 +801,8 @@ def relocate(engine: sa.Engine, consumer_uuids: list[str],
         [node_id] = node_ids
         rows = _delete(conn, sa.and_(
             allocs.c.consumer_uuid.in_(consumer_uuids),
-            allocs.c.source_node_id.is_(None),
+            sa.or_(allocs.c.source_node_id.is_(None),
+                   allocs.c.source_node_id != node_id),
             allocs.c.compute_node_id != node_id))
         _give_back(conn, _held(rows))
         _change_usage(conn, [(node_id, r.vcpus, r.memory_mb, r.disk_gb)

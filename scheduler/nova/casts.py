@@ -13,7 +13,9 @@ maps that onto our claims:
   moves there (nova's conductor re-tried a failed build on an alternate
   host without asking a scheduler, or evacuated to a forced host), and so
   does one left on a deleted node of its host (the node re-created under
-  a new uuid);
+  a new uuid); seen on a third host while moving, the destination of its
+  move moves there (a resize re-tried on an alternate host) and the source
+  stays held;
 - an instance **gone** from the host of its claim releases it; gone from
   the source of its move confirms the move (nova's resize confirm sends
   exactly this from the source); gone from the destination reverts the
@@ -87,8 +89,9 @@ def uuids_listed(instance_uuids: Any, host_name: str) -> dict[str, str]:
 
 def seen(engine: sa.Engine, where: dict[str, str]) -> int:
     """The instances are on these hosts: confirm the claims held there
-    (a move's destination included), and move claims that are not moving
-    to the host the instance turned up on.
+    (a move's destination included), and move claims (a move's
+    destination) to the host the instance turned up on, unless that is the
+    source of its move.
     :returns: how many claims were confirmed or relocated.
     """
     return _seen(engine, where, claims.holdings(engine, list(where)))
@@ -115,10 +118,12 @@ def _seen(engine: sa.Engine, where: dict[str, str],
             and h.provisional and not h.node_deleted]
     elsewhere: dict[str, list[str]] = {}
     for uuid, h in held.items():
-        # A claim on a deleted node of the same host (the node re-created
-        # under a new uuid) is elsewhere too: it counts on no live node.
-        if h.source_host is None and (h.host != where[uuid]
-                                      or h.node_deleted):
+        # On the source of its move it says nothing (see above); anywhere
+        # else but its claim's host, it runs there. A claim on a deleted
+        # node of the same host (the node re-created under a new uuid) is
+        # elsewhere too: it counts on no live node.
+        if where[uuid] not in (h.host, h.source_host) or (
+                h.node_deleted and where[uuid] == h.host):
             elsewhere.setdefault(where[uuid], []).append(uuid)
     changed = claims.confirm(engine, here) if here else 0
     for host, uuids in elsewhere.items():
