@@ -194,6 +194,8 @@ def claim_alone(conn: sa.Connection, claim: Claim, *, ttl: int = 0,
     :raises: as :func:`claim` (no GroupConflict: no group).
     """
     params = _consume_params([claim], default_ratios, [])
+    if _beyond_columns(params):
+        _raise_refusal(conn, [claim], params, default_ratios, [])
     params.update({f"a_{name}": getattr(claim, name)
                    for name in _ALONE_COLUMNS})
     if ttl > 0:
@@ -325,8 +327,12 @@ _COLUMNS = {capacity.VCPU: ("vcpus_used", "vcpus", "cpu_allocation_ratio",
 
 def _within(resource: capacity.Resource, n: sa.Table):
     used, total, ratio, bind = _COLUMNS[resource]
+    # BIGINT: on PostgreSQL ``used + amount`` of two INTEGERs beyond the
+    # type's range is an error ("integer out of range"), not a claim that
+    # does not fit.
     return capacity.within_sql(
-        resource, n.c[used], sa.bindparam(f"b_{bind}"), n.c[total],
+        resource, sa.cast(n.c[used], sa.BigInteger),
+        sa.bindparam(f"b_{bind}"), n.c[total],
         n.c[ratio], sa.bindparam(f"b_{bind}_ratio", type_=sa.Float),
         sa.bindparam(f"b_{bind}_limit", type_=sa.Float))
 
@@ -355,8 +361,23 @@ def _consume(conn: sa.Connection, claims: list[Claim], ratios: Ratios,
         group = by_node[node_id]
         here = [usage for usage in freed if usage[0] == node_id]
         params = _consume_params(group, ratios, here)
-        if _CONSUME.execute(conn, params).rowcount != 1:
+        if (_beyond_columns(params)
+                or _CONSUME.execute(conn, params).rowcount != 1):
             _raise_refusal(conn, group, params, ratios, here)
+
+
+#: The most a usage column (INTEGER on every backend) holds.
+MAX_USAGE = 2 ** 31 - 1
+
+
+def _beyond_columns(params: dict) -> bool:
+    """Whether the claims add more of a resource to their node than its
+    usage column holds: sizes each within the request schema's range add
+    up (instances, disk's root + ephemeral + swap). Such a claim is
+    refused before the UPDATE runs: PostgreSQL's prepared statement types
+    its parameters as the columns and would fail as a database error."""
+    return any(params[f"b_{bind}"] > MAX_USAGE
+               for *_, bind in _COLUMNS.values())
 
 
 def _consume_params(group: list[Claim], ratios: Ratios,
@@ -420,7 +441,10 @@ def _refused(row: sa.Row, amounts: dict, params: dict,
         lim = planned if planned is not None else capacity.limit(
             total, capacity.ratio(getattr(row, ratio), ratios.of(resource)))
         used = getattr(row, used)
-        if not (resource.zero_unjudged and total == 0) and \
+        if used + amount > MAX_USAGE:
+            # even where the node's capacity is not judged
+            out[resource.name] = (used, amount, min(lim, MAX_USAGE))
+        elif not (resource.zero_unjudged and total == 0) and \
                 used + amount > lim:
             out[resource.name] = (used, amount, lim)
     return out

@@ -152,9 +152,16 @@ def _size_ok(v: Any) -> bool:
 
 def check_utf8(where: str, value: str | None) -> None:
     """:raises InvalidRequest: naming ``where``, if ``value`` holds a lone
-    surrogate: JSON lets one through (``"\\ud800"``), and neither a
-    database column nor a uuid derived from it can take it."""
-    if value is None or value.isascii():
+    surrogate or a NUL: JSON lets both through (``"\\ud800"``,
+    ``"\\u0000"``); neither a database column (PostgreSQL takes no NUL in
+    text) nor a uuid derived from it can take a surrogate."""
+    if value is None:
+        return
+    if "\x00" in value:
+        raise exception.InvalidRequest(
+            f"{where}: {value[:60]!r} is not storable text (it holds a NUL "
+            f"character)")
+    if value.isascii():
         return
     try:
         value.encode("utf-8")

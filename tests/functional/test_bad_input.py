@@ -72,3 +72,65 @@ def test_unknown_method_and_bad_arguments(serving):
         "request_spec.instance_type: the flavor is missing"
     assert serving.api.select_destinations({}, {"flavor": FLAVOR})
     assert serving.api.ping({})["version"] == rpc.API_VERSION
+
+
+def test_a_nul_character_in_what_a_claim_stores_is_named(serving):
+    """JSON carries "\\u0000"; PostgreSQL takes no NUL in a text column, so
+    the claim failed as "database ... failed; check [database] connection"
+    (an ERROR on the server, ServiceUnavailable to the caller), and SQLite
+    and MariaDB stored it. It is the request's fault: refused by name, on
+    every database alike."""
+    call = serving.api.client.prepare(version="1.0").call
+    for field in ("project_id", "user_id"):
+        with pytest.raises(exception.InvalidRequest) as caught:
+            call({}, "select_destinations",
+                 spec={"flavor": FLAVOR, field: "p\x00"})
+        assert caught.value.message == (
+            f"spec.{field}: 'p\\x00' is not storable text (it holds a NUL "
+            f"character)")
+    stack = {"stack_id": "5a0b0c0d-0000-4000-8000-0000000000d1",
+             "project_id": "p\x00",
+             "resources": {"a": {"spec": {"flavor": FLAVOR}}}}
+    with pytest.raises(exception.InvalidRequest) as caught:
+        call({}, "select_stack", stack=stack)
+    assert caught.value.message == (
+        "stack.project_id: 'p\\x00' is not storable text (it holds a NUL "
+        "character)")
+    assert serving.allocations() == []
+    assert serving.api.select_destinations({}, {"flavor": FLAVOR})
+    assert " ERROR " not in serving.server_log()
+
+
+@pytest.mark.parametrize("flavor, count", [
+    # one instance: root_gb + ephemeral_gb is 2**32 - 2 GB of disk
+    ({"memory_mb": 1, "vcpus": 1, "root_gb": 2 ** 31 - 1,
+      "ephemeral_gb": 2 ** 31 - 1}, 1),
+    # each size valid, their sum on the one forced host is not
+    ({"memory_mb": 2 ** 31 - 1, "vcpus": 1, "root_gb": 1}, 2),
+    # one valid instance, on a host already holding one
+    ({"memory_mb": 2 ** 31 - 1, "vcpus": 1, "root_gb": 1}, 0),
+])
+def test_a_claim_beyond_an_integer_column_finds_no_room(serving, flavor,
+                                                         count):
+    """Sizes each within the schema's range can add up, on one node, to
+    more than an INTEGER column holds. PostgreSQL's prepared claim refused
+    the value itself: "database ... failed: integer out of range; check
+    [database] connection" (ServiceUnavailable, an ERROR on the server)
+    where SQLite and MariaDB say the forced host has no room."""
+    host = sorted(serving.nodes())[0]
+    call = serving.api.client.prepare(version="1.0").call
+    held = []
+    if not count:
+        held = serving.api.select_destinations(
+            {}, {"flavor": FLAVOR, "force_hosts": [host]})
+        count = 1
+    with pytest.raises(exception.NoValidHost) as caught:
+        call({}, "select_destinations", spec={
+            "flavor": flavor, "num_instances": count, "force_hosts": [host]})
+    assert str(caught.value).startswith(
+        "No valid host: the forced host has no room: compute node "), \
+        str(caught.value)
+    assert serving.api.release({}, [d["uuid"] for d in held]) == len(held)
+    assert serving.allocations() == []
+    assert serving.api.select_destinations({}, {"flavor": FLAVOR})
+    assert " ERROR " not in serving.server_log()

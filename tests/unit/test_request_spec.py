@@ -697,3 +697,14 @@ def test_a_lone_surrogate_in_what_a_claim_stores_is_named(field):
     assert e.value.message == (
         f"spec.{field}: 'p\\ud800' is not valid unicode (it holds a lone "
         f"surrogate)")
+
+
+@pytest.mark.parametrize("field", ["project_id", "user_id"])
+def test_a_nul_in_what_a_claim_stores_is_named(field):
+    """JSON decodes "\\u0000" to a string PostgreSQL's text columns refuse:
+    the claim failed as if the database were away."""
+    with pytest.raises(exception.InvalidRequest) as e:
+        RequestSpec.from_primitives(spec_dict(**{field: "p\x00q"}))
+    assert e.value.message == (
+        f"spec.{field}: 'p\\x00q' is not storable text (it holds a NUL "
+        f"character)")
