@@ -185,8 +185,8 @@ def test_audit_uses_the_defaults_when_the_node_has_no_ratio(register,
 def test_audit_prefers_the_node_ratio_to_the_defaults(register, engine):
     register(node("h1", vcpus=4, cpu_ratio=1.0))
     _claim(engine, "h1", A1, vcpus=6)
-    assert [p["resource"] for p in _audit(engine, capacity.Ratios(16.0, 16.0, 16.0))] == [
-        "vcpus"]
+    assert [p["resource"] for p in _audit(
+        engine, capacity.Ratios(16.0, 16.0, 16.0))] == ["vcpus"]
 
 
 def test_audit_judges_by_the_ratio_the_scheduler_enforces(register,
