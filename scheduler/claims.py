@@ -749,6 +749,25 @@ def confirm(engine: sa.Engine, consumer_uuids: list[str]) -> int:
             .values(expires_at=None)).rowcount
 
 
+def renew(engine: sa.Engine, consumer_uuids: list[str], ttl: int) -> int:
+    """Restart the deadline of the consumers' provisional claims at the
+    database's now + ``ttl``, as their INSERT set it: a re-sent request
+    answered with them hands them out again, and the caller has the whole
+    TTL from that answer to build. Confirmed claims stay permanent; with
+    ``ttl`` 0 nothing changes.
+    :returns: how many claims were renewed.
+    """
+    if ttl <= 0 or not consumer_uuids:
+        return 0
+    allocs = models.allocations
+    with engine.begin() as conn:
+        return conn.execute(
+            allocs.update().where(allocs.c.consumer_uuid.in_(consumer_uuids),
+                                  allocs.c.expires_at.is_not(None))
+            .values(expires_at=db.utcnow_plus(
+                sa.bindparam("b_ttl", ttl, type_=sa.Integer)))).rowcount
+
+
 def _moving(consumer_uuids: list[str]):
     allocs = models.allocations
     return sa.and_(allocs.c.consumer_uuid.in_(consumer_uuids),
@@ -919,7 +938,8 @@ def _placements_statement() -> sa.Select:
                       allocs.c.source_disk_gb,
                       nodes.c.host,
                       nodes.c.hypervisor_hostname,
-                      nodes.c.uuid.label("node_uuid"))
+                      nodes.c.uuid.label("node_uuid"),
+                      (nodes.c.deleted != 0).label("node_deleted"))
             .join(nodes, nodes.c.id == allocs.c.compute_node_id)
             .where(allocs.c.consumer_uuid.in_(
                 sa.bindparam("uuids", expanding=True))))
@@ -931,7 +951,8 @@ _PLACEMENTS = _placements_statement()
 def placements(engine: sa.Engine, consumer_uuids: list[str]
                ) -> dict[str, sa.Row]:
     """Existing claims of these consumers: uuid -> row with host, nodename,
-    node uuid and the claimed sizes."""
+    node uuid, the claimed sizes and ``node_deleted`` (the claim's node is
+    deleted: the claim counts on no node the scheduler plans on)."""
     with engine.connect() as conn:
         return {row.consumer_uuid: row for row in
                 conn.execute(_PLACEMENTS, {"uuids": list(consumer_uuids)})}

@@ -162,12 +162,15 @@ class Driver:
         held = held or {}
         if spec.is_rebuild:
             return self._rebuild_check(spec, held)
-        moving = [u for u in uuids if u in held and moves.is_move(
-            spec, held[u])]
-        if len(held) == spec.num_instances and not moving:
+        # A claim on a deleted node is no place to move from or to answer
+        # with: it is replaced below like any claim the request re-makes.
+        moving = [u for u in uuids if u in held
+                  and not held[u].node_deleted
+                  and moves.is_move(spec, held[u])]
+        if holds_all(held, spec.num_instances) and not moving:
             # The same consumers again (a retry after a lost reply, or the
             # message delivered twice): what they hold is the answer.
-            return [_held_destination(held[u]) for u in uuids]
+            return self._answer_held(held, uuids)
         # Held but not moving, while others are new: the new claim replaces
         # those, atomically, and what they hold is room for it.
         replace = [u for u in held if u not in moving]
@@ -241,8 +244,8 @@ class Driver:
                 metrics.claim_conflict("duplicate")
                 # A concurrent duplicate of this request claimed first.
                 held = retry(claims.placements)(self.engine, uuids)
-                if len(held) == spec.num_instances:
-                    return [_held_destination(held[u]) for u in uuids]
+                if holds_all(held, spec.num_instances):
+                    return self._answer_held(held, uuids)
                 replace = [u for u in held if u not in moving]
                 freed = claims.freed_by(held[u] for u in replace)
                 continue
@@ -254,6 +257,16 @@ class Driver:
                 self.chooser.claimed(assumed, won=won)
             return [_destination(spec, s) for s in selections]
         raise attempts.given_up()
+
+    def _answer_held(self, held: dict[str, sa.Row], uuids: list[str]
+                     ) -> list[dict[str, Any]]:
+        """Answer a re-send with what its consumers hold, handing their
+        provisional claims out again: their TTL restarts from this
+        answer, the caller's time to build runs from the reply it gets."""
+        retry = db_retry.retrying(self.conf.scheduler.db_retries)
+        retry(claims.renew)(self.engine, uuids,
+                            self.conf.scheduler.unconfirmed_claim_ttl)
+        return [_held_destination(held[u]) for u in uuids]
 
     def _rebuild_check(self, spec: RequestSpec,
                        held: dict[str, sa.Row]) -> list[dict[str, Any]]:
@@ -382,6 +395,15 @@ def _destination(spec: RequestSpec, s: Selection) -> dict[str, Any]:
     if s.alternates is not None:
         out["alternates"] = s.alternates
     return out
+
+
+def holds_all(held: dict[str, sa.Row], count: int) -> bool:
+    """Whether all ``count`` consumers of a request hold a claim (``held``,
+    as ``claims.placements`` reads them) on a live node: then what they
+    hold answers a re-send. A claim on a deleted node places nothing; the
+    request is placed again, replacing it."""
+    return (len(held) == count
+            and not any(row.node_deleted for row in held.values()))
 
 
 def _held_destination(row: sa.Row) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from scheduler import trace
 from scheduler.db import retry as db_retry
 from scheduler.drivers.base import _destination
 from scheduler.drivers.base import _held_destination
+from scheduler.drivers.base import holds_all
 from scheduler.request_spec import InstanceGroup
 from scheduler.request_spec import RequestSpec
 from scheduler.stacks import planner
@@ -67,7 +68,7 @@ def select(driver, stack: stacks.Stack,
                 f"another definition (release it first): "
                 + "; ".join(stacks.changes(stored, stack.definition)))
         held = retry(claims.placements)(driver.engine, consumers)
-        if stored is not None and len(held) == len(consumers):
+        if stored is not None and holds_all(held, len(consumers)):
             return _result(stack, {
                 name: [_held_destination(held[u])
                        for u in r.spec.instance_uuids]

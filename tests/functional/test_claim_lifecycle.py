@@ -2,6 +2,7 @@
 the database's clock, and a database restart loses nothing."""
 from __future__ import annotations
 
+import datetime
 import threading
 import time
 import uuid as uuidlib
@@ -45,6 +46,30 @@ def test_unconfirmed_claims_expire_and_confirmed_ones_stay(make_deployment):
     assert deployment.api.confirm({}, [stray[0]["uuid"]]) == 0
     again = deployment.api.select_destinations({}, {"flavor": FLAVOR})
     assert again[0]["host"] == "only"
+
+
+def test_a_re_send_answered_from_a_provisional_claim_restarts_its_ttl(
+        make_deployment):
+    """A re-sent request (its reply was lost) hands its provisional claim
+    out again: the caller has the whole TTL from that answer to build, not
+    what was left of the first one's."""
+    deployment = make_deployment(scheduler__unconfirmed_claim_ttl=3600)
+    deployment.add_nodes([node("only", memory_mb=4096, vcpus=4)])
+    deployment.start_server()
+    spec = {"instance_uuids": [str(uuidlib.uuid4())], "flavor": FLAVOR}
+    deployment.api.select_destinations({}, spec)
+    a = models.allocations
+    # Most of the TTL has passed since the first answer.
+    with deployment.engine.begin() as conn:
+        first = conn.execute(sa.select(a.c.expires_at)).scalar_one()
+        conn.execute(a.update().values(
+            expires_at=first - datetime.timedelta(seconds=3500)))
+
+    again = deployment.api.select_destinations({}, spec)
+
+    assert [d["uuid"] for d in again] == spec["instance_uuids"]
+    [claim] = deployment.allocations()
+    assert claim.expires_at >= first
 
 
 @pytest.mark.parametrize("database_url", ["postgresql", "mysql"],

@@ -5,7 +5,9 @@ from __future__ import annotations
 import uuid
 
 import pytest
+import sqlalchemy as sa
 
+from scheduler import claims
 from scheduler import exception
 from scheduler import rpc
 from scheduler.db import models
@@ -146,6 +148,38 @@ def test_a_re_send_after_a_release_takes_its_place_on_a_full_fleet(
     nodes = deployment.nodes()
     assert [(nodes[h].memory_mb_used, nodes[h].running_vms)
             for h in "ab"] == [(4096, 2), (4096, 2)]
+
+
+def test_a_re_send_held_on_a_deleted_node_is_placed_again(make_deployment):
+    """A consumer whose claim sits on a node since deleted (soft-deleted
+    row) holds no place: its re-sent request is placed afresh on a live
+    node, the dead claim replaced in the same transaction, instead of
+    being answered with the deleted node."""
+    deployment = make_deployment()
+    deployment.add_nodes([node("gone", memory_mb=4096, vcpus=2)])
+    consumer = str(uuid.uuid4())
+    n = models.compute_nodes
+    with deployment.engine.connect() as conn:
+        dead = conn.execute(sa.select(n).where(n.c.host == "gone")).one()
+    claims.claim(deployment.engine, [claims.Claim(
+        consumer, dead.id, "gone", dead.generation, 1, 2048, 10)])
+    with deployment.engine.begin() as conn:
+        conn.execute(n.update().where(n.c.id == dead.id)
+                     .values(deleted=dead.id))
+    deployment.add_nodes([node("alive", memory_mb=4096, vcpus=2)])
+    deployment.start_server()
+
+    again = deployment.api.select_destinations({}, {
+        "instance_uuids": [consumer],
+        "flavor": {"memory_mb": 2048, "vcpus": 1, "root_gb": 10}})
+
+    nodes = deployment.nodes()
+    assert [(d["host"], d["allocation"]["compute_node_uuid"])
+            for d in again] == [("alive", nodes["alive"].uuid)]
+    assert [(a.consumer_uuid, a.compute_node_id)
+            for a in deployment.allocations()] == [
+        (consumer, nodes["alive"].id)]
+    assert nodes["alive"].memory_mb_used == 2048
 
 
 def test_legacy_request_spec_and_filter_properties(make_deployment):

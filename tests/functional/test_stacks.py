@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+
 from scheduler import exception
+from scheduler.db import models
 from tests.functional.conftest import node
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "etc" / "scheduler" / \
@@ -171,6 +173,35 @@ def test_a_claim_refused_in_sql_rolls_back_the_whole_stack(
             for h, n in deployment.nodes().items()} == before
     _audit_clean(deployment)
     assert deployment.api.release_stack({}, stack["stack_id"]) == 0
+
+
+def test_a_re_sent_stack_held_on_a_deleted_node_is_placed_again(
+        make_deployment):
+    """A stack whose claim sits on a node since deleted holds no place
+    there: its re-send places that resource again on a live node."""
+    deployment = make_deployment()
+    deployment.add_nodes([node("gone", memory_mb=4096, vcpus=2)])
+    deployment.start_server()
+    small = {"memory_mb": 1024, "vcpus": 1, "root_gb": 1}
+    stack = {"stack_id": "5a0b0c0d-0000-4000-8000-0000000000c3",
+             "resources": {"web": {"spec": {"flavor": small}}}}
+    assert _hosts(deployment.api.select_stack({}, stack)) == {
+        "web": ["gone"]}
+    deployment.stop_servers()
+    n = models.compute_nodes
+    with deployment.engine.begin() as conn:
+        conn.execute(n.update().where(n.c.host == "gone")
+                     .values(deleted=n.c.id))
+    deployment.add_nodes([node("alive", memory_mb=4096, vcpus=2)])
+    deployment.start_server()
+
+    again = deployment.api.select_stack({}, stack)
+
+    assert _hosts(again) == {"web": ["alive"]}
+    alive = deployment.nodes()["alive"]
+    assert [a.compute_node_id for a in deployment.allocations()] == [
+        alive.id]
+    assert alive.memory_mb_used == 1024
 
 
 def _stack_id(name: str) -> str:
