@@ -16,6 +16,8 @@ log_dir``).
 """
 from __future__ import annotations
 
+import io
+import logging as pylogging
 import os
 import signal
 import sys
@@ -327,6 +329,20 @@ def _guru_meditation(conf) -> None:
         _ReportVersion, service_name="scheduler-server", conf=conf)
 
 
+def _escape_unencodable_in_logs() -> None:
+    """Every log handler's stream writes what its encoding cannot hold
+    (a lone surrogate, which JSON carries as ``"\\ud800"`` and a refusal
+    may echo) as a backslash escape: with the default strict errors the
+    line was lost and a "--- Logging error ---" traceback written
+    instead."""
+    for handler in pylogging.getLogger().handlers:
+        if isinstance(handler, pylogging.FileHandler):
+            handler.errors = "backslashreplace"     # for a reopened file
+        stream = getattr(handler, "stream", None)
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the server until SIGTERM: 0, or 1 after one ``ERROR:`` line
     (:mod:`scheduler.errors`) when it cannot start or a worker fails for a
@@ -342,6 +358,7 @@ def main(argv: list[str] | None = None) -> int:
         loaded.append(conf)
         _register_server_opts(conf)
         logging.setup(conf, "scheduler")
+        _escape_unencodable_in_logs()
         # Before forking, so every worker inherits them.
         malformed.install()
         wrapped.install()

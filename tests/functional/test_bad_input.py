@@ -134,3 +134,21 @@ def test_a_claim_beyond_an_integer_column_finds_no_room(serving, flavor,
     assert serving.allocations() == []
     assert serving.api.select_destinations({}, {"flavor": FLAVOR})
     assert " ERROR " not in serving.server_log()
+
+
+def test_a_lone_surrogate_echoed_in_a_refusal_is_logged(serving):
+    """JSON carries "\\ud800"; a host or zone name holding one is echoed
+    in the server's "refused" line. The stream's strict encoding made that
+    line fail ("--- Logging error --- ... UnicodeEncodeError" and a
+    traceback on the server's output) instead of being written."""
+    call = serving.api.client.prepare(version="1.0").call
+    for extra in ({"availability_zone": "az\ud800"},
+                  {"force_hosts": ["h\ud800"]},
+                  {"requested_destination": {"host": "h\ud800"}}):
+        with pytest.raises(exception.NoValidHost):
+            call({}, "select_destinations", spec={"flavor": FLAVOR, **extra})
+    assert serving.api.select_destinations({}, {"flavor": FLAVOR})
+    log = serving.server_log()
+    assert "Logging error" not in log
+    assert "Traceback" not in log
+    assert log.count("refused") >= 3
