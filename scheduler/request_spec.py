@@ -406,7 +406,7 @@ class RequestSpec:
             instance_group=InstanceGroup(
                 policy=group["policies"][0],
                 # one group, one spelling: claims are grouped by it
-                uuid=_canonical_uuid(group["uuid"], "spec.instance_group.uuid")
+                uuid=canonical_uuid(group["uuid"], "spec.instance_group.uuid")
                 if group.get("uuid") else None,
                 hosts=tuple(group.get("hosts") or ()),
                 members=_members(group.get("members") or ()),
@@ -435,7 +435,7 @@ class RequestSpec:
         return out
 
 
-def _canonical_uuid(value: str, field: str) -> str:
+def canonical_uuid(value: str, field: str) -> str:
     """``value`` as claims store uuids (lower case, with dashes).
 
     :raises InvalidRequest: naming ``field`` (the schema's pattern lets a
@@ -455,7 +455,7 @@ def _members(members: list[str]) -> tuple[str, ...]:
         schema's pattern lets a trailing newline through).
     """
     return tuple(dict.fromkeys(
-        _canonical_uuid(member, f"spec.instance_group.members.{i}")
+        canonical_uuid(member, f"spec.instance_group.members.{i}")
         for i, member in enumerate(members)))
 
 
@@ -488,7 +488,7 @@ def _group_from_hint(hints: dict[str, Any], group: dict[str, Any] | None
             f"the group as instance_group with its uuid and policies")
     if not group.get("uuid"):
         return {**group, "uuid": value}
-    if _canonical_uuid(group["uuid"], "spec.instance_group.uuid") != value:
+    if canonical_uuid(group["uuid"], "spec.instance_group.uuid") != value:
         raise exception.InvalidRequest(
             f"{field}: {value} is not instance_group.uuid "
             f"{group['uuid']}")

@@ -38,6 +38,7 @@ import sqlalchemy as sa
 from scheduler import claims
 from scheduler import exception
 from scheduler.nova import primitives
+from scheduler.request_spec import canonical_uuid
 
 #: At most this many instances per cast; a compute with more is not real.
 MAX_INSTANCES = 10000
@@ -46,9 +47,11 @@ MAX_INSTANCES = 10000
 def instances_reported(instance_info: Any, host_name: str) -> dict[str, str]:
     """instance uuid -> host, for an ``update_instance_info`` cast's
     ``Instance`` or ``InstanceList`` primitive. An instance's own ``host``
-    field, when it has one, wins over the reporting host.
+    field, when it has one, wins over the reporting host. Uuids are as
+    claims store them (MariaDB's comparison ignores case, so another
+    spelling would find a claim under a key not asked for).
 
-    :raises InvalidRequest: not such a primitive.
+    :raises InvalidRequest: not such a primitive, or a uuid that is none.
     """
     if isinstance(instance_info, dict) and instance_info.get(
             "nova_object.name") == "InstanceList":
@@ -68,15 +71,17 @@ def instances_reported(instance_info: Any, host_name: str) -> dict[str, str]:
             raise exception.InvalidRequest(
                 f"instance_info.{i}.uuid: expected a uuid")
         host = data.get("host")
-        out[uuid] = host if isinstance(host, str) and host else host_name
+        out[canonical_uuid(uuid, f"instance_info.{i}.uuid")] = (
+            host if isinstance(host, str) and host else host_name)
     return out
 
 
 def uuids_listed(instance_uuids: Any, host_name: str) -> dict[str, str]:
     """instance uuid -> ``host_name``, for the uuid list of a
-    ``sync_instance_info`` or ``delete_instance_info`` cast.
+    ``sync_instance_info`` or ``delete_instance_info`` cast; uuids as
+    :func:`instances_reported` gives them.
 
-    :raises InvalidRequest: not a list of strings.
+    :raises InvalidRequest: not a list of strings, or a uuid that is none.
     """
     if (not isinstance(instance_uuids, list)
             or len(instance_uuids) > MAX_INSTANCES
@@ -84,7 +89,8 @@ def uuids_listed(instance_uuids: Any, host_name: str) -> dict[str, str]:
         raise exception.InvalidRequest(
             f"instance_uuids: expected a list of at most {MAX_INSTANCES} "
             f"uuids")
-    return dict.fromkeys(instance_uuids, host_name)
+    return dict.fromkeys((canonical_uuid(u, f"instance_uuids.{i}")
+                          for i, u in enumerate(instance_uuids)), host_name)
 
 
 def seen(engine: sa.Engine, where: dict[str, str]) -> int:

@@ -109,6 +109,11 @@ def test_malformed_casts_are_invalid_requests(value):
 
 def test_uuid_lists_must_be_lists_of_strings():
     assert casts.uuids_listed([VM], "h1") == {VM: "h1"}
+    # as claims store them
+    assert casts.uuids_listed([VM.upper()], "h1") == {VM: "h1"}
+    with pytest.raises(exception.InvalidRequest,
+                       match=r"^instance_uuids.1: 'x' is not a uuid$"):
+        casts.uuids_listed([VM, "x"], "h1")
     with pytest.raises(exception.InvalidRequest):
         casts.uuids_listed([1], "h1")
 

@@ -1,0 +1,31 @@
+"""Nova's casts on each real database (tests/unit/nova/test_casts.py has
+the rules, on SQLite)."""
+from __future__ import annotations
+
+from scheduler import claims
+from scheduler.nova import casts
+from tests.functional.conftest import node
+from tests.unit.fakes import node_row
+
+VM = "aaaaaaaa-0000-4000-8000-00000000000a"
+
+
+def test_an_instance_uuid_in_upper_case_is_the_same_instance(
+        make_deployment):
+    """Claims store uuids in lower case. A cast naming the instance in
+    upper case matched no claim on SQLite and PostgreSQL (its claim was
+    left to expire under a running instance), and on MariaDB, whose
+    comparison ignores case, ended in "cast ... not applied: KeyError"."""
+    deployment = make_deployment()
+    deployment.add_nodes([node("h1")])
+    engine = deployment.engine
+    row = node_row(engine, "h1")
+    claims.claim(engine, [claims.Claim(
+        consumer_uuid=VM, node_id=row.id, host="h1",
+        generation=row.generation, vcpus=1, memory_mb=1024, disk_gb=10)],
+        ttl=3600)
+
+    assert casts.listed(engine, casts.uuids_listed([VM.upper()], "h1")) == 1
+    assert claims.holdings(engine, [VM])[VM].provisional is False
+    assert casts.gone(engine, casts.uuids_listed([VM.upper()], "h1")) == 1
+    assert claims.holdings(engine, [VM]) == {}
