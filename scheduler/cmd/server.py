@@ -339,7 +339,7 @@ def _escape_unencodable_in_logs() -> None:
         if isinstance(handler, pylogging.FileHandler):
             handler.errors = "backslashreplace"     # for a reopened file
         stream = getattr(handler, "stream", None)
-        if isinstance(stream, io.TextIOWrapper):
+        if isinstance(stream, io.TextIOWrapper) and not stream.closed:
             stream.reconfigure(errors="backslashreplace")
 
 
