@@ -956,3 +956,12 @@ def placements(engine: sa.Engine, consumer_uuids: list[str]
     with engine.connect() as conn:
         return {row.consumer_uuid: row for row in
                 conn.execute(_PLACEMENTS, {"uuids": list(consumer_uuids)})}
+
+
+def holds_all(held: dict[str, sa.Row], count: int) -> bool:
+    """Whether all ``count`` consumers of a request hold a claim (``held``,
+    as :func:`placements` reads them) on a live node: then what they
+    hold answers a re-send. A claim on a deleted node places nothing; the
+    request is placed again, replacing it."""
+    return (len(held) == count
+            and not any(row.node_deleted for row in held.values()))

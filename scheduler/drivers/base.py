@@ -167,7 +167,7 @@ class Driver:
         moving = [u for u in uuids if u in held
                   and not held[u].node_deleted
                   and moves.is_move(spec, held[u])]
-        if holds_all(held, spec.num_instances) and not moving:
+        if claims.holds_all(held, spec.num_instances) and not moving:
             # The same consumers again (a retry after a lost reply, or the
             # message delivered twice): what they hold is the answer.
             return self._answer_held(held, uuids)
@@ -244,7 +244,7 @@ class Driver:
                 metrics.claim_conflict("duplicate")
                 # A concurrent duplicate of this request claimed first.
                 held = retry(claims.placements)(self.engine, uuids)
-                if holds_all(held, spec.num_instances):
+                if claims.holds_all(held, spec.num_instances):
                     return self._answer_held(held, uuids)
                 replace = [u for u in held if u not in moving]
                 freed = claims.freed_by(held[u] for u in replace)
@@ -255,7 +255,7 @@ class Driver:
             finally:
                 self.host_manager.settle(to_claim, won)
                 self.chooser.claimed(assumed, won=won)
-            return [_destination(spec, s) for s in selections]
+            return [destination(spec, s) for s in selections]
         raise attempts.given_up()
 
     def _answer_held(self, held: dict[str, sa.Row], uuids: list[str]
@@ -266,7 +266,7 @@ class Driver:
         retry = db_retry.retrying(self.conf.scheduler.db_retries)
         retry(claims.renew)(self.engine, uuids,
                             self.conf.scheduler.unconfirmed_claim_ttl)
-        return [_held_destination(held[u]) for u in uuids]
+        return [held_destination(held[u]) for u in uuids]
 
     def _rebuild_check(self, spec: RequestSpec,
                        held: dict[str, sa.Row]) -> list[dict[str, Any]]:
@@ -305,7 +305,7 @@ class Driver:
         # nothing is assumed because nothing is claimed.
         with self.cycle() as table:
             selections = self.plan(check, table)
-        return [_destination(check, s) for s in selections]
+        return [destination(check, s) for s in selections]
 
     def _resolved(self, spec: RequestSpec) -> RequestSpec:
         """``spec`` with everything the planner reads from the claims: the
@@ -385,7 +385,9 @@ def _nothing_depends_on_held(spec: RequestSpec) -> bool:
                 or any(spec.hinted_uuids(name) for name in HOST_HINTS))
 
 
-def _destination(spec: RequestSpec, s: Selection) -> dict[str, Any]:
+def destination(spec: RequestSpec, s: Selection) -> dict[str, Any]:
+    """One destination of the RPC answer (DESIGN.md "select_destinations"),
+    for a selection just claimed."""
     out = {"host": s.host.host, "nodename": s.host.nodename,
            "uuid": s.consumer_uuid, "limits": s.limits,
            "allocation": {"compute_node_uuid": s.host.uuid,
@@ -397,16 +399,9 @@ def _destination(spec: RequestSpec, s: Selection) -> dict[str, Any]:
     return out
 
 
-def holds_all(held: dict[str, sa.Row], count: int) -> bool:
-    """Whether all ``count`` consumers of a request hold a claim (``held``,
-    as ``claims.placements`` reads them) on a live node: then what they
-    hold answers a re-send. A claim on a deleted node places nothing; the
-    request is placed again, replacing it."""
-    return (len(held) == count
-            and not any(row.node_deleted for row in held.values()))
-
-
-def _held_destination(row: sa.Row) -> dict[str, Any]:
+def held_destination(row: sa.Row) -> dict[str, Any]:
+    """The destination a re-send gets back, for a claim row as
+    :func:`claims.placements` reads it."""
     return {"host": row.host, "nodename": row.hypervisor_hostname,
             "uuid": row.consumer_uuid, "limits": {},
             "allocation": {"compute_node_uuid": row.node_uuid,

@@ -26,9 +26,8 @@ from scheduler import exception
 from scheduler import metrics
 from scheduler import trace
 from scheduler.db import retry as db_retry
-from scheduler.drivers.base import _destination
-from scheduler.drivers.base import _held_destination
-from scheduler.drivers.base import holds_all
+from scheduler.drivers.base import destination
+from scheduler.drivers.base import held_destination
 from scheduler.request_spec import InstanceGroup
 from scheduler.request_spec import RequestSpec
 from scheduler.stacks import planner
@@ -68,9 +67,13 @@ def select(driver, stack: stacks.Stack,
                 f"another definition (release it first): "
                 + "; ".join(stacks.changes(stored, stack.definition)))
         held = retry(claims.placements)(driver.engine, consumers)
-        if stored is not None and holds_all(held, len(consumers)):
+        if stored is not None and claims.holds_all(held, len(consumers)):
+            if not dry_run:
+                # Handed out again: the caller's time to build restarts.
+                retry(claims.renew)(driver.engine, consumers,
+                                    conf.scheduler.unconfirmed_claim_ttl)
             return _result(stack, {
-                name: [_held_destination(held[u])
+                name: [held_destination(held[u])
                        for u in r.spec.instance_uuids]
                 for name, r in stack.placed.items()}, dry_run)
         # Claims of these consumers not made by this stack (or left from an
@@ -231,7 +234,7 @@ def _forced_on(plan: planner.Plan, node_id: int | None) -> str | None:
 def _planned_result(stack: stacks.Stack, plan: planner.Plan,
                     dry_run: bool = False) -> dict[str, Any]:
     return _result(stack, {
-        name: [_destination(plan.specs[name], s)
+        name: [destination(plan.specs[name], s)
                for s in plan.selections[name]]
         for name in stack.placed}, dry_run)
 

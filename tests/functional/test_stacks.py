@@ -4,9 +4,11 @@ that leave nothing behind, cycles named, re-sends answered from what the
 stack holds."""
 from __future__ import annotations
 
+import datetime
 import json
 from pathlib import Path
 
+import sqlalchemy as sa
 
 from scheduler import exception
 from scheduler.db import models
@@ -202,6 +204,30 @@ def test_a_re_sent_stack_held_on_a_deleted_node_is_placed_again(
     assert [a.compute_node_id for a in deployment.allocations()] == [
         alive.id]
     assert alive.memory_mb_used == 1024
+
+
+def test_a_re_sent_stack_restarts_its_claims_ttl(make_deployment):
+    """A re-sent stack (its reply was lost) hands its provisional claims
+    out again: the caller has the whole TTL from that answer to build."""
+    deployment = make_deployment(scheduler__unconfirmed_claim_ttl=3600)
+    deployment.add_nodes([node("only", memory_mb=4096, vcpus=2)])
+    deployment.start_server()
+    stack = {"stack_id": "5a0b0c0d-0000-4000-8000-0000000000c4",
+             "resources": {"web": {"spec": {"flavor": {
+                 "memory_mb": 1024, "vcpus": 1, "root_gb": 1}}}}}
+    deployment.api.select_stack({}, stack)
+    a = models.allocations
+    # Most of the TTL has passed since the first answer.
+    with deployment.engine.begin() as conn:
+        first = conn.execute(sa.select(a.c.expires_at)).scalar_one()
+        conn.execute(a.update().values(
+            expires_at=first - datetime.timedelta(seconds=3500)))
+
+    again = deployment.api.select_stack({}, stack)
+
+    assert _hosts(again) == {"web": ["only"]}
+    [claim] = deployment.allocations()
+    assert claim.expires_at >= first
 
 
 def _stack_id(name: str) -> str:
