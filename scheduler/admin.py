@@ -161,11 +161,11 @@ def _claims_on_deleted_node(row: sa.Row) -> list[dict]:
     allocations' sums) that still holds claims: one per resource (a
     deleted node has no capacity)."""
     return [{"host": row.host, "node": row.hypervisor_hostname,
-             "resource": name, "problem": ON_DELETED_NODE,
-             "used": getattr(row, used),
-             "allocated": int(getattr(row, "a_" + name) or 0),
+             "resource": r.flavor, "problem": ON_DELETED_NODE,
+             "used": getattr(row, r.node_used),
+             "allocated": int(getattr(row, "a_" + r.flavor) or 0),
              "capacity": 0}
-            for name, _, _, used, _ in _NODE_COLUMNS]
+            for r in capacity.RESOURCES]
 
 
 def fix_usage(engine: sa.Engine) -> int:
@@ -288,14 +288,6 @@ def list_compute_hosts(engine: sa.Engine, service_down_time: float,
 
 #: A compute_nodes row's columns per resource: (name in reports,
 #: resource, total, usage, own ratio).
-_NODE_COLUMNS = (
-    ("vcpus", capacity.VCPU, "vcpus", "vcpus_used", "cpu_allocation_ratio"),
-    ("memory_mb", capacity.MEMORY, "memory_mb", "memory_mb_used",
-     "ram_allocation_ratio"),
-    ("disk_gb", capacity.DISK, "local_gb", "local_gb_used",
-     "disk_allocation_ratio"))
-
-
 def _node_resources(row: sa.Row, default_ratios: capacity.Ratios,
                     aggregates: Sequence, enabled_filters: Sequence[str]
                     ) -> list[dict]:
@@ -306,15 +298,16 @@ def _node_resources(row: sa.Row, default_ratios: capacity.Ratios,
     claim: an aggregate's under the Aggregate* filters), from the node's
     own, else ``default_ratios``'."""
     out = []
-    for name, resource, total, used, own in _NODE_COLUMNS:
+    for resource in capacity.RESOURCES:
+        total = getattr(row, resource.node_total)
         ratio = capacity.ratio_in_force(
-            resource, capacity.ratio(getattr(row, own),
+            resource, capacity.ratio(getattr(row, resource.ratio),
                                      default_ratios.of(resource)),
             aggregates, enabled_filters)
-        out.append({"resource": name, "total": getattr(row, total),
+        out.append({"resource": resource.flavor, "total": total,
                     "ratio": ratio,
-                    "capacity": capacity.limit(getattr(row, total), ratio),
-                    "used": getattr(row, used)})
+                    "capacity": capacity.limit(total, ratio),
+                    "used": getattr(row, resource.node_used)})
     return out
 
 

@@ -39,20 +39,26 @@ class Resource:
     total: str           # HostState field / column of the physical size
     used: str            # HostState field / column of the usage
     ratio: str           # HostState field (node's ratio, default applied)
+    #                      and compute_nodes column (the node's own, or NULL)
     limit: str           # HostTable column of total × ratio
     headroom: str        # HostTable column of the most a node takes
     zero_unjudged: bool  # a node reporting 0 of it is not judged (vCPUs)
-    flavor: str          # Flavor field of what one instance needs
+    flavor: str          # Flavor field of what one instance needs, and
+    #                      allocations column of what one claim holds
+    node_total: str      # compute_nodes column of the physical size
+    node_used: str       # compute_nodes column of the usage
 
 
 VCPU = Resource("vcpu", "vcpus_total", "vcpus_used", "cpu_allocation_ratio",
-                "vcpus_limit", "vcpus_headroom", True, "vcpus")
+                "vcpus_limit", "vcpus_headroom", True, "vcpus",
+                "vcpus", "vcpus_used")
 MEMORY = Resource("memory_mb", "memory_mb_total", "memory_mb_used",
                   "ram_allocation_ratio", "memory_mb_limit",
-                  "memory_mb_headroom", False, "memory_mb")
+                  "memory_mb_headroom", False, "memory_mb",
+                  "memory_mb", "memory_mb_used")
 DISK = Resource("disk_gb", "disk_gb_total", "disk_gb_used",
                 "disk_allocation_ratio", "disk_gb_limit", "disk_gb_headroom",
-                False, "disk_gb")
+                False, "disk_gb", "local_gb", "local_gb_used")
 RESOURCES = (VCPU, MEMORY, DISK)
 
 

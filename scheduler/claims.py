@@ -316,24 +316,20 @@ def _consume_statement() -> sa.Update:
         *(_within(resource, n) for resource in capacity.RESOURCES))
 
 
-#: resource -> (usage column, total column, ratio column, bind name).
-_COLUMNS = {capacity.VCPU: ("vcpus_used", "vcpus", "cpu_allocation_ratio",
-                            "vcpus"),
-            capacity.MEMORY: ("memory_mb_used", "memory_mb",
-                              "ram_allocation_ratio", "memory"),
-            capacity.DISK: ("local_gb_used", "local_gb",
-                            "disk_allocation_ratio", "disk")}
+#: resource -> the name its claim's parameters are bound by.
+_BIND = {capacity.VCPU: "vcpus", capacity.MEMORY: "memory",
+         capacity.DISK: "disk"}
 
 
 def _within(resource: capacity.Resource, n: sa.Table):
-    used, total, ratio, bind = _COLUMNS[resource]
+    bind = _BIND[resource]
     # BIGINT: on PostgreSQL ``used + amount`` of two INTEGERs beyond the
     # type's range is an error ("integer out of range"), not a claim that
     # does not fit.
     return capacity.within_sql(
-        resource, sa.cast(n.c[used], sa.BigInteger),
-        sa.bindparam(f"b_{bind}"), n.c[total],
-        n.c[ratio], sa.bindparam(f"b_{bind}_ratio", type_=sa.Float),
+        resource, sa.cast(n.c[resource.node_used], sa.BigInteger),
+        sa.bindparam(f"b_{bind}"), n.c[resource.node_total],
+        n.c[resource.ratio], sa.bindparam(f"b_{bind}_ratio", type_=sa.Float),
         sa.bindparam(f"b_{bind}_limit", type_=sa.Float))
 
 
@@ -377,7 +373,7 @@ def _beyond_columns(params: dict) -> bool:
     refused before the UPDATE runs: PostgreSQL's prepared statement types
     its parameters as the columns and would fail as a database error."""
     return any(params[f"b_{bind}"] > MAX_USAGE
-               for *_, bind in _COLUMNS.values())
+               for bind in _BIND.values())
 
 
 def _consume_params(group: list[Claim], ratios: Ratios,
@@ -387,7 +383,7 @@ def _consume_params(group: list[Claim], ratios: Ratios,
     params = {"b_node_id": group[0].node_id, "b_seen": group[0].generation,
               "b_count": len(group) - len(freed)}
     for resource, amount in _amounts(group, freed).items():
-        bind = _COLUMNS[resource][3]
+        bind = _BIND[resource]
         params[f"b_{bind}"] = amount
         params[f"b_{bind}_ratio"] = ratios.of(resource)
         # Several instances on one node: the tightest limit planned.
@@ -435,12 +431,12 @@ def _refused(row: sa.Row, amounts: dict, params: dict,
     the SQL: name -> (used, amount, limit)."""
     out = {}
     for resource, amount in amounts.items():
-        used, total, ratio, bind = _COLUMNS[resource]
-        total = getattr(row, total)
-        planned = params[f"b_{bind}_limit"]
+        total = getattr(row, resource.node_total)
+        planned = params[f"b_{_BIND[resource]}_limit"]
         lim = planned if planned is not None else capacity.limit(
-            total, capacity.ratio(getattr(row, ratio), ratios.of(resource)))
-        used = getattr(row, used)
+            total, capacity.ratio(getattr(row, resource.ratio),
+                                  ratios.of(resource)))
+        used = getattr(row, resource.node_used)
         if used + amount > MAX_USAGE:
             # even where the node's capacity is not judged
             out[resource.name] = (used, amount, min(lim, MAX_USAGE))
