@@ -25,13 +25,43 @@ POLICIES = ("affinity", "anti-affinity", "soft-affinity", "soft-anti-affinity")
 
 #: Flavor extra-spec prefixes that ask nova's placement for resources or
 #: traits (``resources:VGPU``, ``resources1:...``, ``trait:HW_CPU_X86_AVX2``)
-#: or nova's NUMA / PCI filters for a layout; none of it is modelled here,
-#: so such a request is refused rather than placed as if it were not there.
+#: or nova's NUMA / PCI filters for a layout (an explicit NUMA topology, a
+#: CPU thread policy, huge pages, persistent memory: nova 34 gives each
+#: instance a NUMA topology); none of it is modelled here, so such a request
+#: is refused rather than placed as if it were not there.
 UNSUPPORTED_EXTRA_SPECS = ("resources", "trait", "hw:numa_",
-                           "pci_passthrough:")
+                           "pci_passthrough:", "hw:cpu_thread_policy",
+                           "hw:mem_page_size", "hw:pmem")
 #: Image properties asking for the same things.
 UNSUPPORTED_IMAGE_PROPS = ("traits_required", "trait:", "hw_numa_nodes",
-                           "hw_numa_cpus", "hw_numa_mem")
+                           "hw_numa_cpus", "hw_numa_mem",
+                           "hw_cpu_thread_policy", "hw_mem_page_size")
+#: The CPU policy extra spec and image property: any policy but ``shared``
+#: (``dedicated``, ``mixed``) pins CPUs, which nova 34 places as PCPU
+#: inventory on a host NUMA topology.
+CPU_POLICY_EXTRA_SPEC = "hw:cpu_policy"
+CPU_POLICY_IMAGE_PROP = "hw_cpu_policy"
+_UNPINNED = (None, "", "shared")
+
+
+def unsupported_extra_spec(key: str, value: Any) -> bool:
+    """Whether flavor extra spec ``key`` = ``value`` asks for something
+    this scheduler does not model (see ``UNSUPPORTED_EXTRA_SPECS``)."""
+    if key == CPU_POLICY_EXTRA_SPEC:
+        return value not in _UNPINNED
+    return key.startswith(UNSUPPORTED_EXTRA_SPECS)
+
+
+def unsupported_image_property(key: str, value: Any) -> bool:
+    """Whether image property ``key`` = ``value`` asks for something this
+    scheduler does not model; an unset (None, empty, false) one asks for
+    nothing."""
+    if value in (None, "", False):
+        return False
+    if key == CPU_POLICY_IMAGE_PROP:
+        return value not in _UNPINNED
+    return key.startswith(UNSUPPORTED_IMAGE_PROPS)
+
 
 _STR = {"type": "string", "maxLength": MAX_STR}
 _OPT_STR = {"type": ["string", "null"], "maxLength": MAX_STR}
@@ -502,18 +532,19 @@ def _check_supported(spec: dict[str, Any]) -> None:
 
     :raises InvalidRequest: naming the first such key.
     """
-    for key in spec["flavor"].get("extra_specs") or {}:
-        if key.startswith(UNSUPPORTED_EXTRA_SPECS):
+    for key, value in (spec["flavor"].get("extra_specs") or {}).items():
+        if unsupported_extra_spec(key, value):
             raise exception.InvalidRequest(
                 f"spec.flavor.extra_specs.{key[:60]}: not supported by this "
-                f"scheduler (no placement resources or traits, NUMA or PCI)")
+                f"scheduler (no placement resources or traits, NUMA, CPU "
+                f"pinning, huge pages or PCI)")
     props = (spec.get("image") or {}).get("properties") or {}
     for key, value in props.items():
-        if key.startswith(UNSUPPORTED_IMAGE_PROPS) and value not in (
-                None, "", False):
+        if unsupported_image_property(key, value):
             raise exception.InvalidRequest(
                 f"spec.image.properties.{key[:60]}: not supported by this "
-                f"scheduler (no placement traits or NUMA)")
+                f"scheduler (no placement traits, NUMA, CPU pinning or huge "
+                f"pages)")
 
 
 def _check_aggregates(dest: dict[str, Any] | None) -> None:

@@ -12,11 +12,16 @@ AggregateImagePropertiesIsolation
     nova 34's image properties (``ImageMetaProps``; any other key is
     skipped, as nova skips it), an image that has that property must have
     one of the key's comma-separated values (compared as strings). Images
-    without the property pass.
+    without the property pass. An image property under its legacy name
+    (``architecture``, ``vm_mode``, ``hypervisor_type``, ...) counts as the
+    current one, as nova reads it.
 AggregateTypeAffinityFilter
     ``instance_type`` metadata holds comma-separated flavor names; if the
     host's aggregates have any, the flavor's name must be one of them.
 """
+from collections.abc import Mapping
+from typing import Any
+
 from scheduler.filters.utils import PASS_ALL
 from scheduler.filters.utils import RequestFilter
 from scheduler.filters.utils import aggregate_metadata
@@ -54,6 +59,37 @@ NOVA_IMAGE_PROPERTIES = frozenset("""
     os_skip_agent_inject_files_at_boot os_skip_agent_inject_ssh os_type
     traits_required
 """.split())
+#: nova 34's legacy image property names (``ImageMetaProps.
+#: _legacy_property_map``): nova reads an image still using one as having
+#: the current property.
+NOVA_LEGACY_IMAGE_PROPERTIES = {
+    "architecture": "hw_architecture", "owner_id": "img_owner_id",
+    "vmware_disktype": "hw_disk_type", "vmware_image_version": "img_version",
+    "vmware_ostype": "os_distro", "auto_disk_config": "hw_auto_disk_config",
+    "ipxe_boot": "hw_ipxe_boot", "xenapi_device_id": "hw_device_id",
+    "xenapi_image_compression_level": "img_compression_level",
+    "vmware_linked_clone": "img_linked_clone",
+    "xenapi_use_agent": "img_use_agent",
+    "xenapi_skip_agent_inject_ssh": "os_skip_agent_inject_ssh",
+    "xenapi_skip_agent_inject_files_at_boot":
+        "os_skip_agent_inject_files_at_boot",
+    "cache_in_nova": "img_cache_in_nova", "vm_mode": "hw_vm_mode",
+    "bittorrent": "img_bittorrent", "mappings": "img_mappings",
+    "block_device_mapping": "img_block_device_mapping",
+    "bdm_v2": "img_bdm_v2", "root_device_name": "img_root_device_name",
+    "hypervisor_version_requires": "img_hv_requested_version",
+    "hypervisor_type": "img_hv_type",
+}
+
+
+def nova_image_properties(props: Mapping[str, Any]) -> dict[str, Any]:
+    """``props`` as nova's ``ImageMetaProps.from_dict`` reads them: a legacy
+    name stands for its current one, which wins when both are set."""
+    out = {NOVA_LEGACY_IMAGE_PROPERTIES[key]: value
+           for key, value in props.items()
+           if key in NOVA_LEGACY_IMAGE_PROPERTIES}
+    out.update(props)
+    return out
 
 
 class AggregateMultiTenancyIsolation(RequestFilter):
@@ -90,7 +126,7 @@ class AggregateImagePropertiesIsolation(RequestFilter):
         namespace = fs.aggregate_image_properties_isolation_namespace
         prefix = (namespace + fs.aggregate_image_properties_isolation_separator
                   if namespace else None)
-        return props, prefix
+        return nova_image_properties(props), prefix
 
     def passes(self, host, prepared) -> bool:
         if not host.aggregates:

@@ -172,9 +172,9 @@ def flavor_from(primitive: Any, field: str, boot_from_volume: bool = False
     if not isinstance(extra_specs, dict):
         raise exception.InvalidRequest(
             f"{field}.extra_specs: expected an object")
-    for key in extra_specs:
-        if isinstance(key, str) and key.startswith(
-                request_spec_module.UNSUPPORTED_EXTRA_SPECS):
+    for key, value in extra_specs.items():
+        if isinstance(key, str) and request_spec_module.unsupported_extra_spec(
+                key, value):
             raise Unsupported(f"{field}.extra_specs.{key}: not supported by "
                               f"this scheduler")
     flavor = {key: data[key] for key in (
@@ -208,7 +208,8 @@ def _plain_properties(props: Any, field: str) -> dict[str, Any]:
                                        f"object")
     out: dict[str, Any] = {}
     for key, value in props.items():
-        if key.startswith(request_spec_module.UNSUPPORTED_IMAGE_PROPS) and value:
+        if value and request_spec_module.unsupported_image_property(
+                key, value):
             raise Unsupported(f"{field}.properties.{key}: not supported by "
                               f"this scheduler")
         if isinstance(value, (list, tuple)):

@@ -609,6 +609,40 @@ def test_image_properties_for_traits_or_numa_are_refused(key):
         f"spec.image.properties.{key}: not supported by this scheduler")
 
 
+# nova 34 gives such an instance a NUMA topology (hardware.
+# numa_get_constraints: pinned CPUs, huge pages, persistent memory) and asks
+# placement for PCPU: NUMATopologyFilter then needs a host NUMA topology,
+# which no host here reports. Placing it as a shared-CPU instance is wrong.
+@pytest.mark.parametrize("key,value", [
+    ("hw:cpu_policy", "dedicated"), ("hw:cpu_policy", "mixed"),
+    ("hw:cpu_thread_policy", "require"), ("hw:mem_page_size", "large"),
+    ("hw:pmem", "SMALL")])
+def test_extra_specs_for_pinning_huge_pages_or_pmem_are_refused(key, value):
+    with pytest.raises(exception.InvalidRequest) as caught:
+        RequestSpec.from_primitives(spec_dict(flavor={"extra_specs": {
+            key: value}}))
+    assert caught.value.message.startswith(
+        f"spec.flavor.extra_specs.{key}: not supported by this scheduler")
+
+
+@pytest.mark.parametrize("key,value", [
+    ("hw_cpu_policy", "dedicated"), ("hw_cpu_policy", "mixed"),
+    ("hw_cpu_thread_policy", "isolate"), ("hw_mem_page_size", "2MB")])
+def test_image_properties_for_pinning_or_huge_pages_are_refused(key, value):
+    with pytest.raises(exception.InvalidRequest) as caught:
+        RequestSpec.from_primitives(spec_dict(image={
+            "id": "i", "properties": {key: value}}))
+    assert caught.value.message.startswith(
+        f"spec.image.properties.{key}: not supported by this scheduler")
+
+
+def test_a_shared_cpu_policy_is_accepted():
+    spec = RequestSpec.from_primitives(spec_dict(
+        flavor={"extra_specs": {"hw:cpu_policy": "shared"}},
+        image={"id": "i", "properties": {"hw_cpu_policy": "shared"}}))
+    assert spec.flavor.extra_specs == {"hw:cpu_policy": "shared"}
+
+
 def test_extra_specs_the_filters_read_are_accepted():
     spec = RequestSpec.from_primitives(spec_dict(flavor={"extra_specs": {
         "capabilities:hypervisor_type": "QEMU", "hw:cpu_policy": "shared",

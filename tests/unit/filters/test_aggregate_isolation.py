@@ -116,6 +116,23 @@ def test_image_only_novas_image_properties_are_checked(conf):
     assert not _image(conf, {"os_distro": "linux"}, md)
 
 
+def test_image_legacy_property_names_are_read_as_novas(conf):
+    # nova's ImageMetaProps.from_dict sets hw_architecture from a Liberty
+    # image's "architecture" (and so on): the aggregate keys name the new
+    # property, and the image is judged by it.
+    assert not _image(conf, {"architecture": "aarch64"},
+                      {"hw_architecture": "x86_64"})
+    assert not _image(conf, {"hypervisor_type": "xen"},
+                      {"img_hv_type": "kvm"})
+    assert not _image(conf, {"vmware_ostype": "windows"},
+                      {"os_distro": "linux"})
+    assert _image(conf, {"vm_mode": "hvm"}, {"hw_vm_mode": "hvm"})
+    # the current name wins over the legacy one, as in nova
+    assert _image(conf, {"architecture": "aarch64",
+                         "hw_architecture": "x86_64"},
+                  {"hw_architecture": "x86_64"})
+
+
 def test_image_namespace_limits_the_keys(conf):
     conf.set_override("aggregate_image_properties_isolation_namespace",
                       "hw", group="filter_scheduler")

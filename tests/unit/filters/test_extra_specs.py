@@ -25,7 +25,7 @@ def test_caps_no_extra_specs_passes(conf):
 
 
 def test_caps_other_scopes_are_skipped(conf):
-    assert _caps(conf, {"hw:cpu_policy": "dedicated",
+    assert _caps(conf, {"hw:cpu_policy": "shared",
                         "aggregate_instance_extra_specs:ssd": "true",
                         "quota:disk_read_bytes_sec": "100"})
 
@@ -183,7 +183,7 @@ def test_aggs_no_extra_specs_passes(conf):
 
 def test_aggs_other_scopes_are_skipped(conf):
     assert _aggs(conf, {"capabilities:hypervisor_type": "QEMU",
-                        "hw:cpu_policy": "dedicated"})
+                        "hw:cpu_policy": "shared"})
 
 
 @pytest.mark.parametrize("key", ["aggregate_instance_extra_specs:ssd",

@@ -90,6 +90,17 @@ def test_extra_specs_asking_placement_for_more_are_refused(key):
         primitives.spec_from_request_spec(primitive)
 
 
+@pytest.mark.parametrize("key,value", [("hw:cpu_policy", "dedicated"),
+                                       ("hw:mem_page_size", "large")])
+def test_extra_specs_asking_for_pinning_or_huge_pages_are_refused(key, value):
+    primitive = spec_obj()
+    flavor = primitive["nova_object.data"]["flavor"]["nova_object.data"]
+    flavor["extra_specs"] = {key: value}
+    with pytest.raises(primitives.Unsupported,
+                       match=f"spec_obj.flavor.extra_specs.{key}"):
+        primitives.spec_from_request_spec(primitive)
+
+
 def test_empty_numa_pci_and_trait_fields_are_no_request():
     # What nova sends on every plain boot (see the sample): accepted.
     data = SAMPLES["spec_obj"]["nova_object.data"]
