@@ -1,6 +1,7 @@
 """ImagePropertiesFilter: the host must be able to run the image.
 
-The image properties read (today's name first, then nova's Liberty name):
+The image properties read (today's name first, then nova's legacy name,
+from :data:`scheduler.filters.image_meta.NOVA_LEGACY_IMAGE_PROPERTIES`):
 
 - ``hw_architecture`` / ``architecture``,
 - ``img_hv_type`` / ``hypervisor_type``,
@@ -35,6 +36,7 @@ from __future__ import annotations
 import re
 
 from scheduler import exception
+from scheduler.filters.image_meta import with_legacy_names
 from scheduler.filters.utils import PASS_ALL
 from scheduler.filters.utils import RequestFilter
 
@@ -43,11 +45,9 @@ _ARCH_ALIASES = {"amd64": "x86_64", "i386": "i686", "i486": "i686",
 _HV_ALIASES = {"xapi": "xen"}
 _VM_MODE_ALIASES = {"pv": "xen", "hv": "hvm", "baremetal": "hvm"}
 
-_PROPERTIES = (("hw_architecture", "architecture"),
-               ("img_hv_type", "hypervisor_type"),
-               ("hw_vm_mode", "vm_mode"))
-_VERSION_PROPERTIES = ("img_hv_requested_version",
-                       "hypervisor_version_requires")
+_PROPERTIES = tuple(with_legacy_names(name) for name in (
+    "hw_architecture", "img_hv_type", "hw_vm_mode"))
+_VERSION_PROPERTIES = with_legacy_names("img_hv_requested_version")
 MAXPHYSADDR_BITS = "hw_maxphysaddr_bits"
 _COMPARISON = re.compile(r"^\s*(<=|>=|==|!=|<|>)\s*(\d+(?:\.\d+)*)\s*$")
 _OPERATORS = {
