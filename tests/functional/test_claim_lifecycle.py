@@ -19,6 +19,8 @@ from scheduler.db import models
 from scheduler.nova import casts
 from tests.functional.conftest import DATABASE_SERVERS
 from tests.functional.conftest import node
+from tests.unit.fakes import node_row
+from tests.unit.fakes import recreate_node
 
 FLAVOR = {"memory_mb": 2048, "vcpus": 1, "root_gb": 10}
 
@@ -240,28 +242,14 @@ def test_a_claim_left_on_a_re_created_node_follows_its_instance(engine):
     instance list moves the claim to the live node, once, so the new node
     counts the instance and the books balance."""
     fleet.register(engine, [node("h1", vcpus=8, memory_mb=8192)])
-    n = models.compute_nodes
-
-    def live():
-        with engine.connect() as conn:
-            return conn.execute(sa.select(n).where(n.c.deleted == 0)).one()
-
-    old = live()
+    old = node_row(engine, "h1")
     claims.claim(engine, [claims.Claim(VM, old.id, "h1", old.generation,
                                        1, 2048, 10)])
-    with engine.begin() as conn:
-        conn.execute(n.update().where(n.c.id == old.id)
-                     .values(deleted=old.id))
-        conn.execute(n.insert().values(
-            {**{c.name: getattr(old, c.name) for c in n.c
-                if c.name != "id"},
-             "uuid": str(uuidlib.uuid4()), "vcpus_used": 0,
-             "memory_mb_used": 0, "local_gb_used": 0, "running_vms": 0,
-             "generation": 0, "deleted": 0}))
+    recreate_node(engine, "h1")
 
     assert casts.listed(engine, {VM: "h1"}) == 1
     assert casts.listed(engine, {VM: "h1"}) == 0      # once
-    new = live()
+    new = node_row(engine, "h1")
     assert claims.placements(engine, [VM])[VM].node_uuid == new.uuid
     assert (new.memory_mb_used, new.running_vms) == (2048, 1)
     assert admin.audit_allocations(engine, capacity.Ratios()) == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 from typing import Any
+import uuid as uuidlib
 
 import sqlalchemy as sa
 
@@ -70,6 +71,26 @@ def node_row(engine: sa.Engine, host: str) -> sa.Row:
     with engine.connect() as conn:
         return conn.execute(sa.select(n).where(n.c.host == host,
                                                n.c.deleted == 0)).one()
+
+
+def recreate_node(engine: sa.Engine, host: str) -> sa.Row:
+    """What a compute agent does when its node's record is gone (deleted
+    with its service, a hypervisor reinstalled): the old row soft-deleted,
+    a new one for the same host and name, with a new uuid and no usage.
+    :returns: the new row."""
+    n = models.compute_nodes
+    old = node_row(engine, host)
+    with engine.begin() as conn:
+        conn.execute(n.update().where(n.c.id == old.id)
+                     .values(deleted=old.id))
+        conn.execute(n.insert().values(
+            {**{c.name: getattr(old, c.name) for c in n.c
+                if c.name != "id"},
+             "uuid": str(uuidlib.uuid4()), "vcpus_used": 0,
+             "memory_mb_used": 0, "local_gb_used": 0, "running_vms": 0,
+             "free_ram_mb": old.memory_mb, "free_disk_gb": old.local_gb,
+             "generation": 0, "deleted": 0}))
+    return node_row(engine, host)
 
 
 def allocation_rows(engine: sa.Engine) -> list[sa.Row]:

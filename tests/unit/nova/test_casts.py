@@ -1,7 +1,6 @@
 """Nova's instance casts drive claims, against a real SQLite database."""
 from __future__ import annotations
 
-import uuid as uuidlib
 
 import pytest
 
@@ -9,11 +8,11 @@ from scheduler import admin
 from scheduler import capacity
 from scheduler import claims
 from scheduler import exception
-from scheduler.db import models
 from scheduler.nova import casts
 from tests.unit.fakes import allocation_rows
 from tests.unit.fakes import node
 from tests.unit.fakes import node_row
+from tests.unit.fakes import recreate_node
 
 VM = "aaaaaaaa-0000-4000-8000-000000000001"
 
@@ -180,25 +179,6 @@ def test_listed_on_its_host_confirms_like_seen(nodes, engine):
     assert allocation_rows(engine)[0].expires_at is None
 
 
-def _recreate_node(engine, host):
-    """What a compute agent does when its node's record is gone (deleted
-    with its service, a hypervisor reinstalled): the old row soft-deleted,
-    a new one for the same host and name, with a new uuid and no usage."""
-    n = models.compute_nodes
-    old = node_row(engine, host)
-    with engine.begin() as conn:
-        conn.execute(n.update().where(n.c.id == old.id)
-                     .values(deleted=old.id))
-        conn.execute(n.insert().values(
-            {**{c.name: getattr(old, c.name) for c in n.c
-                if c.name != "id"},
-             "uuid": str(uuidlib.uuid4()), "vcpus_used": 0,
-             "memory_mb_used": 0, "local_gb_used": 0, "running_vms": 0,
-             "free_ram_mb": old.memory_mb, "free_disk_gb": old.local_gb,
-             "generation": 0, "deleted": 0}))
-    return node_row(engine, host)
-
-
 @pytest.mark.parametrize("report", [casts.seen, casts.listed])
 def test_reported_on_a_recreated_node_moves_the_claim_to_it(nodes, engine,
                                                             report):
@@ -208,7 +188,7 @@ def test_reported_on_a_recreated_node_moves_the_claim_to_it(nodes, engine,
     moves the claim, as being reported on another host does."""
     claim(engine, "h1")
     casts.seen(engine, {VM: "h1"})          # confirmed
-    new = _recreate_node(engine, "h1")
+    new = recreate_node(engine, "h1")
 
     assert report(engine, {VM: "h1"}) == 1
 
