@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any, Iterable
+from typing import Any, Collection, Iterable
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -186,7 +186,8 @@ class Driver:
                                     group.max_server_per_host)
         attempts = Attempts(self.conf.scheduler.claim_retries, self.chooser)
         for attempt in attempts:
-            plan_spec = self._with_group_members(spec, replace + moving)
+            plan_spec = self._with_group_members(
+                spec, replace + moving, leaving={held[u].host for u in moving})
             # After a lost race, re-read SQL whatever the driver's habit.
             with self.cycle(fresh=attempt > 0) as table:
                 selections = self.plan(
@@ -326,13 +327,15 @@ class Driver:
         return dataclasses.replace(spec, hint_hosts=(
             self.host_manager.consumer_hosts(uuids, exclude=replace)))
 
-    def _with_group_members(self, spec: RequestSpec,
-                            replace: list[str]) -> RequestSpec:
+    def _with_group_members(self, spec: RequestSpec, replace: list[str],
+                            leaving: Collection[str] = ()) -> RequestSpec:
         """``spec`` with its server group's ``hosts`` completed from the
         claims this service holds (one entry per member): those claimed
         for the group, and those of the instances named in its
         ``members`` (nova's anti-affinity and soft weighers count the
-        members on a host)."""
+        members on a host). ``replace``: consumers this request claims
+        again, members nowhere else; ``leaving``: the hosts its moving
+        consumers are on."""
         group = spec.instance_group
         if group is None or not (group.uuid or group.members):
             return spec
@@ -341,7 +344,13 @@ class Driver:
         members = self.host_manager.member_hosts(
             group.uuid, list(group.members), exclude=replace)
         hosts = list(members.elements())
-        hosts += [h for h in group.hosts if h not in members]
+        # nova's hosts name the host a moving member is on; under
+        # anti-affinity it is not its own neighbour there (nova's filter
+        # passes that host for it: a resize to the same host). Under
+        # affinity that host stays where the group is.
+        skip = set(members) | (
+            set(leaving) if group.policy == "anti-affinity" else set())
+        hosts += [h for h in group.hosts if h not in skip]
         return dataclasses.replace(spec, instance_group=dataclasses.replace(
             group, hosts=tuple(hosts)))
 

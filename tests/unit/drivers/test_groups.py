@@ -351,3 +351,24 @@ def test_a_forced_host_that_breaks_a_hard_group_is_refused_at_once(
         f"server group {G}: host {host} would hold 2 members, at most 1 "
         f"allowed")
     assert len(allocation_rows(engine)) == 1
+
+
+@pytest.mark.parametrize("nova_hosts", [(), ("h1",)])
+def test_a_member_resized_on_its_own_host_is_not_its_own_neighbour(
+        register, engine, filter_driver, nova_hosts):
+    """nova's anti-affinity filter passes the host the moving instance is
+    on (a resize to the same host, allow_resize_to_same_host): it is not a
+    second member there. nova's group ``hosts`` name that host too."""
+    register(node("h1", memory_mb=8192), node("h2", memory_mb=1024))
+    filter_driver.select_destinations(_spec("anti-affinity", uuids=U[:1]))
+    assert node_row(engine, "h1").memory_mb_used == 1024
+    # Bigger, as nova's 4.x API sends it (move unsaid): only h1 has room.
+    resize = dataclasses.replace(
+        _spec("anti-affinity", uuids=U[:1], hosts=nova_hosts,
+              memory_mb=2048), move=None)
+
+    dests = filter_driver.select_destinations(resize)
+
+    assert _hosts(dests) == ["h1"]
+    [row] = allocation_rows(engine)
+    assert row.source_node_id == node_row(engine, "h1").id
