@@ -8,6 +8,7 @@ different tests never answer each other's calls.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import os
 from pathlib import Path
 import signal
@@ -138,6 +139,17 @@ class Deployment:
     def allocations(self) -> list[sa.Row]:
         with self.engine.connect() as conn:
             return list(conn.execute(sa.select(models.allocations)))
+
+    def age_claims(self, seconds: int) -> datetime.datetime:
+        """Move every claim's deadline ``seconds`` closer, as if that much
+        of its TTL had passed. :returns: the one deadline they shared."""
+        a = models.allocations
+        with self.engine.begin() as conn:
+            [deadline] = set(conn.execute(sa.select(a.c.expires_at))
+                             .scalars())
+            conn.execute(a.update().values(
+                expires_at=deadline - datetime.timedelta(seconds=seconds)))
+        return deadline
 
     def nodes(self) -> dict[str, sa.Row]:
         with self.engine.connect() as conn:

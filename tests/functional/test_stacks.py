@@ -4,11 +4,9 @@ that leave nothing behind, cycles named, re-sends answered from what the
 stack holds."""
 from __future__ import annotations
 
-import datetime
 import json
 from pathlib import Path
 
-import sqlalchemy as sa
 
 from scheduler import exception
 from scheduler.db import models
@@ -216,12 +214,8 @@ def test_a_re_sent_stack_restarts_its_claims_ttl(make_deployment):
              "resources": {"web": {"spec": {"flavor": {
                  "memory_mb": 1024, "vcpus": 1, "root_gb": 1}}}}}
     deployment.api.select_stack({}, stack)
-    a = models.allocations
     # Most of the TTL has passed since the first answer.
-    with deployment.engine.begin() as conn:
-        first = conn.execute(sa.select(a.c.expires_at)).scalar_one()
-        conn.execute(a.update().values(
-            expires_at=first - datetime.timedelta(seconds=3500)))
+    first = deployment.age_claims(3500)
 
     again = deployment.api.select_stack({}, stack)
 
