@@ -37,6 +37,12 @@ _UNREACHABLE = ("could not connect", "connection refused", "can't connect")
 #: ... "the database file or server cannot be opened".
 _CANNOT_OPEN = ("unable to open database file", "no such file") + _UNREACHABLE
 
+#: ... "a lock another session holds outlasted [scheduler]
+#: db_lock_timeout" (SQLite's busy timeout, MariaDB's 1205, PostgreSQL's
+#: 55P03).
+_LOCKED = ("database is locked", "database table is locked",
+           "lock wait timeout exceeded", "due to lock timeout")
+
 #: ... "the database server is away or busy for now": unreachable, gone,
 #: refusing new sessions while it starts up, shuts down or recovers
 #: (PostgreSQL's 57P03; MariaDB's 1053), or out of connection slots. Each
@@ -194,6 +200,12 @@ def _describe_db(exc: BaseException, conf: cfg.ConfigOpts | None) -> str:
         return (f"database {name} is read-only for this user; run as the "
                 f"user that owns it (e.g. sudo -u scheduler) or grant "
                 f"write access")
+    if any(t in text for t in _LOCKED):
+        timeout = "" if conf is None else \
+            f" ({conf.scheduler.db_lock_timeout} s)"
+        return (f"database {name}: a lock another session holds outlasted "
+                f"[scheduler] db_lock_timeout{timeout}; end that session's "
+                f"open transaction")
     if missing_database or isinstance(exc, db_exc.DBConnectionError) or any(
             t in text for t in _CANNOT_OPEN):
         return (f"cannot open database {name}: {detail}; check [database] "

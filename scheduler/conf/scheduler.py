@@ -43,6 +43,15 @@ opts = [
                     "wait timeout, SQLite's 'database is locked', "
                     "PostgreSQL's serialization failure. Nothing is "
                     "half-written either way."),
+    cfg.IntOpt("db_lock_timeout", default=30, min=1, max=3600,
+               help="Seconds one database statement waits for a row (on "
+                    "SQLite: the database) that another session holds "
+                    "locked, e.g. an operator's transaction left open, "
+                    "before it fails as a transient error (retried per "
+                    "db_retries, then the caller gets one line naming the "
+                    "lock). Sets PostgreSQL's lock_timeout (else unlimited), "
+                    "MariaDB's innodb_lock_wait_timeout and SQLite's busy "
+                    "timeout."),
     cfg.IntOpt("unconfirmed_claim_ttl", default=3600, min=0,
                help="Seconds a claim made by select_destinations stays "
                     "provisional: unless the caller confirms it (the "

@@ -25,14 +25,14 @@ from scheduler.host_state import Aggregate
 
 COMPUTE_BINARY = "nova-compute"
 COMPUTE_TOPIC = "compute"
-SQLITE_BUSY_TIMEOUT_MS = 30000
 
 
 def create_engine(conf: cfg.ConfigOpts) -> sa.Engine:
     """An engine for ``[database] connection`` through oslo.db (pool
     settings, pre-ping, error translation). SQLite files run in WAL mode so
     readers do not block the writer; MySQL sessions run at READ COMMITTED;
-    PostgreSQL sessions plan a prepared statement once.
+    PostgreSQL sessions plan a prepared statement once. Every session
+    waits for a lock at most ``[scheduler] db_lock_timeout`` seconds.
     :raises ConfigError: a MySQL server without ``DELETE ... RETURNING``
         (Oracle MySQL; MariaDB has it).
     """
@@ -46,6 +46,7 @@ def create_engine(conf: cfg.ConfigOpts) -> sa.Engine:
                       **{opt.dest: conf.database[opt.dest]
                          for opt in db_options.database_opts})
     engine = context.writer.get_engine()
+    lock_timeout = int(conf.scheduler.db_lock_timeout)
     if engine.dialect.name == "mysql" and not engine.dialect.delete_returning:
         # Release and expiry give usage back exactly once by deleting with
         # RETURNING; without it they would fail at the first release.
@@ -82,7 +83,19 @@ def create_engine(conf: cfg.ConfigOpts) -> sa.Engine:
             cursor = dbapi_connection.cursor()
             cursor.execute(
                 "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+            cursor.execute(
+                f"SET SESSION innodb_lock_wait_timeout = {lock_timeout}")
             cursor.close()
+    if engine.dialect.name == "postgresql":
+        # PostgreSQL waits for a row lock for ever by default: one
+        # transaction left open on a node's row (an operator's) would hold
+        # every claim on it, and the worker's threads with them. A SET is
+        # undone with its transaction, so it is committed.
+        @sa.event.listens_for(engine, "connect")
+        def _postgresql_lock_timeout(dbapi_connection, record):
+            with dbapi_connection.cursor() as cursor:
+                cursor.execute(f"SET lock_timeout = '{lock_timeout}s'")
+            dbapi_connection.commit()
     if compiled.prepares(engine.dialect):
         # Our statements prepared on the server (db.compiled) run their
         # generic plan, planned once per connection, instead of being
@@ -104,7 +117,7 @@ def create_engine(conf: cfg.ConfigOpts) -> sa.Engine:
         def _sqlite_pragmas(dbapi_connection, record):
             cursor = dbapi_connection.cursor()
             cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+            cursor.execute(f"PRAGMA busy_timeout={lock_timeout * 1000}")
             cursor.close()
         _sqlite_begin_directly(engine)
     if engine.dialect.name in ("mysql", "postgresql"):

@@ -6,9 +6,10 @@ deadlock (1213, also Galera's certification failure "Deadlock: wsrep
 aborted transaction") and a lock wait timeout (1205), and
 DBConnectionError for a lost or killed connection (2006, 2013, 1927); on
 PostgreSQL DBDeadlock for 40P01. It does not know SQLite's "database is
-locked" (the busy timeout ran out) nor PostgreSQL's serialization failures
-(SQLSTATE 40001): oslo.db 18 re-raises those as the raw SQLAlchemy
-OperationalError (older releases wrapped them in DBError).
+locked" (the busy timeout ran out), PostgreSQL's serialization failures
+(SQLSTATE 40001) nor its lock timeout (55P03): oslo.db 18 re-raises
+those as the raw SQLAlchemy OperationalError (older releases wrapped them
+in DBError).
 :func:`is_transient` adds them. On MySQL a lock wait timeout rolls back
 only the statement; the retried work still starts over, because the
 exception leaves its ``engine.begin()`` block, which rolls back the rest.
@@ -30,7 +31,9 @@ from scheduler import metrics
 T = TypeVar("T")
 
 _SQLITE_BUSY = ("database is locked", "database table is locked")
-_PG_SERIALIZATION_FAILURE = "40001"
+#: PostgreSQL's serialization failure, and its lock_timeout running out
+#: (lock_not_available: ``[scheduler] db_lock_timeout``).
+_PG_TRANSIENT = ("40001", "55P03")
 
 #: Seconds before the first retry; doubled after each, up to the maximum.
 RETRY_INTERVAL = 0.05
@@ -47,7 +50,7 @@ def is_transient(exc: BaseException) -> bool:
         return False
     if any(text in str(exc.orig) for text in _SQLITE_BUSY):
         return True
-    return getattr(exc.orig, "pgcode", None) == _PG_SERIALIZATION_FAILURE
+    return getattr(exc.orig, "pgcode", None) in _PG_TRANSIENT
 
 
 def retrying(attempts: int) -> Callable[[Callable[..., T]],

@@ -91,6 +91,36 @@ def test_service_keeps_serving_across_a_database_restart(
     assert audit.returncode == 0, audit.stdout
 
 
+def test_a_claim_behind_a_lock_held_elsewhere_gives_up_in_one_line(
+        make_deployment):
+    """A transaction left open on the node's row (an operator's manual fix
+    not committed) holds every claim on that node. The claim waits
+    ``[scheduler] db_lock_timeout`` per try, not for ever (PostgreSQL's
+    default), then the caller gets one line naming the lock; nothing is
+    claimed, and the server places again once the lock is gone."""
+    deployment = make_deployment(scheduler__db_lock_timeout=1,
+                                 scheduler__db_retries=1)
+    deployment.add_nodes([node("only", memory_mb=4096, vcpus=4)])
+    deployment.start_server()
+    n = models.compute_nodes
+    holder = deployment.engine.connect()
+    holder.begin()
+    holder.execute(n.update().values(generation=n.c.generation))
+    try:
+        with pytest.raises(exception.ServiceUnavailable,
+                           match=r"lock.*\[scheduler\] db_lock_timeout"):
+            deployment.api.select_destinations({}, {"flavor": FLAVOR})
+    finally:
+        holder.rollback()
+        holder.close()
+    assert deployment.allocations() == []
+
+    placed = deployment.api.select_destinations({}, {"flavor": FLAVOR})
+
+    assert placed[0]["host"] == "only"
+    assert "Traceback" not in deployment.server_log()
+
+
 @pytest.mark.parametrize("database_url", ["postgresql", "mysql"],
                          indirect=True)
 def test_a_claim_cut_off_by_a_database_outage_leaves_no_usage_behind(

@@ -39,6 +39,17 @@ def test_read_only_names_the_database_not_the_sql(conf):
     assert "UPDATE" not in line and "secret" not in line
 
 
+@pytest.mark.parametrize("text", [
+    "canceling statement due to lock timeout",                # PostgreSQL
+    "(1205, 'Lock wait timeout exceeded; try restarting transaction')",
+    "database is locked"])                                    # SQLite
+def test_a_lock_held_elsewhere_names_db_lock_timeout(conf, text):
+    line = errors.describe(db_exc.DBError(_op(text)), conf)
+    assert line == ("database postgresql://u:***@db/sched: a lock another "
+                    "session holds outlasted [scheduler] db_lock_timeout "
+                    "(30 s); end that session's open transaction")
+
+
 def test_missing_database_is_not_a_missing_schema(conf):
     line = errors.describe(_op('database "sched" does not exist'), conf)
     assert line.startswith("cannot open database postgresql://u:***@db/")

@@ -64,6 +64,7 @@ def _operational(orig: Exception) -> sa.exc.OperationalError:
 @pytest.mark.parametrize("error,transient", [
     (_operational(_PgError("40001")), True),
     (db_exc.DBError(_operational(_PgError("40001"))), True),
+    (_operational(_PgError("55P03")), True),    # lock_timeout ran out
     (_operational(_PgError("23505")), False),
     (_operational(Exception("database table is locked")), True),
     (db_exc.DBError(_operational(Exception("database is locked"))), True),
