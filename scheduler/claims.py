@@ -776,9 +776,7 @@ def _revert(conn: sa.Connection, where, ttl: int = 0) -> int:
     ``ttl`` seconds)."""
     rows = _delete(conn, where)
     _give_back(conn, _held(rows))
-    expires_at = None
-    if rows and ttl > 0:
-        expires_at = db.db_time(conn) + datetime.timedelta(seconds=ttl)
+    expires_at = _deadline(conn, ttl) if rows else None
     _reinsert(conn, rows, lambda r: {
         "compute_node_id": r.source_node_id, "vcpus": r.source_vcpus,
         "memory_mb": r.source_memory_mb, "disk_gb": r.source_disk_gb,
@@ -786,10 +784,21 @@ def _revert(conn: sa.Connection, where, ttl: int = 0) -> int:
     return len(rows)
 
 
-def confirm_move(engine: sa.Engine, consumer_uuids: list[str]) -> int:
+def _deadline(conn: sa.Connection, ttl: int) -> datetime.datetime | None:
+    """When a claim made provisional for ``ttl`` seconds now expires (the
+    database's clock); None (confirmed) for ``ttl`` 0."""
+    if ttl <= 0:
+        return None
+    return db.db_time(conn) + datetime.timedelta(seconds=ttl)
+
+
+def confirm_move(engine: sa.Engine, consumer_uuids: list[str],
+                 ttl: int = 0) -> int:
     """The consumers' moves are done: give their sources back; the
-    destinations become their (confirmed) claims. Consumers not moving are
-    left alone, so this is idempotent.
+    destinations become their claims — confirmed, or with ``ttl`` > 0
+    provisional, for a caller unsure the instance is still there (as
+    :func:`revert_move`). Consumers not moving are left alone, so this is
+    idempotent.
     :returns: how many moves were confirmed now.
     """
     if not consumer_uuids:
@@ -797,7 +806,9 @@ def confirm_move(engine: sa.Engine, consumer_uuids: list[str]) -> int:
     with engine.begin() as conn:
         rows = _delete(conn, _moving(consumer_uuids))
         _give_back(conn, _sources(rows))
-        _reinsert(conn, rows, lambda r: {"expires_at": None, **_NO_SOURCE})
+        expires_at = _deadline(conn, ttl) if rows else None
+        _reinsert(conn, rows, lambda r: {"expires_at": expires_at,
+                                         **_NO_SOURCE})
     return len(rows)
 
 

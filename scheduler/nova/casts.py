@@ -18,7 +18,10 @@ maps that onto our claims:
   stays held;
 - an instance **gone** from the host of its claim releases it; gone from
   the source of its move confirms the move (nova's resize confirm sends
-  exactly this from the source); gone from the destination reverts the
+  exactly this from the source), or the instance was deleted after a
+  revert nobody saw (a same-cell revert casts nothing, and one on the same
+  host is never seen): the destination claim is then provisional until
+  its host reports the instance; gone from the destination reverts the
   move (a revert, or the instance deleted there: the source claim is then
   provisional again until the source reports the instance).
 
@@ -144,14 +147,19 @@ def gone(engine: sa.Engine, where: dict[str, str], ttl: int = 0) -> int:
     Leaving a move's destination is a revert (nova's cross-cell revert) or
     the instance deleted (the same cast): the source becomes the claim
     again, provisional for ``ttl`` seconds, so the source reporting the
-    instance confirms it and a deleted instance's claim expires.
+    instance confirms it and a deleted instance's claim expires. Leaving
+    a move's source is a confirm, or the instance deleted after an unseen
+    revert (the same cast): the destination becomes the claim, provisional
+    for ``ttl`` seconds in the same way.
     :returns: how many claims changed.
     """
     held = claims.holdings(engine, list(where))
     release, confirm_moves, revert_moves = [], [], []
     for uuid, h in held.items():
         if h.source_host is not None and h.source_host == where[uuid]:
-            # A resize on the same host is confirmed the same way.
+            # A resize on the same host is confirmed the same way (and
+            # its revert is never seen: the host lists the instance
+            # throughout).
             confirm_moves.append(uuid)
         elif h.host == where[uuid]:
             (revert_moves if h.source_host is not None
@@ -159,5 +167,5 @@ def gone(engine: sa.Engine, where: dict[str, str], ttl: int = 0) -> int:
     # Each step acts only on claims still in the state it expects
     # (confirm_move / revert_move skip consumers no longer moving).
     return (claims.release(engine, release)
-            + claims.confirm_move(engine, confirm_moves)
+            + claims.confirm_move(engine, confirm_moves, ttl=ttl)
             + claims.revert_move(engine, revert_moves, ttl=ttl))

@@ -283,6 +283,28 @@ def test_a_same_cell_resize_revert_is_seen_in_the_sources_list(nova, cloud):
     assert (claim.memory_mb, used(cloud, source)) == (1024, 1024)
 
 
+def test_deleted_after_a_same_host_resize_revert_its_claim_expires(
+        nova, cloud):
+    [instance], [[booted, *_]] = boot(nova)
+    host = booted["service_host"]
+    nova("update_instance_info", host=host, uuids=[instance])
+    [[resized, *_]] = nova("select", flavor=BIG, instance_uuids=[instance],
+                           requested_destination={"host": host}
+                           )["selections"]
+    assert resized["service_host"] == host
+    # finish_resize reports it; the revert casts nothing and the host's
+    # list names it throughout; then the instance is deleted there.
+    nova("update_instance_info", host=host, uuids=[instance])
+    nova("sync_instance_info", host=host, uuids=[instance])
+    wait_for(lambda: cloud.allocations()[0].expires_at is None,
+             "destination confirmed")
+    nova("delete_instance_info", host=host, uuid=instance)
+    wait_for(lambda: cloud.allocations()[0].source_node_id is None,
+             "move confirmed")
+    # No host will list it again: what is left must expire, not stay.
+    assert cloud.allocations()[0].expires_at is not None
+
+
 def test_casts_confirm_and_release_claims_without_errors(nova, cloud):
     [instance], [[booted, *_]] = boot(nova)
     host = booted["service_host"]
