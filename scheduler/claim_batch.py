@@ -91,7 +91,8 @@ class ClaimBatcher:
               group: claims.GroupRule | None = None,
               replace: Iterable[str] = (), move: Iterable[str] = (),
               ttl: int = 0, default_ratios: Ratios = Ratios(),
-              moving_from: dict | None = None) -> None:
+              moving_from: dict | None = None,
+              confirm_on_arrival: bool = False) -> None:
         """Record ``to_claim`` all together or not at all; the contract and
         errors of :func:`scheduler.claims.claim`, whose transaction it may
         share with other requests' plain claims."""
@@ -100,7 +101,8 @@ class ClaimBatcher:
                 or len({c.node_id for c in to_claim}) != 1):
             claims.claim(self.engine, to_claim, group=group, replace=replace,
                          move=move, ttl=ttl, default_ratios=default_ratios,
-                         moving_from=moving_from)
+                         moving_from=moving_from,
+                         confirm_on_arrival=confirm_on_arrival)
             return
         me = _Pending(to_claim, ttl, default_ratios)
         with self._lock:

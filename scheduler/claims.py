@@ -106,8 +106,8 @@ def claim(engine: sa.Engine, claims: list[Claim], *,
           group: GroupRule | None = None, replace: Iterable[str] = (),
           move: Iterable[str] = (), ttl: int = 0,
           default_ratios: Ratios = Ratios(),
-          moving_from: dict[str, tuple[int, int | None]] | None = None
-          ) -> None:
+          moving_from: dict[str, tuple[int, int | None]] | None = None,
+          confirm_on_arrival: bool = False) -> None:
     """Record ``claims`` all together or not at all.
 
     Besides the generation, each node's UPDATE checks that the new usage
@@ -128,6 +128,9 @@ def claim(engine: sa.Engine, claims: list[Claim], *,
     moving consumer, the ``(compute_node_id, source_node_id)`` of the claim
     the move was planned against: if the consumer holds another by now (a
     concurrent duplicate of the request moved it first), ConsumerExists.
+    ``confirm_on_arrival`` records with the moves that they have no confirm
+    step (``moves.confirmed_on_arrival``): the consumer reported on its
+    destination confirms its move (``scheduler.nova.casts``).
     A group's member counts on both sides of its move in flight: a revert
     puts it back on its source.
     :raises ClaimConflict: a node's generation moved; nothing was written.
@@ -140,15 +143,16 @@ def claim(engine: sa.Engine, claims: list[Claim], *,
     with engine.begin() as conn:
         claim_in(conn, claims, groups=[group] if group else [],
                  replace=replace, move=move, ttl=ttl,
-                 default_ratios=default_ratios, moving_from=moving_from)
+                 default_ratios=default_ratios, moving_from=moving_from,
+                 confirm_on_arrival=confirm_on_arrival)
 
 
 def claim_in(conn: sa.Connection, claims: list[Claim], *,
              groups: Iterable[GroupRule] = (), replace: Iterable[str] = (),
              move: Iterable[str] = (), ttl: int = 0,
              default_ratios: Ratios = Ratios(),
-             moving_from: dict[str, tuple[int, int | None]] | None = None
-             ) -> None:
+             moving_from: dict[str, tuple[int, int | None]] | None = None,
+             confirm_on_arrival: bool = False) -> None:
     """:func:`claim`'s writes inside the caller's transaction ``conn``, for
     callers that record more in the same transaction (a stack's row). Every
     group in ``groups`` is kept; a claim counts towards the group named by
@@ -158,7 +162,7 @@ def claim_in(conn: sa.Connection, claims: list[Claim], *,
     """
     with _consumer_key():
         _claim_in(conn, claims, groups, list(replace), list(move), ttl,
-                  default_ratios, moving_from or {})
+                  default_ratios, moving_from or {}, confirm_on_arrival)
 
 
 @contextlib.contextmanager
@@ -228,7 +232,8 @@ def _claim_alone_statement(expiring: bool) -> sa.Insert:
 def _claim_in(conn: sa.Connection, claims: list[Claim],
               groups: Iterable[GroupRule], replace: list[str],
               move: list[str], ttl: int, default_ratios: Ratios,
-              moving_from: dict[str, tuple]) -> None:
+              moving_from: dict[str, tuple],
+              confirm_on_arrival: bool = False) -> None:
     # Sorted: two transactions lock the same groups in the same order.
     groups = sorted(groups, key=lambda g: g.uuid)
     for group in groups:
@@ -255,7 +260,9 @@ def _claim_in(conn: sa.Connection, claims: list[Claim],
                "i_compute_node_id": c.node_id, "i_project_id": c.project_id,
                "i_user_id": c.user_id, "i_group_uuid": c.group_uuid,
                "i_vcpus": c.vcpus, "i_memory_mb": c.memory_mb,
-               "i_disk_gb": c.disk_gb, **ttl_params}
+               "i_disk_gb": c.disk_gb, **ttl_params,
+               "i_confirm_on_arrival": (confirm_on_arrival
+                                        and c.consumer_uuid in sources)}
         for name, value in sources.get(c.consumer_uuid, _NO_SOURCE).items():
             row[f"i_{name}"] = value
         rows.append(row)
@@ -599,6 +606,8 @@ Usage = tuple[int, int, int, int]
 _SOURCE_COLUMNS = ("source_node_id", "source_vcpus", "source_memory_mb",
                    "source_disk_gb")
 _NO_SOURCE = dict.fromkeys(_SOURCE_COLUMNS)
+#: A claim no longer moving: no source, nothing to confirm on arrival.
+_NOT_MOVING = {**_NO_SOURCE, "confirm_on_arrival": False}
 
 
 def _insert_statement(expiring: bool) -> compiled.Compiled:
@@ -616,7 +625,7 @@ def _insert_statement(expiring: bool) -> compiled.Compiled:
 
 _INSERT_COLUMNS = ("consumer_uuid", "compute_node_id", "project_id",
                    "user_id", "group_uuid", "vcpus", "memory_mb", "disk_gb",
-                   "expires_at") + _SOURCE_COLUMNS
+                   "expires_at", "confirm_on_arrival") + _SOURCE_COLUMNS
 #: A claim's INSERT, by whether the claim expires.
 _INSERT = {expiring: _insert_statement(expiring)
            for expiring in (False, True)}
@@ -780,7 +789,7 @@ def _revert(conn: sa.Connection, where, ttl: int = 0) -> int:
     _reinsert(conn, rows, lambda r: {
         "compute_node_id": r.source_node_id, "vcpus": r.source_vcpus,
         "memory_mb": r.source_memory_mb, "disk_gb": r.source_disk_gb,
-        "expires_at": expires_at, **_NO_SOURCE})
+        "expires_at": expires_at, **_NOT_MOVING})
     return len(rows)
 
 
@@ -808,7 +817,7 @@ def confirm_move(engine: sa.Engine, consumer_uuids: list[str],
         _give_back(conn, _sources(rows))
         expires_at = _deadline(conn, ttl) if rows else None
         _reinsert(conn, rows, lambda r: {"expires_at": expires_at,
-                                         **_NO_SOURCE})
+                                         **_NOT_MOVING})
     return len(rows)
 
 
@@ -912,6 +921,8 @@ class Holding:
     #: The claim's node is deleted (its host's node was re-created under
     #: a new uuid): it counts on no node the scheduler plans on.
     node_deleted: bool = False
+    #: Its move has no confirm step: being seen on its destination ends it.
+    confirm_on_arrival: bool = False
 
 
 def holdings(engine: sa.Engine, consumer_uuids: list[str]
@@ -924,14 +935,15 @@ def holdings(engine: sa.Engine, consumer_uuids: list[str]
     source = n.alias("source")
     query = (sa.select(a.c.consumer_uuid, n.c.host,
                        source.c.host.label("source_host"), a.c.expires_at,
-                       n.c.deleted)
+                       n.c.deleted, a.c.confirm_on_arrival)
              .join(n, n.c.id == a.c.compute_node_id)
              .outerjoin(source, source.c.id == a.c.source_node_id)
              .where(a.c.consumer_uuid.in_(uuids)))
     with engine.connect() as conn:
         return {row.consumer_uuid: Holding(row.host, row.source_host,
                                            row.expires_at is not None,
-                                           row.deleted != 0)
+                                           row.deleted != 0,
+                                           bool(row.confirm_on_arrival))
                 for row in conn.execute(query)}
 
 

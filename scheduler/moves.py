@@ -5,7 +5,8 @@ request already answered (a retry: hand back what they hold) or a move of
 those consumers elsewhere (cold/live migration, resize, evacuation: claim a
 destination, keep the source until confirm_move / revert_move). DESIGN.md
 "Moves" fixes the rule; every caller (the driver, for both RPC APIs) asks
-:func:`is_move`.
+:func:`is_move`, and :func:`confirmed_on_arrival` whether the move ends
+when its consumer is seen on its destination.
 """
 from __future__ import annotations
 
@@ -57,3 +58,20 @@ def is_move(spec: RequestSpec, held: HeldClaim) -> bool:
     if wanted.get("node") and wanted["node"] != held.hypervisor_hostname:
         return True
     return False
+
+
+def confirmed_on_arrival(spec: RequestSpec) -> bool:
+    """Whether a move by ``spec`` is done once its consumer is reported on
+    its destination: it has no confirm step, so nothing else will give its
+    source back (``scheduler.nova.casts``).
+
+    Nova's requests alone (the 4.x API, which never says it moves:
+    ``spec.move`` None); our own API's callers confirm their moves. Nova's
+    conductor asks for alternates exactly for the moves that wait for the
+    user's confirm or revert (resize, cold migration: migrate.py); a live
+    migration, an evacuation (rebuild_instance) and an unshelve ask for
+    none and end on the destination. (Below RPC 4.5 nothing says either;
+    nova 34's conductor, which always asks for Selection objects, never
+    sends a move below 4.5.)
+    """
+    return spec.move is None and not spec.return_alternates

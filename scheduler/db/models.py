@@ -162,6 +162,11 @@ class Allocation(Base):
     source_vcpus = sa.Column(sa.Integer, nullable=True)
     source_memory_mb = sa.Column(sa.Integer, nullable=True)
     source_disk_gb = sa.Column(sa.Integer, nullable=True)
+    # Set with a move that has no confirm step (migration 0009: nova's live
+    # migration, evacuation): the instance reported on the destination
+    # confirms the move, which gives the source back.
+    confirm_on_arrival = sa.Column(sa.Boolean, nullable=False,
+                                   server_default=sa.false())
 
 
 class ClaimGroup(Base):

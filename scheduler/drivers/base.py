@@ -211,6 +211,7 @@ class Driver:
                         moving_from={u: (held[u].compute_node_id,
                                          held[u].source_node_id)
                                      for u in moving},
+                        confirm_on_arrival=moves.confirmed_on_arrival(spec),
                         ttl=self.conf.scheduler.unconfirmed_claim_ttl,
                         default_ratios=self.host_manager.default_ratios)
                 finally:

@@ -9,7 +9,10 @@ maps that onto our claims:
 - an instance **seen** on the host its claim is on confirms the claim (it
   no longer expires); seen on the destination of its move, it confirms
   the destination and keeps the source (a resize waits for the user's
-  confirm or revert); seen on another host while not moving, its claim
+  confirm or revert), unless the move has no confirm step (claimed
+  ``confirm_on_arrival``: nova's live migration and evacuation, which no
+  cast ever confirms): then it confirms the move, giving the source back;
+  seen on another host while not moving, its claim
   moves there (nova's conductor re-tried a failed build on an alternate
   host without asking a scheduler, or evacuated to a forced host), and so
   does one left on a deleted node of its host (the node re-created under
@@ -98,9 +101,9 @@ def uuids_listed(instance_uuids: Any, host_name: str) -> dict[str, str]:
 
 def seen(engine: sa.Engine, where: dict[str, str]) -> int:
     """The instances are on these hosts: confirm the claims held there
-    (a move's destination included), and move claims (a move's
-    destination) to the host the instance turned up on, unless that is the
-    source of its move.
+    (a move's destination included; a move with no confirm step is
+    confirmed whole), and move claims (a move's destination) to the host
+    the instance turned up on, unless that is the source of its move.
     :returns: how many claims were confirmed or relocated.
     """
     return _seen(engine, where, claims.holdings(engine, list(where)))
@@ -123,8 +126,13 @@ def listed(engine: sa.Engine, where: dict[str, str]) -> int:
 
 def _seen(engine: sa.Engine, where: dict[str, str],
           held: dict[str, claims.Holding]) -> int:
-    here = [u for u, h in held.items() if h.host == where[u]
-            and h.provisional and not h.node_deleted]
+    on_claim = [u for u, h in held.items()
+                if h.host == where[u] and not h.node_deleted]
+    # A move with no confirm step ends on its destination: nothing else
+    # will give its source back (see above).
+    arrived = [u for u in on_claim if held[u].confirm_on_arrival]
+    here = [u for u in on_claim
+            if held[u].provisional and not held[u].confirm_on_arrival]
     elsewhere: dict[str, list[str]] = {}
     for uuid, h in held.items():
         # On the source of its move it says nothing (see above); anywhere
@@ -135,6 +143,7 @@ def _seen(engine: sa.Engine, where: dict[str, str],
                 h.node_deleted and where[uuid] == h.host):
             elsewhere.setdefault(where[uuid], []).append(uuid)
     changed = claims.confirm(engine, here) if here else 0
+    changed += claims.confirm_move(engine, arrived)
     for host, uuids in elsewhere.items():
         changed += claims.relocate(engine, uuids, host)
     return changed

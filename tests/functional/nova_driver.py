@@ -15,7 +15,8 @@ on stdout. Requests are ``{"op": ..., ...}``:
   (without return_objects), or ``{"error": "module.Class", "message"}``.
   ``num_instances`` is the stored boot's count (a move of one of its
   instances); ``rebuild_on`` makes it nova's rebuild check on that host
-  (cell ``cell_uuid``).
+  (cell ``cell_uuid``); ``destination_cell`` keeps a move in that cell,
+  as live migration and evacuation do.
 - ``update_instance_info``, ``delete_instance_info``,
   ``sync_instance_info``, ``update_aggregates``, ``delete_aggregate``: the
   fanout casts, sent by nova's client as a compute or the API sends them.
@@ -85,6 +86,12 @@ def _spec(ctxt, req: dict) -> objects.RequestSpec:
     if req.get("requested_destination"):
         spec.requested_destination = objects.Destination(
             **req["requested_destination"])
+    if req.get("destination_cell"):
+        # A live migration's or an evacuation's conductor task keeps the
+        # instance in its cell (_get_request_spec_for_select_destinations,
+        # _restrict_request_spec_to_cell).
+        spec.requested_destination = objects.Destination(
+            cell=objects.CellMapping(uuid=req["destination_cell"]))
     if req.get("rebuild_on"):
         # compute/api.py's rebuild with a new image, then the conductor's
         # _set_requested_destination_cell.

@@ -214,6 +214,68 @@ def test_cold_migration_lands_elsewhere_and_confirm_frees_the_source(
     assert claim.source_node_id is None
 
 
+def test_a_finished_live_migration_gives_the_source_back(nova, cloud):
+    [instance], [[booted, *_]] = boot(nova)
+    source = booted["service_host"]
+    nova("update_instance_info", host=source, uuids=[instance])
+
+    # live_migrate.py's _find_destination: no alternates, the source
+    # ignored, the instance's cell.
+    [[moved]] = nova("select", flavor=SMALL, instance_uuids=[instance],
+                     ignore_hosts=[source], destination_cell=CELL,
+                     return_alternates=False)["selections"]
+    target = moved["service_host"]
+    assert used(cloud, source) == 1024 and used(cloud, target) == 1024
+
+    # _post_live_migration on the source reports the instance (its copy
+    # may still name the source); then the destination's periodic list
+    # names it. Live migration has no confirm step: nothing else comes.
+    nova("update_instance_info", host=source, uuids=[instance])
+    nova("sync_instance_info", host=target, uuids=[instance])
+    wait_for(lambda: cloud.allocations()[0].expires_at is None,
+             "destination confirmed")
+    [claim] = cloud.allocations()
+    assert (claim.source_node_id, used(cloud, source)) == (None, 0)
+    assert used(cloud, target) == 1024
+    assert cloud.manage("allocations", "audit", check=False).returncode == 0
+
+
+def test_an_evacuation_gives_the_source_back_once_rebuilt(nova, cloud):
+    [instance], [[booted, *_]] = boot(nova)
+    source = booted["service_host"]
+    nova("update_instance_info", host=source, uuids=[instance])
+
+    # rebuild_instance(evacuate=True): the source ignored, no alternates.
+    [[moved]] = nova("select", flavor=SMALL, instance_uuids=[instance],
+                     ignore_hosts=[source], destination_cell=CELL,
+                     return_alternates=False)["selections"]
+    target = moved["service_host"]
+
+    # The rebuild on the destination reports the instance there; the
+    # source host is down and never says it left.
+    nova("update_instance_info", host=target, uuids=[instance])
+    wait_for(lambda: cloud.allocations()[0].expires_at is None,
+             "destination confirmed")
+    [claim] = cloud.allocations()
+    assert (claim.source_node_id, used(cloud, source)) == (None, 0)
+    assert used(cloud, target) == 1024
+
+
+def test_a_cold_migration_seen_on_its_destination_keeps_the_source(
+        nova, cloud):
+    # migrate.py asks for alternates: finish_resize reports the instance
+    # on the destination, and the source waits for the confirm.
+    [instance], [[booted, *_]] = boot(nova)
+    source = booted["service_host"]
+    target = nova("select", flavor=SMALL, instance_uuids=[instance],
+                  ignore_hosts=[source])["selections"][0][0]["service_host"]
+    nova("update_instance_info", host=target, uuids=[instance])
+    wait_for(lambda: cloud.allocations()[0].expires_at is None,
+             "destination confirmed")
+    assert used(cloud, source) == 1024
+    assert cloud.allocations()[0].source_node_id is not None
+
+
 def test_one_instance_of_a_multi_create_boot_migrates_alone(nova, cloud):
     instances, selections = boot(nova, count=2)
     source = selections[0][0]["service_host"]

@@ -1,6 +1,7 @@
 """moves.is_move: a move, or a re-send of the request that made the claim."""
 from __future__ import annotations
 
+import dataclasses
 import types
 
 from scheduler import moves
@@ -34,3 +35,16 @@ def test_a_declared_move_re_sent_gets_the_move_it_made():
                          moving)
     assert moves.is_move(_spec(move=True, requested_destination={
         "host": "h3"}), moving)
+
+
+def test_only_novas_moves_without_alternates_are_done_on_arrival():
+    # live_migrate.py, rebuild_instance (evacuate) and unshelve ask for no
+    # alternates and have no confirm step; migrate.py (resize, cold
+    # migration) asks for them and waits for the user's confirm.
+    # Nova never says it moves (its endpoint leaves ``move`` None).
+    assert moves.confirmed_on_arrival(
+        dataclasses.replace(_spec(), move=None))
+    assert not moves.confirmed_on_arrival(
+        dataclasses.replace(_spec(return_alternates=True), move=None))
+    # Our own API's callers confirm their moves themselves.
+    assert not moves.confirmed_on_arrival(_spec(move=True))

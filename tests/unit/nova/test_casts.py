@@ -24,12 +24,13 @@ def nodes(register, engine):
     register(node("h1"), node("h2"))
 
 
-def claim(engine, host, move=(), memory_mb=1024):
+def claim(engine, host, move=(), memory_mb=1024, confirm_on_arrival=False):
     row = node_row(engine, host)
     claims.claim(engine, [claims.Claim(
         consumer_uuid=VM, node_id=row.id, host=host,
         generation=row.generation, vcpus=1, memory_mb=memory_mb,
-        disk_gb=10)], move=move, ttl=3600)
+        disk_gb=10)], move=move, ttl=3600,
+        confirm_on_arrival=confirm_on_arrival)
 
 
 def used(engine):
@@ -49,6 +50,49 @@ def test_seen_on_a_moves_source_changes_nothing(nodes, engine):
     casts.seen(engine, {VM: "h1"})
     assert used(engine) == {"h1": 1024, "h2": 2048}
     assert allocation_rows(engine)[0].expires_at is not None
+
+
+def test_seen_on_its_destination_a_move_waiting_for_its_confirm_keeps_the_source(
+        nodes, engine):
+    # A resize or cold migration: the user confirms or reverts later.
+    claim(engine, "h1")
+    claim(engine, "h2", move=[VM], memory_mb=2048)
+    assert casts.seen(engine, {VM: "h2"}) == 1
+    assert used(engine) == {"h1": 1024, "h2": 2048}
+    [row] = allocation_rows(engine)
+    assert row.source_node_id is not None and row.expires_at is None
+
+
+@pytest.mark.parametrize("report", [casts.seen, casts.listed])
+def test_seen_on_its_destination_a_move_without_a_confirm_step_is_done(
+        nodes, engine, report):
+    # A live migration or an evacuation: nothing else will come.
+    claim(engine, "h1")
+    claim(engine, "h2", move=[VM], confirm_on_arrival=True)
+    assert report(engine, {VM: "h1"}) == 0
+    assert used(engine) == {"h1": 1024, "h2": 1024}
+    assert report(engine, {VM: "h2"}) == 1
+    assert used(engine) == {"h1": 0, "h2": 1024}
+    [row] = allocation_rows(engine)
+    assert (row.source_node_id, row.expires_at, row.confirm_on_arrival) == (
+        None, None, False)
+    # Seen there again: nothing left to do; then a resize of it keeps
+    # its source until the confirm.
+    assert report(engine, {VM: "h2"}) == 0
+    claim(engine, "h1", move=[VM], memory_mb=2048)
+    report(engine, {VM: "h1"})
+    assert used(engine) == {"h1": 2048, "h2": 1024}
+
+
+def test_a_move_without_a_confirm_step_reverted_before_arriving_keeps_its_source(
+        nodes, engine):
+    # A live migration rolled back: the destination reports it gone.
+    claim(engine, "h1")
+    claim(engine, "h2", move=[VM], confirm_on_arrival=True)
+    casts.gone(engine, {VM: "h2"})
+    assert used(engine) == {"h1": 1024, "h2": 0}
+    [row] = allocation_rows(engine)
+    assert (row.source_node_id, row.confirm_on_arrival) == (None, False)
 
 
 def test_gone_from_its_host_releases_the_claim(nodes, engine):
