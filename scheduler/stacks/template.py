@@ -5,7 +5,12 @@ What is read, as Heat reads it:
 - ``heat_template_version`` (required), ``parameters`` with ``default``
   (``--parameter`` values override) and Heat's pseudo parameters
   (``OS::stack_name``, ``OS::stack_id``, ``OS::project_id``),
-  ``{get_param: name}`` anywhere;
+  ``{get_param: name}`` anywhere; each value typed and held to its
+  constraints as Heat does (:mod:`scheduler.stacks.parameters`);
+- ``conditions`` (``equals``, ``not``, ``and``, ``or``, ``contains``,
+  ``get_param``, a condition's name, true/false) and each resource's
+  ``condition``: a resource whose condition is false is not in the stack;
+  ``{if: [condition, a, b]}`` in properties is ``a`` or ``b``;
 - ``resources``: each resource's ``depends_on`` (a name or a list) and
   every ``{get_resource: name}`` and ``{get_attr: [name, ...]}`` in its
   properties are dependencies;
@@ -15,6 +20,9 @@ What is read, as Heat reads it:
   (``{get_resource: web1}``) are relations within the stack and
   ``group: {get_resource: G}`` puts the server in the
   ``OS::Nova::ServerGroup`` G (its ``policies``);
+- an ``OS::Heat::ResourceGroup`` whose ``resource_def`` is an
+  ``OS::Nova::Server`` is placed as ``count`` (default 1) such servers,
+  one resource of that many instances;
 - every other type (networks, volumes, load balancers, server groups) is
   ordered, not placed.
 
@@ -24,17 +32,21 @@ Mistakes are ``InvalidRequest`` naming the field
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 import uuid as uuidlib
 
 import yaml
 
 from scheduler import exception
+from scheduler.stacks.parameters import parameter_values
 from scheduler.stacks.stack import CONSUMER_NAMESPACE
 
 SERVER = "OS::Nova::Server"
 SERVER_GROUP = "OS::Nova::ServerGroup"
+RESOURCE_GROUP = "OS::Heat::ResourceGroup"
 RELATIONS = ("same_host", "different_host")
+#: A condition's truth: (condition, where it is) -> bool (_conditions).
+Truth = Callable[[Any, str], bool]
 
 
 def load_yaml(path: str | Path, what: str) -> Any:
@@ -95,12 +107,18 @@ def to_stack(template: Any, stack_id: str,
     # Heat's pseudo parameters: templates name their servers with them.
     values = {"OS::stack_name": stack_name or stack_id,
               "OS::stack_id": stack_id, "OS::project_id": project_id,
-              **_parameters(template.get("parameters") or {},
-                            parameters or {})}
+              **parameter_values(template.get("parameters") or {},
+                                 parameters or {})}
     resources = template.get("resources")
     if not isinstance(resources, dict) or not resources:
         raise exception.InvalidRequest(
             "resources: expected a mapping of at least one resource")
+    # Heat creates no resource whose condition is false: neither do we
+    # place it (references to it are then to no such resource, as in Heat).
+    truth = _conditions(template.get("conditions") or {}, values)
+    resources = {name: body for name, body in resources.items()
+                 if not isinstance(body, dict) or "condition" not in body
+                 or truth(body["condition"], f"resources.{name}.condition")}
     types = {}
     for name, body in resources.items():
         if not isinstance(body, dict) or not isinstance(body.get("type"),
@@ -109,40 +127,100 @@ def to_stack(template: Any, stack_id: str,
                 f"resources.{name}.type: missing")
         types[str(name)] = body["type"]
     groups = {str(name): _server_group(str(name), body, types, values,
-                                       stack_id)
+                                       stack_id, truth)
               for name, body in resources.items()
               if body["type"] == SERVER_GROUP}
     out = {}
     for name, body in resources.items():
         out[str(name)] = _resource(str(name), body, types, values, flavors,
-                                   groups)
+                                   groups, truth)
     return {"stack_id": stack_id, "project_id": project_id,
             "user_id": user_id, "resources": out}
 
 
-def _parameters(declared: Any, given: dict[str, str]) -> dict[str, Any]:
+_CONDITION_FUNCTIONS = ("equals", "not", "and", "or", "contains",
+                        "get_param")
+
+
+def _conditions(declared: Any, values: dict[str, Any]) -> Truth:
+    """The truth of a condition (``condition:`` of a resource, or one of
+    ``declared``, the template's ``conditions``), as Heat evaluates it."""
     if not isinstance(declared, dict):
-        raise exception.InvalidRequest("parameters: expected a mapping")
-    for name in given:
-        if name not in declared:
+        raise exception.InvalidRequest("conditions: expected a mapping")
+    known: dict[str, bool] = {}
+    evaluating: set[str] = set()
+
+    def truth(value: Any, where: str) -> bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str):
+            # A condition's name.
+            if value not in declared:
+                raise exception.InvalidRequest(
+                    f"{where}: no condition {value!r}")
+            if value not in known:
+                if value in evaluating:
+                    raise exception.InvalidRequest(
+                        f"conditions.{value}: refers to itself")
+                evaluating.add(value)
+                known[value] = truth(declared[value], f"conditions.{value}")
+            return known[value]
+        if not (isinstance(value, dict) and len(value) == 1
+                and next(iter(value)) in _CONDITION_FUNCTIONS):
             raise exception.InvalidRequest(
-                f"parameters.{name}: not a parameter of the template")
-    values = {}
-    for name, decl in declared.items():
-        if name in given:
-            values[name] = given[name]
-        elif isinstance(decl, dict) and "default" in decl:
-            values[name] = decl["default"]
-    return values
+                f"{where}: expected true, false, a condition's name or one "
+                f"of {', '.join(_CONDITION_FUNCTIONS)}, got "
+                f"{str(value)[:60]!r}")
+        (fn, arg), = value.items()
+        if fn == "not":
+            return not truth(arg, f"{where}.not")
+        if fn in ("and", "or"):
+            if not isinstance(arg, list) or len(arg) < 2:
+                raise exception.InvalidRequest(
+                    f"{where}.{fn}: expected a list of conditions")
+            found = [truth(v, f"{where}.{fn}[{i}]")
+                     for i, v in enumerate(arg)]
+            return all(found) if fn == "and" else any(found)
+        resolved = _resolve(value, where, values, {}, set())
+        if fn == "get_param":
+            if not isinstance(resolved, bool):
+                raise exception.InvalidRequest(
+                    f"{where}: get_param: expected a boolean, got "
+                    f"{str(resolved)[:60]!r}")
+            return resolved
+        if not isinstance(arg, list) or len(arg) != 2:
+            raise exception.InvalidRequest(
+                f"{where}.{fn}: expected a list of two values")
+        a, b = (_resolve(v, f"{where}.{fn}[{i}]", values, {}, set())
+                for i, v in enumerate(arg))
+        if fn == "equals":
+            return a == b
+        if not isinstance(b, list):
+            raise exception.InvalidRequest(
+                f"{where}.contains: expected a list to look in, got "
+                f"{str(b)[:60]!r}")
+        return a in b
+    return truth
 
 
 def _resolve(value: Any, where: str, values: dict[str, Any],
-             types: dict[str, str], refs: set[str]) -> Any:
-    """``value`` with get_param replaced by the parameter's value; the
-    resources named by get_resource and get_attr are collected in
-    ``refs``."""
+             types: dict[str, str], refs: set[str],
+             truth: Truth | None = None) -> Any:
+    """``value`` with get_param replaced by the parameter's value and
+    ``{if: [condition, a, b]}`` by ``a`` or ``b`` (``truth`` judges the
+    condition, see :func:`_conditions`); the resources named by
+    get_resource and get_attr are collected in ``refs``."""
     if isinstance(value, dict) and len(value) == 1:
         (fn, arg), = value.items()
+        if fn == "if" and truth is not None:
+            if not isinstance(arg, list) or len(arg) != 3:
+                raise exception.InvalidRequest(
+                    f"{where}: if: expected [condition, value if true, "
+                    f"value if false], got {str(arg)[:60]!r}")
+            # Only the value chosen is resolved: Heat's if references
+            # nothing in the branch not taken.
+            chosen = arg[1] if truth(arg[0], f"{where}.if[0]") else arg[2]
+            return _resolve(chosen, where, values, types, refs, truth)
         if fn == "get_param":
             name = _known(arg[0] if isinstance(arg, list) and arg else arg,
                           values, where, fn, "a parameter name",
@@ -165,10 +243,10 @@ def _resolve(value: Any, where: str, values: dict[str, Any],
                             "first", "no such resource"))
             return value
     if isinstance(value, dict):
-        return {k: _resolve(v, f"{where}.{k}", values, types, refs)
+        return {k: _resolve(v, f"{where}.{k}", values, types, refs, truth)
                 for k, v in value.items()}
     if isinstance(value, list):
-        return [_resolve(v, f"{where}[{i}]", values, types, refs)
+        return [_resolve(v, f"{where}[{i}]", values, types, refs, truth)
                 for i, v in enumerate(value)]
     return value
 
@@ -205,13 +283,14 @@ def _path(value: Any, path: list, where: str) -> Any:
 
 
 def _server_group(name: str, body: dict, types: dict[str, str],
-                  values: dict[str, Any], stack_id: str) -> dict[str, Any]:
+                  values: dict[str, Any], stack_id: str,
+                  truth: Truth | None = None) -> dict[str, Any]:
     """The instance_group of the servers in group resource ``name``: its
     uuid derived from the stack and the name, its policy from
     ``policies`` (or the newer ``policy``)."""
     where = f"resources.{name}.properties"
     props = _mapping(_resolve(body.get("properties") or {}, where, values,
-                              types, set()), where)
+                              types, set(), truth), where)
     policies = props.get("policies")
     if policies is None and props.get("policy") is not None:
         policies = [props["policy"]]
@@ -225,7 +304,8 @@ def _server_group(name: str, body: dict, types: dict[str, str],
 
 def _resource(name: str, body: dict, types: dict[str, str],
               values: dict[str, Any], flavors: dict[str, dict[str, Any]],
-              groups: dict[str, dict[str, Any]]) -> dict[str, Any]:
+              groups: dict[str, dict[str, Any]],
+              truth: Truth | None = None) -> dict[str, Any]:
     where = f"resources.{name}"
     depends = body.get("depends_on") or []
     if isinstance(depends, str):
@@ -235,27 +315,38 @@ def _resource(name: str, body: dict, types: dict[str, str],
             f"{where}.depends_on: expected a resource name or a list")
     refs: set[str] = set()
     props = _mapping(_resolve(body.get("properties") or {},
-                              f"{where}.properties", values, types, refs),
-                     f"{where}.properties")
+                              f"{where}.properties", values, types, refs,
+                              truth), f"{where}.properties")
     out: dict[str, Any] = {"spec": None,
                            "depends_on": sorted(set(map(str, depends)))}
+    count = 1
+    where = f"{where}.properties"
+    if body["type"] == RESOURCE_GROUP:
+        # Heat creates ``count`` copies of resource_def: servers are
+        # placed as one resource of that many instances.
+        count = _count(props.get("count", 1), f"{where}.count")
+        definition = _mapping(props.get("resource_def") or {},
+                              f"{where}.resource_def")
+        if definition.get("type") == SERVER and count:
+            where = f"{where}.resource_def.properties"
+            props = _mapping(definition.get("properties") or {}, where)
+            body = {**body, "type": SERVER}
     if body["type"] != SERVER:
         out["depends_on"] = sorted(set(out["depends_on"]) | refs)
         return out
     hints = dict(_mapping(props.get("scheduler_hints") or {},
-                          f"{where}.properties.scheduler_hints"))
+                          f"{where}.scheduler_hints"))
     for relation in RELATIONS:
         local, own = _split(hints.pop(relation, None),
-                            f"{where}.properties.scheduler_hints.{relation}")
+                            f"{where}.scheduler_hints.{relation}")
         if local:
             out[relation] = local
             refs -= set(local)   # a relation is a dependency already
         if own:
             hints[relation] = own
     spec: dict[str, Any] = {
-        "num_instances": 1,
-        "flavor": _flavor(props.get("flavor"), flavors,
-                          f"{where}.properties.flavor"),
+        "num_instances": count,
+        "flavor": _flavor(props.get("flavor"), flavors, f"{where}.flavor"),
     }
     image = props.get("image")
     if image is not None:
@@ -266,7 +357,7 @@ def _resource(name: str, body: dict, types: dict[str, str],
     if isinstance(group, dict) and "get_resource" in group:
         if group["get_resource"] not in groups:
             raise exception.InvalidRequest(
-                f"{where}.properties.scheduler_hints.group: "
+                f"{where}.scheduler_hints.group: "
                 f"{group['get_resource']!r} is not an {SERVER_GROUP}")
         spec["instance_group"] = dict(groups[group["get_resource"]])
     elif group is not None:
@@ -276,6 +367,18 @@ def _resource(name: str, body: dict, types: dict[str, str],
     out["spec"] = spec
     out["depends_on"] = sorted(set(out["depends_on"]) | refs)
     return out
+
+
+def _count(value: Any, where: str) -> int:
+    """A ResourceGroup's ``count``: a whole number, 0 or more (text of one
+    too, as Heat reads an integer property)."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if type(value) is not int or value < 0:
+        raise exception.InvalidRequest(
+            f"{where}: expected a number of resources (0 or more), got "
+            f"{str(value)[:60]}")
+    return value
 
 
 def _mapping(value: Any, where: str) -> dict:
@@ -303,12 +406,25 @@ def _split(value: Any, where: str) -> tuple[list[str], list[Any]]:
 
 def _flavor(value: Any, flavors: dict[str, dict[str, Any]],
             where: str) -> dict[str, Any]:
+    """The flavor ``value`` names: its name or, as Heat takes it too, its
+    ``flavorid`` (a number in YAML is that id)."""
+    if type(value) is int:
+        value = str(value)
     if not isinstance(value, str):
-        raise exception.InvalidRequest(f"{where}: expected a flavor name")
-    if value not in flavors:
+        raise exception.InvalidRequest(
+            f"{where}: expected a flavor name or id")
+    if value in flavors:
+        return dict(flavors[value])
+    by_id = [f for f in flavors.values() if f.get("flavorid") is not None
+             and str(f["flavorid"]) == value]
+    if len(by_id) > 1:
+        raise exception.InvalidRequest(
+            f"{where}: flavor id {value!r} is the id of "
+            f"{', '.join(sorted(f['name'] for f in by_id))}")
+    if not by_id:
         raise exception.InvalidRequest(
             f"{where}: unknown flavor {value!r} (known: "
             f"{', '.join(sorted(flavors))})")
-    return dict(flavors[value])
+    return dict(by_id[0])
 
 

@@ -252,3 +252,225 @@ def test_heat_pseudo_parameters_have_values():
                  "project: {get_param: 'OS::project_id'}}\n",
                  project_id="p1")
     assert raw["resources"]["web"]["spec"]["flavor"]["name"] == "m1.tiny"
+
+
+_ZONES = """
+heat_template_version: 2018-08-31
+parameters:
+  zones: {type: comma_delimited_list, default: "az1, az2"}
+  hints: {type: json, default: '{"web": "10.0.0.1"}'}
+resources:
+  web:
+    type: OS::Nova::Server
+    properties:
+      flavor: m1.tiny
+      availability_zone: {get_param: [zones, 1]}
+      scheduler_hints:
+        build_near_host_ip: {get_param: [hints, web]}
+"""
+
+
+@pytest.mark.parametrize("given, zone, near", [
+    ({}, "az2", "10.0.0.1"),
+    ({"zones": "az3,az4"}, "az4", "10.0.0.1"),
+    ({"hints": '{"web": "10.0.0.9"}'}, "az2", "10.0.0.9"),
+])
+def test_list_and_json_parameters_given_as_text_are_parsed_as_heat_does(
+        given, zone, near):
+    # Heat reads a comma_delimited_list or json parameter's text (its
+    # default or the value given) as the list or mapping it writes; the
+    # text was kept, so a path into it was refused ("no 1 in 'az1, az2'").
+    spec = _stack(_ZONES, parameters=given)["resources"]["web"]["spec"]
+    assert spec["availability_zone"] == zone
+    assert spec["scheduler_hints"] == {"build_near_host_ip": near}
+
+
+def test_a_json_parameter_that_is_not_json_is_named():
+    with pytest.raises(exception.InvalidRequest) as e:
+        _stack(_ZONES, parameters={"hints": "{web"})
+    assert e.value.message.startswith("parameters.hints: not JSON"), \
+        e.value.message
+
+
+_CONDITIONAL = """
+heat_template_version: 2018-08-31
+parameters:
+  env: {type: string, default: dev}
+conditions:
+  is_prod: {equals: [{get_param: env}, prod]}
+resources:
+  web:
+    type: OS::Nova::Server
+    properties: {flavor: m1.tiny}
+  standby:
+    type: OS::Nova::Server
+    condition: is_prod
+    properties:
+      flavor: m1.large
+      scheduler_hints: {different_host: {get_resource: web}}
+  spare:
+    type: OS::Nova::Server
+    condition: {not: is_prod}
+    properties: {flavor: m1.small}
+"""
+
+
+@pytest.mark.parametrize("env, placed", [
+    ("dev", ["spare", "web"]),
+    ("prod", ["standby", "web"]),
+])
+def test_a_resource_whose_condition_is_false_is_not_placed(env, placed):
+    # Heat does not create a resource whose condition is false; it was
+    # placed (and claimed) all the same.
+    raw = _stack(_CONDITIONAL, parameters={"env": env})
+    assert sorted(raw["resources"]) == placed
+    assert sorted(Stack.from_primitives(raw).placed) == placed
+
+
+def test_an_unknown_condition_is_named():
+    with pytest.raises(exception.InvalidRequest) as e:
+        _stack(_CONDITIONAL.replace("condition: is_prod",
+                                    "condition: is_big"))
+    assert e.value.message.startswith(
+        "resources.standby.condition: no condition 'is_big'"), \
+        e.value.message
+
+
+@pytest.mark.parametrize("flavor", ["'4'", "4", "m1.large"])
+def test_a_flavor_is_found_by_its_id_as_by_its_name(flavor):
+    # Heat's flavor property takes the flavor's name or id; an id (4, or
+    # "4") was refused as an unknown flavor name.
+    raw = _stack("heat_template_version: 2018-08-31\nresources:\n"
+                 "  db:\n    type: OS::Nova::Server\n"
+                 f"    properties: {{flavor: {flavor}}}\n")
+    assert raw["resources"]["db"]["spec"]["flavor"]["name"] == "m1.large"
+
+
+def test_the_if_function_picks_by_its_condition():
+    # Heat's {if: [condition, when true, when false]}: the flavor was
+    # refused ("expected a flavor name") and the zone sent as the mapping.
+    text = _CONDITIONAL.replace(
+        "properties: {flavor: m1.tiny}",
+        "properties:\n      flavor: {if: [is_prod, m1.large, m1.tiny]}\n"
+        "      availability_zone: {if: [{not: is_prod}, az-dev, "
+        "{get_param: env}]}")
+    for env, memory_mb, zone in (("dev", 512, "az-dev"),
+                                 ("prod", 8192, "prod")):
+        spec = _stack(text, parameters={"env": env})[
+            "resources"]["web"]["spec"]
+        assert (spec["flavor"]["memory_mb"], spec["availability_zone"]) \
+            == (memory_mb, zone)
+
+
+_CONSTRAINED = """
+heat_template_version: 2018-08-31
+parameters:
+  size:
+    type: string
+    default: m1.small
+    constraints:
+      - allowed_values: [m1.small, m1.medium]
+  name:
+    type: string
+    default: web
+    constraints:
+      - length: {min: 2, max: 8}
+      - allowed_pattern: "[a-z]+"
+  replicas:
+    type: number
+    default: 2
+    constraints:
+      - range: {min: 1, max: 3}
+resources:
+  web:
+    type: OS::Nova::Server
+    properties: {flavor: {get_param: size}, name: {get_param: name}}
+"""
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"size": "m1.xlarge"}, "parameters.size: 'm1.xlarge' is not one of "
+                            "the allowed_values ['m1.small', 'm1.medium']"),
+    ({"name": "w"}, "parameters.name: length 1 is not within length "
+                    "{'min': 2, 'max': 8}"),
+    ({"name": "web-1"}, "parameters.name: 'web-1' does not match "
+                        "allowed_pattern '[a-z]+'"),
+    ({"replicas": "4"}, "parameters.replicas: 4 is not within range "
+                        "{'min': 1, 'max': 3}"),
+])
+def test_a_parameter_outside_its_constraints_is_refused_as_heat_does(
+        given, message):
+    # Heat refuses the stack; it was placed (m1.xlarge claimed where the
+    # template allows at most m1.medium).
+    with pytest.raises(exception.InvalidRequest) as e:
+        _stack(_CONSTRAINED, parameters=given)
+    assert e.value.message == message
+
+
+def test_a_parameter_within_its_constraints_is_taken():
+    raw = _stack(_CONSTRAINED, parameters={"size": "m1.medium",
+                                           "name": "db", "replicas": "3"})
+    assert raw["resources"]["web"]["spec"]["flavor"]["name"] == "m1.medium"
+
+
+_GROUPED = """
+heat_template_version: 2018-08-31
+parameters:
+  workers: {type: number, default: 3}
+resources:
+  db:
+    type: OS::Nova::Server
+    properties: {flavor: m1.large}
+  apart:
+    type: OS::Nova::ServerGroup
+    properties: {policies: [anti-affinity]}
+  workers:
+    type: OS::Heat::ResourceGroup
+    properties:
+      count: {get_param: workers}
+      resource_def:
+        type: OS::Nova::Server
+        properties:
+          name: worker-%index%
+          flavor: m1.small
+          scheduler_hints:
+            group: {get_resource: apart}
+            different_host: {get_resource: db}
+"""
+
+
+def test_a_resource_group_of_servers_places_count_servers():
+    # Heat's OS::Heat::ResourceGroup creates ``count`` servers of its
+    # resource_def; it was only ordered: the stack was placed with none
+    # of them claimed.
+    raw = _stack(_GROUPED, parameters={"workers": "2"})
+    workers = raw["resources"]["workers"]
+    assert workers["spec"]["num_instances"] == 2
+    assert workers["spec"]["flavor"]["name"] == "m1.small"
+    assert workers["spec"]["instance_group"]["policies"] == ["anti-affinity"]
+    assert workers["different_host"] == ["db"]
+    assert workers["depends_on"] == ["apart"]
+    stack = Stack.from_primitives(raw)
+    assert stack.placed["workers"].spec.num_instances == 2
+    assert stack.order == [["apart", "db"], ["workers"]]
+
+
+def test_a_resource_group_of_none_or_of_other_resources_is_not_placed():
+    raw = _stack(_GROUPED, parameters={"workers": "0"})
+    assert raw["resources"]["workers"]["spec"] is None
+    raw = _stack(_GROUPED.replace("type: OS::Nova::Server\n        ",
+                                  "type: OS::Cinder::Volume\n        "))
+    assert raw["resources"]["workers"]["spec"] is None
+
+
+def test_a_resource_group_s_server_mistakes_are_named_in_its_resource_def():
+    with pytest.raises(exception.InvalidRequest) as e:
+        _stack(_GROUPED.replace("flavor: m1.small", "flavor: m1.huge"))
+    assert e.value.message.startswith(
+        "resources.workers.properties.resource_def.properties.flavor: "
+        "unknown flavor 'm1.huge'"), e.value.message
+    with pytest.raises(exception.InvalidRequest) as e:
+        _stack(_GROUPED, parameters={"workers": "-1"})
+    assert e.value.message == (
+        "resources.workers.properties.count: expected a number of "
+        "resources (0 or more), got -1")
