@@ -313,7 +313,7 @@ class RequestSpec:
     #: said by the caller (nova's 4.x API), so ``moves.is_move`` infers it.
     move: bool | None = False
     #: Not part of the request: filled in by the driver before planning
-    #: (``Driver._with_hint_hosts``), one SQL query per request. Instance
+    #: (``Driver.with_hint_hosts``), one SQL query per request. Instance
     #: uuid from the ``same_host`` / ``different_host`` hints -> the hosts
     #: of the claims this service holds for it (a consumer holds one claim,
     #: so one host; empty if it holds none). Uuids not in it are on no host

@@ -178,7 +178,7 @@ class Driver:
         # Where the hinted instances are: once per request, not per attempt
         # (they are not this request's to move). A moving consumer is
         # leaving its host, so it counts there no more than a replaced one.
-        spec = retry(self._with_hint_hosts)(spec, replace + moving)
+        spec = retry(self.with_hint_hosts)(spec, replace + moving)
         group = spec.instance_group
         rule = None
         if group is not None and group.uuid and group.is_hard:
@@ -186,7 +186,7 @@ class Driver:
                                     group.max_server_per_host)
         attempts = Attempts(self.conf.scheduler.claim_retries, self.chooser)
         for attempt in attempts:
-            plan_spec = self._with_group_members(
+            plan_spec = retry(self.with_group_members)(
                 spec, replace + moving, leaving={held[u].host for u in moving})
             # After a lost race, re-read SQL whatever the driver's habit.
             with self.cycle(fresh=attempt > 0) as table:
@@ -313,9 +313,9 @@ class Driver:
         """``spec`` with everything the planner reads from the claims: the
         group's members and the hosts of hinted instances (for a dry run:
         nothing of the request is replaced)."""
-        return self._with_group_members(self._with_hint_hosts(spec, []), [])
+        return self.with_group_members(self.with_hint_hosts(spec, []), [])
 
-    def _with_hint_hosts(self, spec: RequestSpec,
+    def with_hint_hosts(self, spec: RequestSpec,
                          replace: list[str]) -> RequestSpec:
         """``spec`` with ``hint_hosts`` filled: where the instances named by
         its ``same_host`` / ``different_host`` hints hold claims. One query,
@@ -328,7 +328,7 @@ class Driver:
         return dataclasses.replace(spec, hint_hosts=(
             self.host_manager.consumer_hosts(uuids, exclude=replace)))
 
-    def _with_group_members(self, spec: RequestSpec, replace: list[str],
+    def with_group_members(self, spec: RequestSpec, replace: list[str],
                             leaving: Collection[str] = ()) -> RequestSpec:
         """``spec`` with its server group's ``hosts`` completed from the
         claims this service holds (one entry per member): those claimed

@@ -99,13 +99,13 @@ def _place(driver, stack: stacks.Stack, replace: list[str],
     ``replace`` names the consumers whose claims the new ones replace, and
     ``freed`` is what those hold: room for the stack."""
     conf = driver.conf
-    specs = {name: driver._with_hint_hosts(r.spec, replace)
+    specs = {name: retry(driver.with_hint_hosts)(r.spec, replace)
              for name, r in stack.placed.items()}
     rules = _group_rules(specs.values())
     attempts = Attempts(conf.scheduler.claim_retries, driver.chooser,
                         subject=f" for stack {stack.stack_id}")
     for attempt in attempts:
-        with_members = _with_members(driver, specs, replace)
+        with_members = retry(_with_members)(driver, specs, replace)
         # Plan and assume in the driver's scheduling cycle (one consistent
         # table; the next decision of this process sees this stack's
         # usage); claim outside it.
@@ -206,7 +206,7 @@ def _with_members(driver, specs: dict[str, RequestSpec],
             out[name] = spec
             continue
         if group not in resolved:
-            resolved[group] = driver._with_group_members(
+            resolved[group] = driver.with_group_members(
                 spec, replace).instance_group
         out[name] = dataclasses.replace(spec,
                                         instance_group=resolved[group])
