@@ -162,6 +162,7 @@ class Driver:
         held = held or {}
         if spec.is_rebuild:
             return self._rebuild_check(spec, held)
+        held = self._end_arrived_moves(spec, held)
         # A claim on a deleted node is no place to move from or to answer
         # with: it is replaced below like any claim the request re-makes.
         moving = [u for u in uuids if u in held
@@ -259,6 +260,30 @@ class Driver:
                 self.chooser.claimed(assumed, won=won)
             return [destination(spec, s) for s in selections]
         raise attempts.given_up()
+
+    def _end_arrived_moves(self, spec: RequestSpec,
+                           held: dict[str, sa.Row]) -> dict[str, sa.Row]:
+        """``held``, after confirming the moves with no confirm step
+        (``moves.confirmed_on_arrival``) that ``spec`` says arrived: nova
+        moves an instance again only once its last move is over, ignoring
+        the host it is on (a live migration, an evacuation, a resize not to
+        the same host). Ignoring such a move's destination but not its
+        source, the request moves it from there: it arrived before its
+        host's next list said so, and its new move starts from there, not
+        from the source it left. (A live migration's re-try ignores both.)
+        """
+        if not any(row.source_node_id is not None for row in held.values()):
+            return held
+        retry = db_retry.retrying(self.conf.scheduler.db_retries)
+        ignored = set(spec.ignore_hosts)
+        arrived = [u for u, h in retry(claims.holdings)(
+                       self.engine, list(held)).items()
+                   if h.confirm_on_arrival and h.host in ignored
+                   and h.source_host not in ignored]
+        if not arrived:
+            return held
+        retry(claims.confirm_move)(self.engine, arrived)
+        return retry(claims.placements)(self.engine, list(held))
 
     def _answer_held(self, held: dict[str, sa.Row], uuids: list[str]
                      ) -> list[dict[str, Any]]:

@@ -26,7 +26,10 @@ maps that onto our claims:
   host is never seen): the destination claim is then provisional until
   its host reports the instance; gone from the destination reverts the
   move (a revert, or the instance deleted there: the source claim is then
-  provisional again until the source reports the instance).
+  provisional again until the source reports the instance); a move with
+  no confirm step is never confirmed or undone by a cast, so gone from
+  either side, the instance was deleted or shelve-offloaded: both sides
+  are released.
 
 Being reported on the source of a move says nothing by itself: nova
 reports a migrating instance there both before it leaves and after a live
@@ -159,18 +162,28 @@ def gone(engine: sa.Engine, where: dict[str, str], ttl: int = 0) -> int:
     instance confirms it and a deleted instance's claim expires. Leaving
     a move's source is a confirm, or the instance deleted after an unseen
     revert (the same cast): the destination becomes the claim, provisional
-    for ``ttl`` seconds in the same way.
+    for ``ttl`` seconds in the same way. Leaving either side of a move with
+    no confirm step (``confirm_on_arrival``) releases both: nova casts that
+    only for an instance deleted or shelve-offloaded.
     :returns: how many claims changed.
     """
     held = claims.holdings(engine, list(where))
     release, confirm_moves, revert_moves = [], [], []
     for uuid, h in held.items():
-        if h.source_host is not None and h.source_host == where[uuid]:
+        if where[uuid] not in (h.host, h.source_host):
+            continue
+        if h.confirm_on_arrival:
+            # A move with no confirm step is never confirmed or undone by
+            # a cast (nova's live migration casts nothing at its end or its
+            # rollback, an evacuation's source is down): gone from either
+            # side, the instance was deleted or shelve-offloaded there.
+            release.append(uuid)
+        elif h.source_host == where[uuid]:
             # A resize on the same host is confirmed the same way (and
             # its revert is never seen: the host lists the instance
             # throughout).
             confirm_moves.append(uuid)
-        elif h.host == where[uuid]:
+        else:
             (revert_moves if h.source_host is not None
              else release).append(uuid)
     # Each step acts only on claims still in the state it expects

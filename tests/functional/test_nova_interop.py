@@ -261,6 +261,77 @@ def test_an_evacuation_gives_the_source_back_once_rebuilt(nova, cloud):
     assert used(cloud, target) == 1024
 
 
+def test_deleted_right_after_its_live_migration_it_holds_no_host(
+        nova, cloud):
+    [instance], [[booted, *_]] = boot(nova)
+    source = booted["service_host"]
+    nova("update_instance_info", host=source, uuids=[instance])
+    [[moved]] = nova("select", flavor=SMALL, instance_uuids=[instance],
+                     ignore_hosts=[source], destination_cell=CELL,
+                     return_alternates=False)["selections"]
+    target = moved["service_host"]
+    # _post_live_migration's report from the source (its copy names the
+    # source); then the instance is deleted (or shelve-offloaded) on the
+    # destination before that host's periodic list named it.
+    nova("update_instance_info", host=source, uuids=[instance])
+    nova("delete_instance_info", host=target, uuid=instance)
+    wait_for(lambda: not cloud.allocations(), "claim released")
+    assert (used(cloud, source), used(cloud, target)) == (0, 0)
+    assert cloud.manage("allocations", "audit", check=False).returncode == 0
+
+
+def test_offloaded_after_a_rolled_back_live_migration_it_holds_no_host(
+        nova, cloud):
+    [instance], [[booted, *_]] = boot(nova)
+    source = booted["service_host"]
+    nova("update_instance_info", host=source, uuids=[instance])
+    [[moved]] = nova("select", flavor=SMALL, instance_uuids=[instance],
+                     ignore_hosts=[source], destination_cell=CELL,
+                     return_alternates=False)["selections"]
+    target = moved["service_host"]
+    # Rolled back (nova casts nothing; the source lists it as before),
+    # then shelve-offloaded there: _shelve_offload_instance's cast.
+    nova("sync_instance_info", host=source, uuids=[instance])
+    nova("delete_instance_info", host=source, uuid=instance)
+    wait_for(lambda: not cloud.allocations(), "claim released")
+    assert (used(cloud, source), used(cloud, target)) == (0, 0)
+    # The unshelve is a new placement, not a re-send answered with the
+    # host the migration never reached.
+    [[unshelved]] = nova("select", flavor=SMALL, instance_uuids=[instance],
+                         destination_cell=CELL,
+                         return_alternates=False)["selections"]
+    [claim] = cloud.allocations()
+    assert claim.source_node_id is None
+    assert used(cloud, unshelved["service_host"]) == 1024
+
+
+def test_resized_right_after_its_live_migration_it_moves_from_where_it_is(
+        nova, cloud):
+    [instance], [[booted, *_]] = boot(nova)
+    source = booted["service_host"]
+    nova("update_instance_info", host=source, uuids=[instance])
+    [[moved]] = nova("select", flavor=SMALL, instance_uuids=[instance],
+                     ignore_hosts=[source], destination_cell=CELL,
+                     return_alternates=False)["selections"]
+    target = moved["service_host"]
+    nova("update_instance_info", host=source, uuids=[instance])
+    # Live-migrated (its destination's next list is still to come), then
+    # resized at once: compute/api.py ignores the host it is on.
+    [[resized, *_]] = nova("select", flavor=BIG, instance_uuids=[instance],
+                           ignore_hosts=[target])["selections"]
+    third = resized["service_host"]
+    assert third not in (source, target)
+    [claim] = cloud.allocations()
+    assert claim.source_node_id == cloud.nodes()[target].id
+    assert (used(cloud, source), used(cloud, target), used(cloud, third)
+            ) == (0, 1024, 3072)
+    # The resize confirmed (from the host it left), nothing is left there.
+    nova("update_instance_info", host=third, uuids=[instance])
+    nova("delete_instance_info", host=target, uuid=instance)
+    wait_for(lambda: used(cloud, target) == 0, "resize source freed")
+    assert cloud.manage("allocations", "audit", check=False).returncode == 0
+
+
 def test_a_cold_migration_seen_on_its_destination_keeps_the_source(
         nova, cloud):
     # migrate.py asks for alternates: finish_resize reports the instance

@@ -684,3 +684,39 @@ def test_random_subset_pick_gives_each_of_the_best_novas_chance(
     picks = [driver.plan(spec, table)[0].host.host for _ in range(400)]
     # nova: Binomial(400, 0.5) -> 200 +- 10; 150 is five sigma away.
     assert picks.count("best") > 150
+
+
+def _nova(**kw) -> RequestSpec:
+    """A request as nova's 4.x API sends it: the move unsaid."""
+    return dataclasses.replace(_spec(memory_mb=1024, **kw), move=None)
+
+
+@pytest.mark.parametrize("ignored, source", [
+    # Moved on at once (a resize, a live migration back): nova ignores the
+    # host it is on, the live migration's destination.
+    (["h2"], "h2"),
+    # A live migration's re-try ignores its source and the destination it
+    # gave up: the instance never left h1.
+    (["h1", "h2"], "h1"),
+])
+def test_a_move_without_a_confirm_step_moved_on_starts_where_nova_says(
+        register, engine, filter_driver, ignored, source):
+    register(node("h1"), node("h2"), node("h3"))
+    filter_driver.select_destinations(_nova(instance_uuids=[U[0]],
+                                            force_hosts=["h1"]))
+    # Live-migrated to h2 (no alternates), not yet listed there.
+    filter_driver.select_destinations(_nova(
+        instance_uuids=[U[0]], force_hosts=["h2"], ignore_hosts=["h1"]))
+    [row] = allocation_rows(engine)
+    assert row.confirm_on_arrival
+
+    [dest] = filter_driver.select_destinations(_nova(
+        instance_uuids=[U[0]], ignore_hosts=ignored))
+
+    assert dest["host"] == "h3"
+    [row] = allocation_rows(engine)
+    assert row.source_node_id == node_row(engine, source).id
+    assert {h: node_row(engine, h).memory_mb_used
+            for h in ("h1", "h2", "h3")} == {
+        "h1": 1024 if source == "h1" else 0,
+        "h2": 1024 if source == "h2" else 0, "h3": 1024}

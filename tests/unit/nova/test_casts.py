@@ -84,15 +84,51 @@ def test_seen_on_its_destination_a_move_without_a_confirm_step_is_done(
     assert used(engine) == {"h1": 2048, "h2": 1024}
 
 
-def test_a_move_without_a_confirm_step_reverted_before_arriving_keeps_its_source(
+def test_a_move_without_a_confirm_step_rolled_back_keeps_its_source(
         nodes, engine):
-    # A live migration rolled back: the destination reports it gone.
+    """A live migration rolled back: nova casts nothing (neither
+    _rollback_live_migration nor rollback_live_migration_at_destination
+    tells a scheduler), the source lists the instance as before, and the
+    destination's expiry gives it back."""
     claim(engine, "h1")
     claim(engine, "h2", move=[VM], confirm_on_arrival=True)
-    casts.gone(engine, {VM: "h2"})
+    assert casts.listed(engine, {VM: "h1"}) == 0
+    assert _expire_now(engine) == 1
     assert used(engine) == {"h1": 1024, "h2": 0}
     [row] = allocation_rows(engine)
     assert (row.source_node_id, row.confirm_on_arrival) == (None, False)
+
+
+@pytest.mark.parametrize("ttl", [0, 3600])
+def test_gone_from_the_destination_of_a_move_without_a_confirm_step_frees_both(
+        nodes, engine, ttl):
+    """Nova casts nothing from a live migration's or an evacuation's
+    destination unless the instance leaves it after arriving: deleted
+    (_complete_deletion) or shelve-offloaded there, before the host's
+    next sync confirmed the move. Nothing is left on either host."""
+    claim(engine, "h1")
+    casts.seen(engine, {VM: "h1"})                          # built
+    claim(engine, "h2", move=[VM], confirm_on_arrival=True)  # live-migrated
+    casts.seen(engine, {VM: "h1"})      # _post_live_migration's stale copy
+    assert casts.gone(engine, {VM: "h2"}, ttl=ttl) == 1     # deleted there
+    assert allocation_rows(engine) == []
+    assert used(engine) == {"h1": 0, "h2": 0}
+
+
+@pytest.mark.parametrize("ttl", [0, 3600])
+def test_gone_from_the_source_of_a_move_without_a_confirm_step_frees_both(
+        nodes, engine, ttl):
+    """Nova casts nothing from a live migration's source when it ends:
+    gone from there (_complete_deletion, a shelve offload), the instance
+    never left it, or its migration was rolled back first. The destination
+    it never reached must not stay charged, nor answer an unshelve as a
+    re-send."""
+    claim(engine, "h1")
+    casts.seen(engine, {VM: "h1"})                          # built
+    claim(engine, "h2", move=[VM], confirm_on_arrival=True)  # rolled back
+    assert casts.gone(engine, {VM: "h1"}, ttl=ttl) == 1     # offloaded
+    assert allocation_rows(engine) == []
+    assert used(engine) == {"h1": 0, "h2": 0}
 
 
 def test_gone_from_its_host_releases_the_claim(nodes, engine):
