@@ -24,13 +24,26 @@ class BrokerUnavailable(exception.SchedulerException):
 
 
 class BrokerRefused(BrokerUnavailable):
-    """The broker answered and refused the credentials or virtual host: no
-    retry or restart can fix that, only the configuration."""
+    """The broker answered and refused the credentials or virtual host, or
+    the configuration cannot reach a RabbitMQ at all (another transport,
+    a TLS file that cannot be read): no retry or restart can fix that,
+    only the configuration."""
 
 
 def kombu_urls(conf: cfg.ConfigOpts) -> list[str]:
-    """``[DEFAULT] transport_url`` as one kombu ``amqp://`` URL per host."""
+    """``[DEFAULT] transport_url`` as one kombu ``amqp://`` URL per host.
+
+    :raises BrokerRefused: the URL is not a ``rabbit://`` one.
+    """
     url = messaging.TransportURL.parse(conf)
+    # RabbitMQ is the only broker this service runs on (and the one
+    # check() talks to); any other scheme would fail later in
+    # oslo.messaging with a bare ModuleNotFoundError or DriverLoadFailure
+    # that names no option, or pass check() against a RabbitMQ port.
+    if url.transport != "rabbit":
+        raise BrokerRefused(
+            f"[DEFAULT] transport_url: {url.transport}:// is not a "
+            f"RabbitMQ URL; write it as rabbit://user:password@host:5672/")
     vhost = parse.quote(url.virtual_host or "/", safe="")
     urls = []
     for host in url.hosts or [messaging.TransportHost(hostname="localhost")]:
@@ -57,13 +70,28 @@ def describe_hosts(conf: cfg.ConfigOpts) -> str:
 
 def _ssl(conf: cfg.ConfigOpts) -> bool | dict:
     """kombu's ``ssl`` argument from ``[oslo_messaging_rabbit]``, as
-    oslo.messaging's rabbit driver builds it."""
+    oslo.messaging's rabbit driver builds it.
+
+    :raises BrokerRefused: a certificate or key file it names cannot be
+        read.
+    """
     for group, opts in messaging_opts.list_opts():
         if group == "oslo_messaging_rabbit":
             conf.register_opts(opts, group=group)
     rabbit = conf.oslo_messaging_rabbit
     if not rabbit.ssl:
         return False
+    for option in ("ssl_ca_file", "ssl_cert_file", "ssl_key_file"):
+        # kombu would raise the same OSError on every attempt, which
+        # check() takes for a broker not there yet.
+        path = getattr(rabbit, option)
+        if path:
+            try:
+                open(path, "rb").close()
+            except OSError as e:
+                raise BrokerRefused(
+                    f"[oslo_messaging_rabbit] {option} {path}: "
+                    f"{e.strerror}; fix the option or the file") from None
     params = {}
     if rabbit.ssl_ca_file:
         params.update(ca_certs=rabbit.ssl_ca_file,
@@ -80,7 +108,8 @@ def check(conf: cfg.ConfigOpts, budget: float) -> None:
     retrying for at most ``budget`` seconds.
 
     :raises BrokerRefused: the broker rejected the user, password or
-        virtual host.
+        virtual host, ``transport_url`` is not a RabbitMQ URL, or a TLS
+        file of ``[oslo_messaging_rabbit]`` cannot be read.
     :raises BrokerUnavailable: nothing answered within ``budget``.
     """
     import amqp.exceptions

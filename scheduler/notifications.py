@@ -30,6 +30,7 @@ from oslo_log import log as logging
 import oslo_messaging as messaging
 from oslo_messaging import opts as messaging_opts
 
+from scheduler import exception
 from scheduler import trace as trace_mod
 
 LOG = logging.getLogger(__name__)
@@ -48,6 +49,8 @@ def notifier(conf: cfg.ConfigOpts) -> messaging.Notifier | None:
 
     Its transport is ``[oslo_messaging_notifications] transport_url`` (else
     the RPC one); the caller owns it (``notifier.transport.cleanup()``).
+
+    :raises ConfigError: that transport's driver does not load.
     """
     # oslo.messaging registers its options when it builds a transport;
     # the driver must be read before deciding to build one.
@@ -55,7 +58,21 @@ def notifier(conf: cfg.ConfigOpts) -> messaging.Notifier | None:
         conf.register_opts(opts, group=group)
     if not conf.oslo_messaging_notifications.driver:
         return None
-    transport = messaging.get_notification_transport(conf)
+    try:
+        transport = messaging.get_notification_transport(conf)
+    except (messaging.DriverLoadFailure, ImportError) as e:
+        # oslo.messaging loads the URL scheme's driver here: an unknown
+        # one is a DriverLoadFailure, one whose library is missing (kafka
+        # without confluent_kafka) a bare ImportError; neither names the
+        # option.
+        own = conf.oslo_messaging_notifications.transport_url
+        where = ("[oslo_messaging_notifications]" if own else
+                 "[DEFAULT]") + " transport_url"
+        url = messaging.TransportURL.parse(conf, own)
+        raise exception.ConfigError(
+            f"{where}: cannot load the {url.transport} transport driver "
+            f"({getattr(e, 'ex', e)}); use rabbit:// or install the "
+            f"driver's library") from None
     return messaging.Notifier(transport, publisher_id=f"scheduler.{conf.host}")
 
 

@@ -184,9 +184,31 @@ def setup_logging(conf: cfg.ConfigOpts, debug: bool, name: str) -> None:
     conf.set_default("use_stderr", True)
     if debug:
         conf.set_override("debug", True)
-    logging.setup(conf, name)
+    setup_log_output(conf, name)
     if not debug:
         pylogging.getLogger().setLevel(pylogging.WARNING)
+
+
+def setup_log_output(conf: cfg.ConfigOpts, name: str) -> None:
+    """``logging.setup(conf, name)`` (oslo.log), which opens the log file.
+
+    :raises ConfigError: the file ``[DEFAULT] log_file``/``log_dir`` make
+        cannot be opened (no such directory, permission denied), or
+        ``log_config_append`` cannot be loaded; naming the option, not a
+        bare OSError.
+    """
+    try:
+        logging.setup(conf, name)
+    except OSError as e:
+        where = "[DEFAULT] " + ("log_file" if conf.log_file else "log_dir")
+        raise exception.ConfigError(
+            f"cannot open log file {e.filename} ({where}): {e.strerror}; "
+            f"fix {where}, create its directory or run as a user that may "
+            f"write there") from None
+    except logging.LogConfigError as e:
+        raise exception.ConfigError(
+            f"[DEFAULT] log_config_append: {e}; fix the option or the "
+            f"file") from None
 
 
 def format_table(rows: Sequence[Mapping[str, Any]],

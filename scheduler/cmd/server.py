@@ -357,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
                                version=cmd.version())
         loaded.append(conf)
         _register_server_opts(conf)
-        logging.setup(conf, "scheduler")
+        cmd.setup_log_output(conf, "scheduler")
         _escape_unencodable_in_logs()
         # Before forking, so every worker inherits them.
         malformed.install()

@@ -17,6 +17,7 @@ from oslo_upgradecheck import upgradecheck
 from scheduler import cmd
 from scheduler import conf as sched_conf
 from scheduler import errors
+from scheduler import exception
 from scheduler import upgrade_checks
 
 #: oslo.upgradecheck's code for "the check itself failed to run".
@@ -44,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
                          description="Is this deployment ready for this "
                                      "code?")
         cmd.setup_logging(conf, False, "scheduler-status")
-    except cfg.Error as e:
+    except (cfg.Error, exception.ConfigError) as e:
         errors.error(errors.describe(e) or str(e))
         return ERROR
     # oslo.upgradecheck takes ``check`` as a positional of any value: a

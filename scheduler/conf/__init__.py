@@ -121,9 +121,10 @@ def _where_set(dest: str, argv: list[str]) -> str:
 
 
 def parse(conf: cfg.ConfigOpts, argv: list[str], **kwargs) -> None:
-    """``conf(argv, **kwargs)``; a file that is not UTF-8 text (or is a
-    directory) is a ConfigFileParseError naming it, as oslo.config names
-    a syntax error, instead of a bare UnicodeDecodeError.
+    """``conf(argv, **kwargs)``; a file that is not UTF-8 text is a
+    ConfigFileParseError naming it, as oslo.config names a syntax error,
+    instead of a bare UnicodeDecodeError; a directory given as a file is
+    a cfg.Error saying so.
 
     :raises cfg.Error: a bad value of a command-line option, from the
         command line or a file, naming where it was set: oslo.config
@@ -153,10 +154,17 @@ def parse(conf: cfg.ConfigOpts, argv: list[str], **kwargs) -> None:
         sys.stderr.write(captured.getvalue())
         paths = _config_paths(argv)
         for path in paths:
+            if os.path.isdir(path):
+                # Not a file at all: "not UTF-8 text; fix the file" would
+                # send the operator looking inside it.
+                raise cfg.Error(
+                    f"configuration file {path} is a directory; pass a "
+                    f"file to --config-file (or the directory to "
+                    f"--config-dir)") from None
             try:
                 with open(path, encoding="utf-8") as f:
                     f.read()
-            except (UnicodeDecodeError, IsADirectoryError) as bad_file:
+            except UnicodeDecodeError as bad_file:
                 raise cfg.ConfigFileParseError(
                     path, f"not a UTF-8 text file ({bad_file})") from None
         raise cfg.ConfigFileParseError(", ".join(paths), str(e)) from None

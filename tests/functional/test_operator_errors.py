@@ -480,3 +480,117 @@ def test_status_fails_the_broker_check_on_a_transport_url_that_is_not_a_url(
     checks = _failed_status_checks(config)
     assert checks["Message broker"]["details"].startswith(
         "[DEFAULT] transport_url: "), checks
+
+
+@pytest.mark.parametrize("scheme", ["kafka", "amqp", "nosuch"])
+@pytest.mark.parametrize("command", ("server", "client"))
+def test_a_transport_url_that_is_not_rabbitmq_is_named(sqlite_config,
+                                                       rabbitmq, command,
+                                                       scheme):
+    # The broker at that address is a real RabbitMQ with these
+    # credentials: only the scheme is wrong. oslo.messaging would fail
+    # loading its driver (a missing confluent_kafka, a stevedore warning
+    # plus DriverLoadFailure).
+    url = rabbitmq.transport_url.replace("rabbit://", f"{scheme}://", 1)
+    password = url.split("@")[0].rsplit(":", 1)[1]
+    config = sqlite_config(transport_url=url)
+    assert run("manage", "--config-file", str(config), "db", "sync"
+               ).returncode == 0
+    line = one_line_error(run(command, "--config-file", str(config),
+                              *WORK[command]))
+    assert line.startswith(f"ERROR: [DEFAULT] transport_url: {scheme}:// "
+                           f"is not a RabbitMQ URL"), line
+    assert "rabbit://" in line and password not in line, line
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_config_file_that_is_a_directory_is_named(command, sqlite_config,
+                                                    shared_dir):
+    config = sqlite_config()
+    directory = shared_dir / "scheduler.conf.d"
+    directory.mkdir()
+    line = one_line_error(run(command, "--config-file", str(config),
+                              "--config-file", str(directory),
+                              *WORK[command]))
+    assert line == (f"ERROR: configuration file {directory} is a directory; "
+                    f"pass a file to --config-file (or the directory to "
+                    f"--config-dir)"), line
+
+
+def test_status_names_a_config_file_that_is_a_directory(shared_dir):
+    result = subprocess.run(
+        [sys.executable, "-m", "scheduler.cmd.status", "--config-file",
+         str(shared_dir), "upgrade", "check"], capture_output=True,
+        text=True, timeout=60, cwd="/")
+    assert result.returncode == 255, result.stderr
+    assert result.stderr.splitlines() == [
+        f"ERROR: configuration file {shared_dir} is a directory; pass a "
+        f"file to --config-file (or the directory to --config-dir)"], \
+        result.stderr
+
+
+@pytest.mark.parametrize("option, name", [
+    ("log_file", "scheduler.log"), ("log_dir", None)])
+@pytest.mark.parametrize("command", ("server", "manage", "client", "status"))
+def test_a_log_file_that_cannot_be_opened_is_named(sqlite_config, shared_dir,
+                                                   command, option, name):
+    # oslo.log opens it while the command starts; a bare FileNotFoundError
+    # named no option (and scheduler-status printed a traceback).
+    missing = shared_dir / "no-such-dir"
+    config = sqlite_config(**{option: missing / name if name else missing})
+    args = (("upgrade", "check") if command == "status"
+            else WORK[command])
+    result = subprocess.run(
+        [sys.executable, "-m", f"scheduler.cmd.{command}", "--config-file",
+         str(config), *args], capture_output=True, text=True, timeout=60,
+        cwd="/")
+    assert result.returncode == (255 if command == "status" else 1), \
+        result.stderr
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"ERROR: cannot open log file {missing}/"), line
+    assert line.endswith(f" ([DEFAULT] {option}): No such file or "
+                         f"directory; fix [DEFAULT] {option}, create its "
+                         f"directory or run as a user that may write "
+                         f"there"), line
+
+
+@pytest.mark.parametrize("option", ["ssl_ca_file", "ssl_cert_file",
+                                    "ssl_key_file"])
+@pytest.mark.parametrize("command", ("server", "client"))
+def test_a_missing_broker_tls_file_is_named(sqlite_config, shared_dir,
+                                            command, option):
+    # kombu raised FileNotFoundError on every attempt; the line blamed an
+    # unreachable RabbitMQ after the whole budget and named no file.
+    missing = shared_dir / "no-such.pem"
+    config = sqlite_config(**{"oslo_messaging_rabbit.ssl": "true",
+                              f"oslo_messaging_rabbit.{option}": missing,
+                              "scheduler.broker_startup_timeout": 20})
+    assert run("manage", "--config-file", str(config), "db", "sync"
+               ).returncode == 0
+    started = time.monotonic()
+    line = one_line_error(run(command, "--config-file", str(config),
+                              *(("--timeout", "20") if command == "client"
+                                else ()), *WORK[command]))
+    assert line == (f"ERROR: [oslo_messaging_rabbit] {option} {missing}: "
+                    f"No such file or directory; fix the option or the "
+                    f"file"), line
+    assert time.monotonic() - started < 15
+
+
+@pytest.mark.parametrize("scheme, why", [
+    ("amqp", "No 'oslo.messaging.drivers' driver found, looking for 'amqp'"),
+    ("kafka", "No module named 'confluent_kafka'")])
+def test_a_notification_transport_whose_driver_does_not_load_is_named(
+        sqlite_config, scheme, why):
+    # Notifications may go to another broker than RPC; a driver that does
+    # not load was a bare DriverLoadFailure or ModuleNotFoundError.
+    config = sqlite_config(**{
+        "oslo_messaging_notifications.driver": "messagingv2",
+        "oslo_messaging_notifications.transport_url":
+            f"{scheme}://u:secret@127.0.0.1:9092/"})
+    assert run("manage", "--config-file", str(config), "db", "sync"
+               ).returncode == 0
+    line = one_line_error(run("server", "--config-file", str(config)))
+    assert line == (f"ERROR: [oslo_messaging_notifications] transport_url: "
+                    f"cannot load the {scheme} transport driver ({why}); "
+                    f"use rabbit:// or install the driver's library"), line

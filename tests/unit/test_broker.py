@@ -45,12 +45,15 @@ def test_tls_is_asked_of_kombu_as_oslo_messaging_asks_it(tmp_path):
     assert broker._ssl(conf) is False
     conf.set_override("ssl", True, group="oslo_messaging_rabbit")
     assert broker._ssl(conf) is True
-    conf.set_override("ssl_ca_file", "/etc/ca.pem",
+    # The files must be there: one that is not is named (see below).
+    ca, cert, key = (tmp_path / n for n in ("ca.pem", "c.pem", "k.pem"))
+    for path in (ca, cert, key):
+        path.write_text("")
+    conf.set_override("ssl_ca_file", str(ca), group="oslo_messaging_rabbit")
+    conf.set_override("ssl_cert_file", str(cert),
                       group="oslo_messaging_rabbit")
-    conf.set_override("ssl_cert_file", "/etc/c.pem",
-                      group="oslo_messaging_rabbit")
-    conf.set_override("ssl_key_file", "/etc/k.pem",
+    conf.set_override("ssl_key_file", str(key),
                       group="oslo_messaging_rabbit")
     assert broker._ssl(conf) == {
-        "ca_certs": "/etc/ca.pem", "cert_reqs": ssl.CERT_REQUIRED,
-        "certfile": "/etc/c.pem", "keyfile": "/etc/k.pem"}
+        "ca_certs": str(ca), "cert_reqs": ssl.CERT_REQUIRED,
+        "certfile": str(cert), "keyfile": str(key)}
