@@ -214,17 +214,22 @@ def test_cold_migration_lands_elsewhere_and_confirm_frees_the_source(
     assert claim.source_node_id is None
 
 
-def test_a_finished_live_migration_gives_the_source_back(nova, cloud):
+def _live_migrated(nova) -> tuple[str, str, str]:
+    """An instance booted, reported on its host, and its live migration
+    placed as nova's conductor asks for it (live_migrate.py's
+    _find_destination: no alternates, the source ignored, the instance's
+    cell): (instance, source host, destination host)."""
     [instance], [[booted, *_]] = boot(nova)
     source = booted["service_host"]
     nova("update_instance_info", host=source, uuids=[instance])
-
-    # live_migrate.py's _find_destination: no alternates, the source
-    # ignored, the instance's cell.
     [[moved]] = nova("select", flavor=SMALL, instance_uuids=[instance],
                      ignore_hosts=[source], destination_cell=CELL,
                      return_alternates=False)["selections"]
-    target = moved["service_host"]
+    return instance, source, moved["service_host"]
+
+
+def test_a_finished_live_migration_gives_the_source_back(nova, cloud):
+    instance, source, target = _live_migrated(nova)
     assert used(cloud, source) == 1024 and used(cloud, target) == 1024
 
     # _post_live_migration on the source reports the instance (its copy
@@ -263,13 +268,7 @@ def test_an_evacuation_gives_the_source_back_once_rebuilt(nova, cloud):
 
 def test_deleted_right_after_its_live_migration_it_holds_no_host(
         nova, cloud):
-    [instance], [[booted, *_]] = boot(nova)
-    source = booted["service_host"]
-    nova("update_instance_info", host=source, uuids=[instance])
-    [[moved]] = nova("select", flavor=SMALL, instance_uuids=[instance],
-                     ignore_hosts=[source], destination_cell=CELL,
-                     return_alternates=False)["selections"]
-    target = moved["service_host"]
+    instance, source, target = _live_migrated(nova)
     # _post_live_migration's report from the source (its copy names the
     # source); then the instance is deleted (or shelve-offloaded) on the
     # destination before that host's periodic list named it.
@@ -282,13 +281,7 @@ def test_deleted_right_after_its_live_migration_it_holds_no_host(
 
 def test_offloaded_after_a_rolled_back_live_migration_it_holds_no_host(
         nova, cloud):
-    [instance], [[booted, *_]] = boot(nova)
-    source = booted["service_host"]
-    nova("update_instance_info", host=source, uuids=[instance])
-    [[moved]] = nova("select", flavor=SMALL, instance_uuids=[instance],
-                     ignore_hosts=[source], destination_cell=CELL,
-                     return_alternates=False)["selections"]
-    target = moved["service_host"]
+    instance, source, target = _live_migrated(nova)
     # Rolled back (nova casts nothing; the source lists it as before),
     # then shelve-offloaded there: _shelve_offload_instance's cast.
     nova("sync_instance_info", host=source, uuids=[instance])
@@ -307,13 +300,7 @@ def test_offloaded_after_a_rolled_back_live_migration_it_holds_no_host(
 
 def test_resized_right_after_its_live_migration_it_moves_from_where_it_is(
         nova, cloud):
-    [instance], [[booted, *_]] = boot(nova)
-    source = booted["service_host"]
-    nova("update_instance_info", host=source, uuids=[instance])
-    [[moved]] = nova("select", flavor=SMALL, instance_uuids=[instance],
-                     ignore_hosts=[source], destination_cell=CELL,
-                     return_alternates=False)["selections"]
-    target = moved["service_host"]
+    instance, source, target = _live_migrated(nova)
     nova("update_instance_info", host=source, uuids=[instance])
     # Live-migrated (its destination's next list is still to come), then
     # resized at once: compute/api.py ignores the host it is on.
