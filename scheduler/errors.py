@@ -25,6 +25,7 @@ from sqlalchemy import exc as sa_exc
 from scheduler import broker
 from scheduler import conf as sched_conf
 from scheduler import exception
+from scheduler.db import retry as db_retry
 
 #: Text of driver errors that mean "the schema is not there".
 _NO_SCHEMA = ("no such table", "does not exist", "doesn't exist",
@@ -40,8 +41,8 @@ _CANNOT_OPEN = ("unable to open database file", "no such file") + _UNREACHABLE
 #: ... "a lock another session holds outlasted [scheduler]
 #: db_lock_timeout" (SQLite's busy timeout, MariaDB's 1205, PostgreSQL's
 #: 55P03).
-_LOCKED = ("database is locked", "database table is locked",
-           "lock wait timeout exceeded", "due to lock timeout")
+_LOCKED = db_retry.SQLITE_BUSY + ("lock wait timeout exceeded",
+                                  "due to lock timeout")
 
 #: ... "the database server is away or busy for now": unreachable, gone,
 #: refusing new sessions while it starts up, shuts down or recovers

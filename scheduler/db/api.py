@@ -87,16 +87,12 @@ def create_engine(conf: cfg.ConfigOpts) -> sa.Engine:
                 f"SET SESSION innodb_lock_wait_timeout = {lock_timeout}")
             cursor.close()
     if engine.dialect.name == "postgresql":
+        generic_plans = compiled.prepares(engine.dialect)
+
         # PostgreSQL waits for a row lock for ever by default: one
         # transaction left open on a node's row (an operator's) would hold
-        # every claim on it, and the worker's threads with them. A SET is
-        # undone with its transaction, so it is committed.
-        @sa.event.listens_for(engine, "connect")
-        def _postgresql_lock_timeout(dbapi_connection, record):
-            with dbapi_connection.cursor() as cursor:
-                cursor.execute(f"SET lock_timeout = '{lock_timeout}s'")
-            dbapi_connection.commit()
-    if compiled.prepares(engine.dialect):
+        # every claim on it, and the worker's threads with them.
+        #
         # Our statements prepared on the server (db.compiled) run their
         # generic plan, planned once per connection, instead of being
         # planned again on every EXECUTE: PostgreSQL's own choice kept
@@ -104,14 +100,19 @@ def create_engine(conf: cfg.ConfigOpts) -> sa.Engine:
         # than a custom plan's. Each of them finds its rows by an index
         # with its values unknown: the claims' by primary key, the read's
         # by change_seq (tests/functional/test_compiled.py reads its plan).
-        # psycopg2 prepares nothing else. plan_cache_mode is PostgreSQL
-        # 12's; a SET is undone with its transaction, so it is committed.
+        # psycopg2 prepares nothing else; plan_cache_mode is PostgreSQL
+        # 12's.
+        #
+        # A SET is undone with its transaction, so the two are committed,
+        # once.
         @sa.event.listens_for(engine, "connect")
-        def _postgresql_generic_plans(dbapi_connection, record):
-            if dbapi_connection.server_version >= 120000:
-                with dbapi_connection.cursor() as cursor:
+        def _postgresql_session(dbapi_connection, record):
+            with dbapi_connection.cursor() as cursor:
+                cursor.execute(f"SET lock_timeout = '{lock_timeout}s'")
+                if generic_plans and \
+                        dbapi_connection.server_version >= 120000:
                     cursor.execute("SET plan_cache_mode = force_generic_plan")
-                dbapi_connection.commit()
+            dbapi_connection.commit()
     if engine.dialect.name == "sqlite":
         @sa.event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_connection, record):

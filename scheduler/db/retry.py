@@ -30,7 +30,9 @@ from scheduler import metrics
 
 T = TypeVar("T")
 
-_SQLITE_BUSY = ("database is locked", "database table is locked")
+#: SQLite's busy timeout running out (``[scheduler] db_lock_timeout``):
+#: transient here, and named for the operator by :mod:`scheduler.errors`.
+SQLITE_BUSY = ("database is locked", "database table is locked")
 #: PostgreSQL's serialization failure, and its lock_timeout running out
 #: (lock_not_available: ``[scheduler] db_lock_timeout``).
 _PG_TRANSIENT = ("40001", "55P03")
@@ -48,7 +50,7 @@ def is_transient(exc: BaseException) -> bool:
         exc = exc.inner_exception
     if not isinstance(exc, sa_exc.OperationalError):
         return False
-    if any(text in str(exc.orig) for text in _SQLITE_BUSY):
+    if any(text in str(exc.orig) for text in SQLITE_BUSY):
         return True
     return getattr(exc.orig, "pgcode", None) in _PG_TRANSIENT
 
