@@ -44,6 +44,12 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
                        group="oslo_messaging_metrics")
 
 
+#: Added to oslo.log's ``default_log_levels``: alembic logs the set-up of
+#: each of its plugins at INFO whenever it reads the schema's revision,
+#: which every server start and command does; nothing an operator can use.
+_QUIET_LOGGERS = ["alembic.runtime.plugins=WARN"]
+
+
 def new_conf() -> cfg.ConfigOpts:
     """A fresh ConfigOpts with all options registered (tests, commands)."""
     conf = cfg.ConfigOpts()
@@ -60,6 +66,9 @@ def load(argv: list[str], project: str = "scheduler",
     from oslo_log import log as logging
 
     conf = new_conf()
+    levels = logging.get_default_log_levels()
+    if _QUIET_LOGGERS[0] not in levels:
+        logging.set_defaults(default_log_levels=levels + _QUIET_LOGGERS)
     logging.register_options(conf)
     parse(conf, argv, project=project, description=description,
           default_config_files=[], version=version)
