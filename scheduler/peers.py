@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import uuid as uuidlib
 
+from oslo_db import exception as db_exc
 import sqlalchemy as sa
 
 from scheduler import liveness
@@ -52,9 +53,10 @@ def report(engine: sa.Engine, host: str, topic: str) -> None:
                 topic=topic, report_count=1, disabled=False,
                 forced_down=False, last_seen_up=db.utcnow(),
                 created_at=db.utcnow(), deleted=0, version=0))
-    except sa.exc.IntegrityError:
+    except db_exc.DBDuplicateEntry:
         # A sibling worker created it between our UPDATE and INSERT; its
-        # heartbeat is as fresh as ours would have been.
+        # heartbeat is as fresh as ours would have been. (oslo.db's engine
+        # raises this for the unique key, never SQLAlchemy's own error.)
         pass
 
 

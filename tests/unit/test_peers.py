@@ -40,6 +40,23 @@ def test_the_first_report_creates_the_row_and_later_ones_beat(engine):
     assert row.last_seen_up is not None and row.deleted == 0
 
 
+def test_a_sibling_worker_creating_the_row_first_is_no_error(engine):
+    """Every worker of a server reports at start: another may create the
+    row between this one's UPDATE (no row yet) and its INSERT."""
+    raced = []
+
+    def sibling_first(conn, cursor, statement, *args):
+        if statement.startswith("INSERT INTO services") and not raced:
+            raced.append(True)
+            peers.report(engine, "sched-a", TOPIC)
+
+    sa.event.listen(engine, "before_cursor_execute", sibling_first)
+    peers.report(engine, "sched-a", TOPIC)
+    assert raced
+    [row] = rows(engine)
+    assert (row.host, row.report_count) == ("sched-a", 1)
+
+
 def test_servers_up_on_a_topic_are_placed_in_host_order(engine):
     for host in ("sched-c", "sched-a", "sched-b"):
         peers.report(engine, host, TOPIC)
