@@ -24,6 +24,8 @@ import sys
 import threading
 import time
 
+from amqp.abstract_channel import IGNORED_METHOD_DURING_CHANNEL_CLOSE
+from amqp.spec import Basic
 import cotyledon
 from oslo_log import log as logging
 
@@ -343,6 +345,18 @@ def _escape_unencodable_in_logs() -> None:
             stream.reconfigure(errors="backslashreplace")
 
 
+class _CancelOfOwnFanoutQueue(pylogging.Filter):
+    """Drops py-amqp's "Received method (60, 30) during closing channel"
+    WARNING, written at every stop: oslo.messaging deletes a worker's
+    fanout queue as it closes its connection, its consumer still on it,
+    and RabbitMQ tells that consumer with a basic.cancel (60, 30) that
+    reaches the channel closing. Any other method stays a WARNING."""
+
+    def filter(self, record: pylogging.LogRecord) -> bool:
+        return not (record.msg == IGNORED_METHOD_DURING_CHANNEL_CLOSE
+                    and record.args and record.args[0] == Basic.Cancel)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the server until SIGTERM: 0, or 1 after one ``ERROR:`` line
     (:mod:`scheduler.errors`) when it cannot start or a worker fails for a
@@ -359,6 +373,7 @@ def main(argv: list[str] | None = None) -> int:
         _register_server_opts(conf)
         cmd.setup_log_output(conf, "scheduler")
         _escape_unencodable_in_logs()
+        pylogging.getLogger("amqp").addFilter(_CancelOfOwnFanoutQueue())
         # Before forking, so every worker inherits them.
         malformed.install()
         wrapped.install()

@@ -59,6 +59,7 @@ def test_two_workers_both_serve_and_stop_cleanly_on_sigterm(
 
     deployment.stop_servers()
     assert proc.returncode == 0
+    assert "WARNING" not in deployment.server_log()
     probe = type(deployment.api)(deployment.conf,
                                  transport=deployment.api.transport,
                                  timeout=2)
