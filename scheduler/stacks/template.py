@@ -354,7 +354,7 @@ def _resource(name: str, body: dict, types: dict[str, str],
     if props.get("availability_zone") is not None:
         spec["availability_zone"] = props["availability_zone"]
     group = hints.pop("group", None)
-    if isinstance(group, dict) and "get_resource" in group:
+    if _is_get_resource(group):
         if group["get_resource"] not in groups:
             raise exception.InvalidRequest(
                 f"{where}.scheduler_hints.group: "
@@ -397,11 +397,16 @@ def _split(value: Any, where: str) -> tuple[list[str], list[Any]]:
     if value is None:
         return [], []
     items = value if isinstance(value, list) else [value]
-    local = [v["get_resource"] for v in items
-             if isinstance(v, dict) and "get_resource" in v]
-    own = [v for v in items if not (isinstance(v, dict)
-                                    and "get_resource" in v)]
+    local = [v["get_resource"] for v in items if _is_get_resource(v)]
+    own = [v for v in items if not _is_get_resource(v)]
     return local, own
+
+
+def _is_get_resource(value: Any) -> bool:
+    """Whether ``value`` is ``{get_resource: name}``: as :func:`_resolve`
+    reads functions, the one key of its mapping (which checked the name);
+    a mapping with more keys is a value like any other."""
+    return isinstance(value, dict) and list(value) == ["get_resource"]
 
 
 def _flavor(value: Any, flavors: dict[str, dict[str, Any]],

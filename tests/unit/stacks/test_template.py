@@ -474,3 +474,22 @@ def test_a_resource_group_s_server_mistakes_are_named_in_its_resource_def():
     assert e.value.message == (
         "resources.workers.properties.count: expected a number of "
         "resources (0 or more), got -1")
+
+
+def test_a_group_hint_that_is_not_a_get_resource_is_named():
+    # {get_resource: [g], x: 1} is no get_resource (a function is the one
+    # key of its mapping): it was looked up as one, a TypeError traceback.
+    raw = _stack("""
+heat_template_version: 2018-08-31
+resources:
+  g: {type: OS::Nova::ServerGroup, properties: {policies: [anti-affinity]}}
+  s:
+    type: OS::Nova::Server
+    properties:
+      flavor: m1.small
+      scheduler_hints: {group: {get_resource: [g], x: 1}}
+""")
+    with pytest.raises(exception.InvalidRequest,
+                       match=r"^stack.resources.s.spec.scheduler_hints.group"
+                             r": .* is not a server group uuid"):
+        Stack.from_primitives(raw)
