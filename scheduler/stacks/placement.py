@@ -8,6 +8,9 @@ claimed at once, idempotently.
   count what those hold as room, once.
 - A stack id seen before with another definition is refused, naming what
   changed: the caller must release it first.
+- A new stack naming a consumer of another stack, or one that holds a
+  claim the stack did not make, is refused naming it: a consumer is one
+  stack's, or one request's, and what it holds stays as it is.
 - A lost claim race (another scheduler changed a node) re-reads the hosts
   and plans the whole stack again, at most ``[scheduler] claim_retries``
   times, as a single request does.
@@ -47,8 +50,9 @@ def select(driver, stack: stacks.Stack,
     :returns: ``{"stack_id", "order", "resources": {name: [destination]}}``
         (destinations as select_destinations returns them), plus
         ``"dry_run": True`` for a dry run.
-    :raises InvalidRequest: the driver cannot place stacks, or the stack id
-        is held by a different stack (naming what changed).
+    :raises InvalidRequest: the driver cannot place stacks, the stack id
+        is held by a different stack (naming what changed), or a consumer
+        is another's (see :func:`_unclaimed`).
     :raises NoValidHost: naming the resource that found no host and why,
         or after losing ``claim_retries`` races in a row.
     """
@@ -76,8 +80,12 @@ def select(driver, stack: stacks.Stack,
                 name: [held_destination(held[u])
                        for u in r.spec.instance_uuids]
                 for name, r in stack.placed.items()}, dry_run)
-        # Claims of these consumers not made by this stack (or left from an
-        # earlier placement of it) are replaced in the same transaction.
+        if stored is None and not _unclaimed(driver, stack, held, retry):
+            # A concurrent send of this stack placed it since the stack
+            # was read: look again at what it holds.
+            continue
+        # What is left of an earlier placement of this stack is replaced in
+        # the same transaction.
         replace = list(held)
         result = _place(driver, stack, replace, claims.freed_by(
             held.values()), stored is not None, dry_run, retry)
@@ -90,6 +98,40 @@ def select(driver, stack: stacks.Stack,
         f"No valid host for stack {stack.stack_id}: its consumers were "
         f"claimed concurrently {conf.scheduler.claim_retries + 1} times in "
         f"a row")
+
+
+def _unclaimed(driver, stack: stacks.Stack, held: dict[str, Any],
+               retry) -> bool:
+    """Whether the consumers of new stack ``stack`` are no one else's:
+    False if what they hold (``held``) is this stack's own, placed by a
+    concurrent send since its row was read.
+
+    :raises InvalidRequest: naming a consumer that is an instance of
+        another stack (the two would share its claim: a re-send of one
+        answers with the other's, releasing one releases the other's), or
+        that holds a claim this stack did not make (an instance placed
+        alone is not the stack's to move).
+    """
+    named = stack.named_consumers
+    if not held and not named:
+        return True
+    where = {u: name for name, r in stack.placed.items()
+             for u in r.spec.instance_uuids}
+    owners = retry(store.owners)(driver.engine, stack.stack_id,
+                                 [*held, *named])
+    for u in stack.consumers:
+        if u in owners:
+            raise exception.InvalidRequest(
+                f"stack.resources.{where[u]}.spec.instance_uuids: {u} is "
+                f"an instance of stack {owners[u]} (release it first)")
+    if not held:
+        return True
+    if retry(store.definition)(driver.engine, stack.stack_id) is not None:
+        return False
+    u = next(u for u in stack.consumers if u in held)
+    raise exception.InvalidRequest(
+        f"stack.resources.{where[u]}.spec.instance_uuids: {u} already holds "
+        f"a claim this stack did not make (release it first)")
 
 
 def _place(driver, stack: stacks.Stack, replace: list[str],

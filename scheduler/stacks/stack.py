@@ -100,6 +100,15 @@ class Stack:
         return [u for r in self.placed.values()
                 for u in r.spec.instance_uuids]
 
+    @property
+    def named_consumers(self) -> dict[str, str]:
+        """The instance uuids the specs gave (not derived from the stack
+        id, so another stack or request may name them too): uuid ->
+        resource name."""
+        return {u: name for name, r in self.placed.items()
+                for i, u in enumerate(r.spec.instance_uuids)
+                if u != consumer_uuid(self.stack_id, name, i)}
+
     @classmethod
     def from_primitives(cls, stack: Any,
                         max_instances: int = 1000) -> Stack:

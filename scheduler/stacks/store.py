@@ -27,6 +27,32 @@ def definition(engine: sa.Engine, stack_id: str) -> str | None:
                             .where(t.c.stack_id == stack_id)).scalar()
 
 
+def owners(engine: sa.Engine, stack_id: str,
+           consumer_uuids: Iterable[str]) -> dict[str, str]:
+    """Which of ``consumer_uuids`` are instances of a stack other than
+    ``stack_id``: uuid -> that stack's id (the first found).
+
+    Only stacks whose definition holds the uuid are read, a hundred uuids
+    to a query; call it for the few consumers another stack may name (the
+    ones a spec gives), not every derived one.
+    """
+    wanted = sorted(set(consumer_uuids))
+    found: dict[str, str] = {}
+    t = models.stacks
+    with engine.connect() as conn:
+        for start in range(0, len(wanted), 100):
+            chunk = wanted[start:start + 100]
+            # A uuid is hex and dashes: no LIKE wildcard to escape. The
+            # definition may name it elsewhere (a hint): consumers_of says.
+            rows = conn.execute(sa.select(t.c.stack_id, t.c.definition).where(
+                t.c.stack_id != stack_id,
+                sa.or_(*(t.c.definition.contains(f'"{u}"') for u in chunk))))
+            for row in rows:
+                for u in set(chunk).intersection(consumers_of(row.definition)):
+                    found.setdefault(u, row.stack_id)
+    return found
+
+
 def claim(engine: sa.Engine, stack: Stack, to_claim: list[claims.Claim], *,
           known: bool, groups: Iterable[claims.GroupRule] = (),
           replace: Iterable[str] = (), ttl: int = 0,

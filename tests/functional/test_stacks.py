@@ -321,3 +321,37 @@ def test_a_name_utf8_cannot_carry_is_refused_over_rpc(make_deployment):
     else:
         raise AssertionError("a lone surrogate was accepted")
     assert deployment.api.release_stack({}, stack["stack_id"]) == 0
+
+
+def test_a_stack_naming_another_stacks_instance_is_refused_over_rpc(
+        make_deployment):
+    """Stack B naming an instance of stack A took A's claim over, and
+    releasing A then released B's: refused, A's claim as it was."""
+    deployment = make_deployment()
+    _fleet(deployment, hosts=2)
+    deployment.start_server()
+    shared = "1a2b3c4d-0000-4000-8000-00000000000a"
+    flavor = {"memory_mb": 512, "vcpus": 1, "root_gb": 1}
+    first = {"stack_id": "5a0b0c0d-0000-4000-8000-0000000000c3",
+             "resources": {"db": {"spec": {"flavor": flavor,
+                                           "instance_uuids": [shared]}}}}
+    deployment.api.select_stack({}, first)
+    before = [(a.consumer_uuid, a.compute_node_id, a.memory_mb)
+              for a in deployment.allocations()]
+    other = {"stack_id": "5a0b0c0d-0000-4000-8000-0000000000c4",
+             "resources": {"app": {"spec": {
+                 "flavor": {**flavor, "memory_mb": 1024},
+                 "instance_uuids": [shared]}}}}
+    try:
+        deployment.api.select_stack({}, other)
+    except exception.InvalidRequest as e:
+        assert e.message == (
+            f"stack.resources.app.spec.instance_uuids: {shared} is an "
+            f"instance of stack {first['stack_id']} (release it first)")
+    else:
+        raise AssertionError("another stack's instance was taken over")
+    assert [(a.consumer_uuid, a.compute_node_id, a.memory_mb)
+            for a in deployment.allocations()] == before
+    assert deployment.api.release_stack({}, other["stack_id"]) == 0
+    assert deployment.api.release_stack({}, first["stack_id"]) == 1
+    _audit_clean(deployment)

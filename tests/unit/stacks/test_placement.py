@@ -324,3 +324,86 @@ def test_a_forced_resource_that_breaks_a_hard_group_is_refused_at_once(
         f"No valid host for stack {SID}: a forced host would break its "
         f"server group: server group {G}:")
     assert allocation_rows(engine) == []
+
+
+OTHER = "5a0b0c0d-0000-4000-8000-0000000000b2"
+X = "1a2b3c4d-0000-4000-8000-00000000000a"
+
+
+def test_a_stack_naming_another_stacks_consumer_is_refused(
+        four_hosts, filter_driver, engine):
+    """Stack B naming an instance of stack A took A's claim over (and
+    releasing A released B's): refused, naming the consumer and A."""
+    first = placement.select(filter_driver, _stack(
+        {"db": {"spec": spec_dict(flavor=F, instance_uuids=[X])}}))
+    bigger = {"app": {"spec": spec_dict(flavor={**F, "memory_mb": 2048},
+                                        instance_uuids=[X])}}
+    for dry_run in (True, False):
+        with pytest.raises(exception.InvalidRequest) as e:
+            placement.select(filter_driver, _stack(bigger, OTHER),
+                             dry_run=dry_run)
+        assert e.value.message == (
+            f"stack.resources.app.spec.instance_uuids: {X} is an instance "
+            f"of stack {SID} (release it first)")
+    # A's claim is intact, B holds nothing.
+    rows = allocation_rows(engine)
+    assert [(r.consumer_uuid, r.memory_mb) for r in rows] == [(X, 1024)]
+    assert store.definition(engine, OTHER) is None
+    again = placement.select(filter_driver, _stack(
+        {"db": {"spec": spec_dict(flavor=F, instance_uuids=[X])}}))
+    assert _hosts(again) == _hosts(first)
+    assert placement.release(engine, OTHER, 0) == 0
+    assert placement.release(engine, SID, 0) == 1
+
+
+def test_a_stack_naming_a_consumer_another_stack_lost_is_refused(
+        four_hosts, filter_driver, engine):
+    """A stack's consumer released alone is still the stack's (a re-send
+    places it again): another stack naming it would share it."""
+    placement.select(filter_driver, _stack(
+        {"db": {"spec": spec_dict(flavor=F, instance_uuids=[X])}}))
+    claims.release(engine, [X])
+    with pytest.raises(exception.InvalidRequest,
+                       match=f"{X} is an instance of stack {SID}"):
+        placement.select(filter_driver, _stack(
+            {"app": {"spec": spec_dict(flavor=F, instance_uuids=[X])}},
+            OTHER))
+    assert allocation_rows(engine) == []
+
+
+def test_a_stack_naming_a_consumer_claimed_alone_is_refused(
+        four_hosts, filter_driver, engine):
+    """An instance placed by select_destinations is not the stack's to
+    move: its claim stays where it is."""
+    filter_driver.select_destinations(make_spec(flavor=F,
+                                                instance_uuids=[X]))
+    before = [(r.consumer_uuid, r.compute_node_id)
+              for r in allocation_rows(engine)]
+    with pytest.raises(exception.InvalidRequest) as e:
+        placement.select(filter_driver, _stack(
+            {"app": {"spec": spec_dict(flavor={**F, "memory_mb": 2048},
+                                       instance_uuids=[X])}}))
+    assert e.value.message == (
+        f"stack.resources.app.spec.instance_uuids: {X} already holds a "
+        f"claim this stack did not make (release it first)")
+    assert [(r.consumer_uuid, r.compute_node_id)
+            for r in allocation_rows(engine)] == before
+    assert store.definition(engine, SID) is None
+
+
+def test_a_concurrent_send_of_a_stack_naming_its_consumers_is_not_refused(
+        four_hosts, filter_driver, engine, monkeypatch):
+    """The second send read no stack row, then the claims the first
+    committed with it: they are its own, not another's to refuse."""
+    resources = {"db": {"spec": spec_dict(flavor=F, instance_uuids=[X])}}
+    first = placement.select(filter_driver, _stack(resources))
+    real = store.definition
+    reads = []
+
+    def stale_then_real(engine, stack_id):
+        reads.append(stack_id)
+        return None if len(reads) == 1 else real(engine, stack_id)
+    monkeypatch.setattr(store, "definition", stale_then_real)
+    again = placement.select(filter_driver, _stack(resources))
+    assert _hosts(again) == _hosts(first)
+    assert [r.consumer_uuid for r in allocation_rows(engine)] == [X]
