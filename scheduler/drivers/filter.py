@@ -127,7 +127,8 @@ class FilterScheduler(Driver):
 
     def plan_on(self, view: HostView, spec: RequestSpec, spread: int = 1,
                 narrow: Narrowing | None = None,
-                keep_usage: bool = False) -> list[Selection]:
+                keep_usage: bool = False,
+                pipeline: Pipeline | None = None) -> list[Selection]:
         """:meth:`plan` on a view shared with other requests' plans (a
         stack's resources): the view's planned usage counts.
 
@@ -137,10 +138,14 @@ class FilterScheduler(Driver):
         left and a FilterStep per narrowing. With ``keep_usage`` every
         instance's usage is left in ``view``, for whatever is planned next
         (alternates of several instances leave it too: they are weighed on
-        it).
+        it). ``pipeline``: the filters and weighers to run, the current
+        ones if None; a caller planning several specs as one request (a
+        stack) takes :attr:`pipeline` once and passes it to each, so a
+        reload in between does not mix two sets in one request.
         :raises NoValidHost: as :meth:`plan`, the narrowing's steps counted.
         """
-        pipeline = self.pipeline   # one set for the whole request
+        if pipeline is None:
+            pipeline = self.pipeline   # one set for the whole request
         clock = time.perf_counter
         started = clock()
         table = view.table

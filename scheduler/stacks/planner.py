@@ -32,6 +32,7 @@ from scheduler import capacity
 from scheduler import exception
 from scheduler import targeting
 from scheduler.drivers.base import Selection
+from scheduler.drivers.filter import Pipeline
 from scheduler.filters.base import FilterStep
 from scheduler.filters.base import narrow
 from scheduler.filters.base import run_filters
@@ -72,11 +73,15 @@ def plan(driver, stack: Stack, table: HostTable,
     """
     if not specs:
         return Plan({}, {}, [])      # nothing of the stack is placed
-    order = _hardest_first(driver, table, specs)
+    # One set of filters and weighers for the whole stack: a reload
+    # (SIGHUP) while it is planned is for the next request.
+    pipeline = driver.pipeline
+    order = _hardest_first(pipeline, table, specs)
     repairs = min(MAX_REPAIRS, len(order) - 1)
     for attempt in range(repairs + 1):
         try:
-            return _plan_in_order(driver, stack, table, specs, order, spread)
+            return _plan_in_order(driver, stack, table, specs, order,
+                                  spread, pipeline)
         except _Stuck as stuck:
             if stuck.name == order[0] or attempt == repairs:
                 raise exception.NoValidHost(
@@ -86,7 +91,7 @@ def plan(driver, stack: Stack, table: HostTable,
     raise AssertionError("unreachable")
 
 
-def _hardest_first(driver, table: HostTable,
+def _hardest_first(pipeline: Pipeline, table: HostTable,
                    specs: dict[str, RequestSpec]) -> list[str]:
     """Resource names, those with the fewest candidate hosts (after
     targeting and filters, on the table as read) first; then more
@@ -101,7 +106,7 @@ def _hardest_first(driver, table: HostTable,
             idx, forced, _ = targeting.apply(spec, view,
                                              table.all_positions())
             if not forced:
-                idx, _ = run_filters(driver.filters, view, idx, spec)
+                idx, _ = run_filters(pipeline.filters, view, idx, spec)
             counts[key] = len(idx)
         hardness[name] = (counts[key], -spec.num_instances,
                           -spec.flavor.memory_mb, -spec.flavor.vcpus, name)
@@ -110,7 +115,8 @@ def _hardest_first(driver, table: HostTable,
 
 def _plan_in_order(driver, stack: Stack, table: HostTable,
                    specs: dict[str, RequestSpec], order: list[str],
-                   spread: int) -> Plan:
+                   spread: int, pipeline: Pipeline) -> Plan:
+    """One pass in ``order``, every resource with ``pipeline``."""
     view = HostView(table)
     hosts: dict[str, list[str]] = {}         # resource -> hosts planned
     members: dict[str, list[str]] = {}       # group uuid -> hosts planned
@@ -119,7 +125,7 @@ def _plan_in_order(driver, stack: Stack, table: HostTable,
     same, apart = _pairs(stack)
     tied = _closure(same)
     together = _closure(_one_host(same, specs))
-    enabled = [f.name for f in driver.filters]
+    enabled = [f.name for f in pipeline.filters]
     for name in order:
         spec = specs[name]
         # Resources tied by same_host share one host, so their instances
@@ -141,7 +147,7 @@ def _plan_in_order(driver, stack: Stack, table: HostTable,
                     view, part, spread,
                     narrow=_relations(name, tied[name] - {name},
                                       apart[name], hosts, whole, enabled),
-                    keep_usage=True)
+                    keep_usage=True, pipeline=pipeline)
             except exception.NoValidHost as e:
                 raise _Stuck(name, e) from None
             selections[name] += chosen

@@ -391,6 +391,36 @@ def test_a_stack_naming_a_consumer_claimed_alone_is_refused(
     assert store.definition(engine, SID) is None
 
 
+def test_a_reload_while_a_stack_is_planned_does_not_mix_filter_sets(
+        register, filter_driver, conf, monkeypatch):
+    """SIGHUP swaps the filters for the next request: a stack planned
+    meanwhile keeps the set it started with for every resource (here the
+    RamFilter, without which "b" would be planned on the small host)."""
+    register(node("h1", memory_mb=8192), node("h2", memory_mb=512))
+    real = filter_driver.plan_on
+    calls = []
+
+    def reload_after_the_first(*args, **kwargs):
+        selections = real(*args, **kwargs)
+        calls.append(selections)
+        if len(calls) == 1:
+            conf.set_override("enabled_filters", ["ComputeFilter"],
+                              "filter_scheduler")
+            filter_driver.reload()
+        return selections
+    monkeypatch.setattr(filter_driver, "plan_on", reload_after_the_first)
+    resources = {"a": {"spec": spec_dict(flavor=F)},
+                 "b": {"spec": spec_dict(flavor=F),
+                       "different_host": ["a"]}}
+    with pytest.raises(exception.NoValidHost, match="RamFilter"):
+        placement.select(filter_driver, _stack(resources), dry_run=True)
+    assert calls
+    # The next stack runs with the new set.
+    assert sorted(h for hosts in _hosts(placement.select(
+        filter_driver, _stack(resources), dry_run=True)).values()
+        for h in hosts) == ["h1", "h2"]
+
+
 def test_a_concurrent_send_of_a_stack_naming_its_consumers_is_not_refused(
         four_hosts, filter_driver, engine, monkeypatch):
     """The second send read no stack row, then the claims the first

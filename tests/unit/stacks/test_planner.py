@@ -65,7 +65,7 @@ def test_creation_order_alone_would_paint_itself_into_a_corner(
     with pytest.raises(planner._Stuck) as stuck:
         planner._plan_in_order(filter_driver, stack,
                                filter_driver.host_table(), specs, creation,
-                               spread=1)
+                               spread=1, pipeline=filter_driver.pipeline)
     assert stuck.value.name == "db"
 
 
