@@ -271,6 +271,11 @@ class Driver:
         source, the request moves it from there: it arrived before its
         host's next list said so, and its new move starts from there, not
         from the source it left. (A live migration's re-try ignores both.)
+        A request ignoring neither is a new move too when ``moves.is_move``
+        says so (a resize to the same host: nothing is ignored): the re-send
+        of the move itself ignores its source, as nova's live migration and
+        evacuation always do. It is taken to have arrived, as moves do
+        (one rolled back just before is told by nothing nova sends).
         """
         if not any(row.source_node_id is not None for row in held.values()):
             return held
@@ -278,8 +283,8 @@ class Driver:
         ignored = set(spec.ignore_hosts)
         arrived = [u for u, h in retry(claims.holdings)(
                        self.engine, list(held)).items()
-                   if h.confirm_on_arrival and h.host in ignored
-                   and h.source_host not in ignored]
+                   if h.confirm_on_arrival and h.source_host not in ignored
+                   and (h.host in ignored or moves.is_move(spec, held[u]))]
         if not arrived:
             return held
         retry(claims.confirm_move)(self.engine, arrived)

@@ -319,6 +319,29 @@ def test_resized_right_after_its_live_migration_it_moves_from_where_it_is(
     assert cloud.manage("allocations", "audit", check=False).returncode == 0
 
 
+def test_resized_in_place_right_after_its_live_migration_it_frees_the_source(
+        nova, cloud):
+    instance, source, target = _live_migrated(nova)
+    nova("update_instance_info", host=source, uuids=[instance])
+    # Live-migrated (its destination's next list is still to come), then
+    # resized where it is (allow_resize_to_same_host: compute/api.py
+    # ignores no host; the user named the host it is on).
+    [[resized, *_]] = nova("select", flavor=BIG, instance_uuids=[instance],
+                           requested_destination={"host": target}
+                           )["selections"]
+    assert resized["service_host"] == target
+    [claim] = cloud.allocations()
+    assert claim.source_node_id == cloud.nodes()[target].id
+    assert (used(cloud, source), used(cloud, target)) == (0, 1024 + 3072)
+    # finish_resize reports it, the confirm (from the host it resized on)
+    # gives the old size back.
+    nova("update_instance_info", host=target, uuids=[instance])
+    nova("delete_instance_info", host=target, uuid=instance)
+    wait_for(lambda: used(cloud, target) == 3072, "resize source freed")
+    assert used(cloud, source) == 0
+    assert cloud.manage("allocations", "audit", check=False).returncode == 0
+
+
 def test_a_cold_migration_seen_on_its_destination_keeps_the_source(
         nova, cloud):
     # migrate.py asks for alternates: finish_resize reports the instance
