@@ -779,18 +779,36 @@ def _moving(consumer_uuids: list[str]):
                    allocs.c.source_node_id.is_not(None))
 
 
-def _revert(conn: sa.Connection, where, ttl: int = 0) -> int:
+def _revert(conn: sa.Connection, where, ttl: int = 0,
+            expired: bool = False) -> int:
     """Revert the moves matching ``where``: give the destinations back and
     make the sources the claims again (confirmed, or provisional for
-    ``ttl`` seconds)."""
+    ``ttl`` seconds). ``expired``: nothing said the moves ended, their
+    time ran out; a move waiting for its confirm remembers the destination
+    it gave back (``expired_*``, see :func:`relocate`)."""
     rows = _delete(conn, where)
     _give_back(conn, _held(rows))
     expires_at = _deadline(conn, ttl) if rows else None
     _reinsert(conn, rows, lambda r: {
         "compute_node_id": r.source_node_id, "vcpus": r.source_vcpus,
         "memory_mb": r.source_memory_mb, "disk_gb": r.source_disk_gb,
-        "expires_at": expires_at, **_NOT_MOVING})
+        "expires_at": expires_at, **_NOT_MOVING,
+        **(_expired_destination(r) if expired and not r.confirm_on_arrival
+           else _NO_EXPIRED)})
     return len(rows)
+
+
+_EXPIRED_COLUMNS = ("expired_node_id", "expired_vcpus", "expired_memory_mb",
+                    "expired_disk_gb")
+#: A claim remembering no expired destination.
+_NO_EXPIRED = dict.fromkeys(_EXPIRED_COLUMNS)
+
+
+def _expired_destination(r: sa.Row) -> dict[str, int]:
+    """The ``expired_*`` columns remembering the destination of the move
+    ``r`` (an allocation row, moving)."""
+    return dict(zip(_EXPIRED_COLUMNS, (r.compute_node_id, r.vcpus,
+                                       r.memory_mb, r.disk_gb)))
 
 
 def _deadline(conn: sa.Connection, ttl: int) -> datetime.datetime | None:
@@ -845,8 +863,13 @@ def relocate(engine: sa.Engine, consumer_uuids: list[str],
     check can refuse it; a node over capacity afterwards shows in
     ``allocations audit``. A moving claim's destination is relocated and
     its source kept (nova re-tried a resize on an alternate host); never
-    onto the source itself. Only to a host with exactly one compute node
-    (with several, which one is unknown).
+    onto the source itself. A claim whose move to this very node expired
+    (``expired_*``: a resize reported by finish_resize only after a disk
+    copy longer than the TTL) gets that move back instead, destination
+    confirmed at its own size and source kept, as if it had not expired:
+    the resize's confirm or revert is still to come (on its own node too,
+    for a resize on one host). Only to a host with exactly one compute
+    node (with several, which one is unknown).
     :returns: how many claims were relocated.
     """
     if not consumer_uuids:
@@ -862,19 +885,33 @@ def relocate(engine: sa.Engine, consumer_uuids: list[str],
             allocs.c.consumer_uuid.in_(consumer_uuids),
             sa.or_(allocs.c.source_node_id.is_(None),
                    allocs.c.source_node_id != node_id),
-            allocs.c.compute_node_id != node_id))
-        _give_back(conn, _held(rows))
+            sa.or_(allocs.c.compute_node_id != node_id,
+                   allocs.c.expired_node_id == node_id)))
+        resumed = [r for r in rows if r.expired_node_id == node_id]
+        moved = [r for r in rows if r.expired_node_id != node_id]
+        _give_back(conn, _held(moved))
         _change_usage(conn, [(node_id, r.vcpus, r.memory_mb, r.disk_gb)
-                             for r in rows], +1)
-        _reinsert(conn, rows, lambda r: {"compute_node_id": node_id,
-                                         "expires_at": None})
+                             for r in moved]
+                      + [(node_id, r.expired_vcpus, r.expired_memory_mb,
+                          r.expired_disk_gb) for r in resumed], +1)
+        _reinsert(conn, moved, lambda r: {"compute_node_id": node_id,
+                                          "expires_at": None, **_NO_EXPIRED})
+        # Resumed: the claim it held is the source again (still counted
+        # there), the expired destination the claim.
+        _reinsert(conn, resumed, lambda r: {
+            **dict(zip(_SOURCE_COLUMNS, (r.compute_node_id, r.vcpus,
+                                         r.memory_mb, r.disk_gb))),
+            "compute_node_id": node_id, "vcpus": r.expired_vcpus,
+            "memory_mb": r.expired_memory_mb, "disk_gb": r.expired_disk_gb,
+            "expires_at": None, **_NO_EXPIRED})
     return len(rows)
 
 
 def expire(engine: sa.Engine) -> int:
     """Release every provisional claim whose time has passed (by the
     database's clock); an expired move is reverted instead, so its source
-    is kept. Safe to run in many workers at once.
+    is kept (and one waiting for its confirm remembers its destination,
+    see :func:`relocate`). Safe to run in many workers at once.
     :returns: the number of claims released or reverted.
     """
     allocs = models.allocations
@@ -882,7 +919,7 @@ def expire(engine: sa.Engine) -> int:
                       allocs.c.expires_at < db.utcnow())
     with engine.begin() as conn:
         reverted = _revert(conn, sa.and_(
-            expired, allocs.c.source_node_id.is_not(None)))
+            expired, allocs.c.source_node_id.is_not(None)), expired=True)
         rows = _delete(conn, expired)
         _give_back(conn, _held(rows))
     return reverted + len(rows)
@@ -923,6 +960,9 @@ class Holding:
     node_deleted: bool = False
     #: Its move has no confirm step: being seen on its destination ends it.
     confirm_on_arrival: bool = False
+    #: The host of the destination its expired move gave back
+    #: (``expired_node_id``, see :func:`relocate`).
+    expired_host: str | None = None
 
 
 def holdings(engine: sa.Engine, consumer_uuids: list[str]
@@ -932,18 +972,21 @@ def holdings(engine: sa.Engine, consumer_uuids: list[str]
     if not uuids:
         return {}
     a, n = models.allocations, models.compute_nodes
-    source = n.alias("source")
+    source, expired = n.alias("source"), n.alias("expired")
     query = (sa.select(a.c.consumer_uuid, n.c.host,
                        source.c.host.label("source_host"), a.c.expires_at,
-                       n.c.deleted, a.c.confirm_on_arrival)
+                       n.c.deleted, a.c.confirm_on_arrival,
+                       expired.c.host.label("expired_host"))
              .join(n, n.c.id == a.c.compute_node_id)
              .outerjoin(source, source.c.id == a.c.source_node_id)
+             .outerjoin(expired, expired.c.id == a.c.expired_node_id)
              .where(a.c.consumer_uuid.in_(uuids)))
     with engine.connect() as conn:
         return {row.consumer_uuid: Holding(row.host, row.source_host,
                                            row.expires_at is not None,
                                            row.deleted != 0,
-                                           bool(row.confirm_on_arrival))
+                                           bool(row.confirm_on_arrival),
+                                           row.expired_host)
                 for row in conn.execute(query)}
 
 

@@ -167,6 +167,14 @@ class Allocation(Base):
     # confirms the move, which gives the source back.
     confirm_on_arrival = sa.Column(sa.Boolean, nullable=False,
                                    server_default=sa.false())
+    # Set on a claim whose move (one waiting for its confirm) expired and
+    # was reverted (migration 0010): the destination it gave back, counted
+    # nowhere. The instance reported there after all (a resize whose disk
+    # copy outlived the TTL) gets that move back (claims.relocate).
+    expired_node_id = sa.Column(sa.Integer, nullable=True)
+    expired_vcpus = sa.Column(sa.Integer, nullable=True)
+    expired_memory_mb = sa.Column(sa.Integer, nullable=True)
+    expired_disk_gb = sa.Column(sa.Integer, nullable=True)
 
 
 class ClaimGroup(Base):

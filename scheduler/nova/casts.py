@@ -14,7 +14,9 @@ maps that onto our claims:
   cast ever confirms): then it confirms the move, giving the source back;
   seen on another host while not moving, its claim
   moves there (nova's conductor re-tried a failed build on an alternate
-  host without asking a scheduler, or evacuated to a forced host), and so
+  host without asking a scheduler, or evacuated to a forced host) — or,
+  on the destination of its resize that expired during the disk copy,
+  the resize comes back (``claims.relocate``) — and so
   does one left on a deleted node of its host (the node re-created under
   a new uuid); seen on a third host while moving, the destination of its
   move moves there (a resize re-tried on an alternate host) and the source
@@ -107,9 +109,24 @@ def seen(engine: sa.Engine, where: dict[str, str]) -> int:
     (a move's destination included; a move with no confirm step is
     confirmed whole), and move claims (a move's destination) to the host
     the instance turned up on, unless that is the source of its move.
+
+    A resize on one host whose destination expired during its disk copy
+    gets its move back (``claims.relocate``) when that host reports the
+    instance: finish_resize's report is the only word that the resize went
+    on (the host lists the instance throughout, so :func:`listed` does
+    not; a resize that failed there would be held at both sizes for good).
     :returns: how many claims were confirmed or relocated.
     """
-    return _seen(engine, where, claims.holdings(engine, list(where)))
+    held = claims.holdings(engine, list(where))
+    resumed: dict[str, list[str]] = {}
+    for uuid, h in held.items():
+        if h.expired_host == where[uuid] == h.host:
+            resumed.setdefault(h.host, []).append(uuid)
+    changed = sum(claims.relocate(engine, uuids, host)
+                  for host, uuids in resumed.items())
+    done = {u for uuids in resumed.values() for u in uuids}
+    return changed + _seen(engine, where, {
+        u: h for u, h in held.items() if u not in done})
 
 
 def listed(engine: sa.Engine, where: dict[str, str]) -> int:

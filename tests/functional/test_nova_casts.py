@@ -2,7 +2,10 @@
 the rules, on SQLite)."""
 from __future__ import annotations
 
+import datetime
+
 from scheduler import claims
+from scheduler.db import models
 from scheduler.nova import casts
 from tests.functional.conftest import node
 from tests.unit.fakes import node_row
@@ -29,3 +32,30 @@ def test_an_instance_uuid_in_upper_case_is_the_same_instance(
     assert claims.holdings(engine, [VM])[VM].provisional is False
     assert casts.gone(engine, casts.uuids_listed([VM.upper()], "h1")) == 1
     assert claims.holdings(engine, [VM]) == {}
+
+
+def test_a_resize_reported_after_its_destination_expired_keeps_its_size(
+        make_deployment):
+    """The expired destination a claim remembers (migration 0010) brings
+    the resize back, at its new size, when finish_resize reports it."""
+    deployment = make_deployment()
+    deployment.add_nodes([node("h1"), node("h2")])
+    engine = deployment.engine
+    for host, memory_mb, move in (("h1", 1024, []), ("h2", 2048, [VM])):
+        row = node_row(engine, host)
+        claims.claim(engine, [claims.Claim(
+            consumer_uuid=VM, node_id=row.id, host=host,
+            generation=row.generation, vcpus=1, memory_mb=memory_mb,
+            disk_gb=10)], move=move, ttl=3600)
+    a = models.allocations
+    with engine.begin() as conn:
+        conn.execute(a.update().values(
+            expires_at=datetime.datetime(2000, 1, 1)))
+    assert claims.expire(engine) == 1               # disk still copying
+
+    assert casts.seen(engine, {VM: "h2"}) == 1      # finish_resize
+    assert {h: node_row(engine, h).memory_mb_used for h in ("h1", "h2")
+            } == {"h1": 1024, "h2": 2048}
+    assert casts.gone(engine, {VM: "h1"}) == 1      # confirm
+    assert {h: node_row(engine, h).memory_mb_used for h in ("h1", "h2")
+            } == {"h1": 0, "h2": 2048}
