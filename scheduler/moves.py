@@ -5,8 +5,9 @@ request already answered (a retry: hand back what they hold) or a move of
 those consumers elsewhere (cold/live migration, resize, evacuation: claim a
 destination, keep the source until confirm_move / revert_move). DESIGN.md
 "Moves" fixes the rule; every caller (the driver, for both RPC APIs) asks
-:func:`is_move`, and :func:`confirmed_on_arrival` whether the move ends
-when its consumer is seen on its destination.
+:func:`is_move`, :func:`confirmed_on_arrival` whether the move ends
+when its consumer is seen on its destination, and :func:`arrived` whether
+a new request says such a move is already over.
 """
 from __future__ import annotations
 
@@ -23,6 +24,13 @@ class HeldClaim(Protocol):
     memory_mb: int
     disk_gb: int
     source_node_id: int | None      # set while it is moving
+
+
+class MoveHolding(Protocol):
+    """Where a consumer's claim is (a ``claims.holdings`` value)."""
+    host: str
+    source_host: str | None         # set while it is moving
+    confirm_on_arrival: bool
 
 
 def is_move(spec: RequestSpec, held: HeldClaim) -> bool:
@@ -75,3 +83,26 @@ def confirmed_on_arrival(spec: RequestSpec) -> bool:
     sends a move below 4.5.)
     """
     return spec.move is None and not spec.return_alternates
+
+
+def arrived(spec: RequestSpec, held: HeldClaim,
+            holding: MoveHolding) -> bool:
+    """Whether ``spec``, a new request for a consumer holding ``held``
+    (where: ``holding``), says the consumer's move with no confirm step
+    (:func:`confirmed_on_arrival`) is over, before its destination's next
+    list did.
+
+    Nova moves an instance again only once its last move is over, and then
+    ignores the host it is on (a live migration, an evacuation, a resize
+    not to the same host): ignoring the move's destination, the request
+    says it arrived. A request that ignores no host at all says so too
+    when it is a move (a resize where the instance is), taken to have
+    arrived as moves do: one rolled back just before is told by nothing
+    nova sends. A request ignoring the move's source is a re-try of that
+    move itself (nova's live migration and evacuation always ignore it):
+    the consumer never left.
+    """
+    if not holding.confirm_on_arrival or holding.source_host in \
+            spec.ignore_hosts:
+        return False
+    return holding.host in spec.ignore_hosts or is_move(spec, held)

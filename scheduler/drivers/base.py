@@ -263,28 +263,16 @@ class Driver:
 
     def _end_arrived_moves(self, spec: RequestSpec,
                            held: dict[str, sa.Row]) -> dict[str, sa.Row]:
-        """``held``, after confirming the moves with no confirm step
-        (``moves.confirmed_on_arrival``) that ``spec`` says arrived: nova
-        moves an instance again only once its last move is over, ignoring
-        the host it is on (a live migration, an evacuation, a resize not to
-        the same host). Ignoring such a move's destination but not its
-        source, the request moves it from there: it arrived before its
-        host's next list said so, and its new move starts from there, not
-        from the source it left. (A live migration's re-try ignores both.)
-        A request ignoring neither is a new move too when ``moves.is_move``
-        says so (a resize to the same host: nothing is ignored): the re-send
-        of the move itself ignores its source, as nova's live migration and
-        evacuation always do. It is taken to have arrived, as moves do
-        (one rolled back just before is told by nothing nova sends).
-        """
+        """``held``, after confirming the moves with no confirm step that
+        ``spec`` says are over (:func:`scheduler.moves.arrived`): the new
+        request moves the consumer from where it arrived, not from the
+        source it left."""
         if not any(row.source_node_id is not None for row in held.values()):
             return held
         retry = db_retry.retrying(self.conf.scheduler.db_retries)
-        ignored = set(spec.ignore_hosts)
         arrived = [u for u, h in retry(claims.holdings)(
                        self.engine, list(held)).items()
-                   if h.confirm_on_arrival and h.source_host not in ignored
-                   and (h.host in ignored or moves.is_move(spec, held[u]))]
+                   if moves.arrived(spec, held[u], h)]
         if not arrived:
             return held
         retry(claims.confirm_move)(self.engine, arrived)

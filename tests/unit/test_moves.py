@@ -1,4 +1,5 @@
-"""moves.is_move: a move, or a re-send of the request that made the claim."""
+"""moves: a move or a re-send of the request that made the claim, and
+whether a move with no confirm step is over."""
 from __future__ import annotations
 
 import dataclasses
@@ -48,3 +49,38 @@ def test_only_novas_moves_without_alternates_are_done_on_arrival():
         dataclasses.replace(_spec(return_alternates=True), move=None))
     # Our own API's callers confirm their moves themselves.
     assert not moves.confirmed_on_arrival(_spec(move=True))
+
+
+def _live_migrated(confirm_on_arrival: bool = True):
+    """A consumer live-migrated from h1 to h2, its claim still moving."""
+    return (_held("h2", source_node_id=1),
+            types.SimpleNamespace(host="h2", source_host="h1",
+                                  confirm_on_arrival=confirm_on_arrival))
+
+
+def _nova(**fields) -> RequestSpec:
+    return dataclasses.replace(_spec(**fields), move=None)
+
+
+def test_a_request_ignoring_where_a_live_migration_went_says_it_arrived():
+    held, holding = _live_migrated()
+    assert moves.arrived(_nova(ignore_hosts=["h2"]), held, holding)
+    # A move waiting for its confirm (a resize) is not over by arriving.
+    held, holding = _live_migrated(confirm_on_arrival=False)
+    assert not moves.arrived(_nova(ignore_hosts=["h2"]), held, holding)
+
+
+def test_a_resize_in_place_ignoring_no_host_says_it_arrived():
+    held, holding = _live_migrated()
+    resize = {**FLAVOR, "memory_mb": 2048}
+    assert moves.arrived(_nova(flavor=resize), held, holding)
+    # The same request as the live migration's, ignoring nothing: a
+    # re-send, not a new move.
+    assert not moves.arrived(_nova(), held, holding)
+
+
+def test_the_live_migrations_own_re_try_ignoring_its_source_never_left():
+    held, holding = _live_migrated()
+    assert not moves.arrived(_nova(ignore_hosts=["h1", "h2"]), held,
+                             holding)
+    assert not moves.arrived(_nova(ignore_hosts=["h1"]), held, holding)
