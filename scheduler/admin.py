@@ -456,6 +456,20 @@ def _check_text(what: str, value: str) -> None:
             f"{what} is longer than {MAX_LENGTH} characters")
 
 
+def _check_zone(zone: str) -> None:
+    """An availability zone nova's API could name (its ``az_name``
+    format): not empty, no ':' (a request's ``zone:host:node`` forces a
+    host), no blanks at either end.
+
+    :raises InvalidRequest: naming the zone.
+    """
+    _check_text("availability zone", zone)
+    if ":" in zone or zone != zone.strip():
+        raise exception.InvalidRequest(
+            f"availability zone {zone!r} has a ':' or leading or trailing "
+            f"blanks; nova could not name it in a request")
+
+
 def list_aggregates(engine: sa.Engine) -> list[dict]:
     """Every live aggregate, sorted by name: ``id``, ``uuid``, ``name``,
     ``hosts`` (sorted host names) and ``metadata`` (key -> value)."""
@@ -479,8 +493,9 @@ def create_aggregate(engine: sa.Engine, name: str,
     """Create aggregate ``name``, in availability zone ``zone`` if given
     (its ``availability_zone`` metadata).
     :returns: the new aggregate, shaped as in :func:`list_aggregates`.
-    :raises InvalidRequest: the name (or zone) is empty or too long, or a
-        live aggregate already has that name.
+    :raises InvalidRequest: the name is empty or too long, the zone one
+        nova could not name (:func:`_check_zone`), or a live aggregate
+        already has that name.
     """
     _check_text("aggregate name", name)
     if "," in name or name != name.strip():
@@ -488,7 +503,7 @@ def create_aggregate(engine: sa.Engine, name: str,
             f"aggregate name {name!r} has a comma or leading or trailing "
             f"blanks; a request could not name it")
     if zone is not None:
-        _check_text("availability zone", zone)
+        _check_zone(zone)
     agg = models.aggregates
     with engine.begin() as conn:
         _lock_aggregates(conn)
@@ -590,8 +605,9 @@ def set_aggregate_metadata(engine: sa.Engine, name: str,
     mentioned are kept. ``availability_zone`` is the aggregate's zone.
     :returns: the aggregate's metadata afterwards.
     :raises NotFound: ``no aggregate 'X'``.
-    :raises InvalidRequest: no keys given, or a key is empty or a key or
-        value is too long.
+    :raises InvalidRequest: no keys given, or a key is empty, a key or
+        value is too long, or the zone is one nova could not name
+        (:func:`_check_zone`).
     """
     if not metadata:
         raise exception.InvalidRequest("no metadata to set")
@@ -601,6 +617,8 @@ def set_aggregate_metadata(engine: sa.Engine, name: str,
             raise exception.InvalidRequest(
                 f"value of metadata key {key!r} is longer than "
                 f"{MAX_LENGTH} characters")
+        if value and key == ZONE_KEY:
+            _check_zone(value)
     md = models.aggregate_metadata
     with engine.begin() as conn:
         _lock_aggregates(conn)

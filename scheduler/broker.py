@@ -68,6 +68,46 @@ def describe_hosts(conf: cfg.ConfigOpts) -> str:
     return hosts or "localhost:5672"
 
 
+#: ``[oslo_messaging_rabbit]`` integers oslo.messaging declares without
+#: bounds, and the values a connection can use: (least, most or None).
+#: Outside them a connection fails deep in amqp or oslo.messaging ("error:
+#: argument out of range", a ZeroDivisionError) naming no option. The
+#: heartbeat and the prefetch count are AMQP shorts; the rate divides.
+RABBIT_BOUNDS: dict[str, tuple[int, int | None]] = {
+    "heartbeat_timeout_threshold": (0, 65535),
+    "heartbeat_rate": (1, None),
+    "rabbit_qos_prefetch_count": (0, 65535),
+}
+
+
+def _register_rabbit_opts(conf: cfg.ConfigOpts) -> None:
+    for group, opts in messaging_opts.list_opts():
+        if group == "oslo_messaging_rabbit":
+            conf.register_opts(opts, group=group)
+
+
+def check_options(conf: cfg.ConfigOpts) -> None:
+    """The ``[oslo_messaging_rabbit]`` values of :data:`RABBIT_BOUNDS` are
+    within their bounds.
+
+    :raises BrokerRefused: naming the option, its value and the file that
+        sets it.
+    """
+    _register_rabbit_opts(conf)
+    for option, (least, most) in RABBIT_BOUNDS.items():
+        value = getattr(conf.oslo_messaging_rabbit, option)
+        if least <= value and (most is None or value <= most):
+            continue
+        location = conf.get_location(option, "oslo_messaging_rabbit")
+        where = f" in {location.detail}" if location and location.detail \
+            else ""
+        bound = f"at least {least}" if most is None else \
+            f"between {least} and {most}"
+        raise BrokerRefused(
+            f"[oslo_messaging_rabbit] {option} = {value}{where}: must be "
+            f"{bound}; fix the value in the configuration file")
+
+
 def _ssl(conf: cfg.ConfigOpts) -> bool | dict:
     """kombu's ``ssl`` argument from ``[oslo_messaging_rabbit]``, as
     oslo.messaging's rabbit driver builds it.
@@ -75,9 +115,7 @@ def _ssl(conf: cfg.ConfigOpts) -> bool | dict:
     :raises BrokerRefused: a certificate or key file it names cannot be
         read.
     """
-    for group, opts in messaging_opts.list_opts():
-        if group == "oslo_messaging_rabbit":
-            conf.register_opts(opts, group=group)
+    _register_rabbit_opts(conf)
     rabbit = conf.oslo_messaging_rabbit
     if not rabbit.ssl:
         return False
@@ -108,14 +146,18 @@ def check(conf: cfg.ConfigOpts, budget: float) -> None:
     retrying for at most ``budget`` seconds.
 
     :raises BrokerRefused: the broker rejected the user, password or
-        virtual host, ``transport_url`` is not a RabbitMQ URL, or a TLS
-        file of ``[oslo_messaging_rabbit]`` cannot be read.
+        virtual host, ``transport_url`` is not a RabbitMQ URL, a TLS file
+        of ``[oslo_messaging_rabbit]`` cannot be read or one of its values
+        no connection can use (:func:`check_options`).
     :raises BrokerUnavailable: nothing answered within ``budget``.
     """
     import amqp.exceptions
     import kombu
 
     urls = kombu_urls(conf)
+    # Here, not only when oslo.messaging connects: kombu's connection
+    # below uses none of them, so they would pass.
+    check_options(conf)
     use_ssl = _ssl(conf)
     deadline = time.monotonic() + budget
     where = describe_hosts(conf)

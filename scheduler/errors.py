@@ -70,6 +70,29 @@ class CommandFailed(Exception):
     """A command's own one-line failure; the message says it all."""
 
 
+def database_option(conf: cfg.ConfigOpts, parameters: bool = False) -> str:
+    """``[database] connection`` and the file that sets it, for messages;
+    ``with connection_parameters`` too when ``parameters`` and they are
+    set."""
+    location = conf.get_location("connection", "database")
+    where = "[database] connection"
+    if parameters and conf.database.connection_parameters:
+        where += " with connection_parameters"
+    return where + (f" in {location.detail}" if location and location.detail
+                    else "")
+
+
+def driver_refused(conf: cfg.ConfigOpts, exc: BaseException
+                   ) -> exception.ConfigError:
+    """The error for arguments of the URL (its query, ``connection_
+    parameters``) the driver refuses before any SQL: SQLAlchemy or the
+    driver raise a bare ValueError or AttributeError naming no option."""
+    driver = sa.engine.make_url(conf.database.connection).get_driver_name()
+    return exception.ConfigError(
+        f"{database_option(conf, parameters=True)}: the {driver} driver "
+        f"refused them ({type(exc).__name__}: {exc}); fix the options")
+
+
 def database_name(conf: cfg.ConfigOpts | None) -> str:
     """``[database] connection`` for messages: a SQLite file's path, else
     the URL without its password."""

@@ -20,6 +20,7 @@ from sqlalchemy import pool
 
 from scheduler import errors
 from scheduler import sd_notify
+from scheduler.db import api as db_api
 from scheduler.worker_state import WorkerStates
 
 LOG = logging.getLogger(__name__)
@@ -37,7 +38,9 @@ class DatabaseProbe:
 
     def __init__(self, conf: cfg.ConfigOpts) -> None:
         self.conf = conf
-        url = sa.engine.make_url(conf.database.connection)
+        # oslo.db's URL, connection_parameters and all: a driver that
+        # refuses one must fail here too, not only in the workers.
+        url = db_api.engine_url(conf)
         args = {}
         if url.get_backend_name() in ("postgresql", "mysql"):
             args["connect_timeout"] = DB_CONNECT_TIMEOUT
@@ -60,6 +63,10 @@ class DatabaseProbe:
         try:
             with self._engine.connect() as conn:
                 conn.execute(sa.text("SELECT 1"))
+        except (ValueError, TypeError, LookupError, AttributeError) as e:
+            # Not a DBAPI error: the driver refused an argument before
+            # talking to the server (PyMySQL's unknown charset).
+            return errors.driver_refused(self.conf, e).message
         except Exception as e:
             return (errors.describe(e, self.conf)
                     or f"database {errors.database_name(self.conf)}: {e}")

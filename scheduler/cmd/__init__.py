@@ -66,15 +66,18 @@ def _add_below(parser: argparse.ArgumentParser, flags: tuple[str, ...],
 
 
 def database_url(conf: cfg.ConfigOpts) -> sa.engine.URL:
-    """``[database] connection`` as a URL whose dialect and driver load.
+    """``[database] connection`` as a URL whose dialect and driver load,
+    and whose arguments (with ``connection_parameters``) SQLAlchemy takes.
 
     :raises ConfigError: the value is not a URL, names a dialect SQLAlchemy
-        does not have or a driver that is not installed; naming the option,
-        the file that sets it and the fix, never the password.
+        does not have or a driver that is not installed, or an argument
+        SQLAlchemy cannot convert (:func:`errors.driver_refused`); naming the
+        option, the file that sets it and the fix, never the password.
     """
-    location = conf.get_location("connection", "database")
-    where = "[database] connection" + (
-        f" in {location.detail}" if location and location.detail else "")
+    from scheduler import errors
+    from scheduler.db import api as db_api
+
+    where = errors.database_option(conf)
     try:
         url = sa.engine.make_url(conf.database.connection)
     except sa.exc.ArgumentError:
@@ -99,6 +102,13 @@ def database_url(conf: cfg.ConfigOpts) -> sa.engine.URL:
             f"{where}: {shown}: its driver {dialect.driver} is not "
             f"installed ({e}); install it or name an installed driver "
             f"in the URL") from None
+    try:
+        # Connects to nothing: SQLAlchemy converts the driver's arguments
+        # here (int() of connect_timeout), as oslo.db's engine would.
+        sa.create_engine(db_api.engine_url(conf),
+                         poolclass=sa.pool.NullPool).dispose()
+    except (ValueError, TypeError) as e:
+        raise errors.driver_refused(conf, e) from None
     return url
 
 
@@ -159,6 +169,26 @@ def require_schema(conf: cfg.ConfigOpts, engine: sa.Engine) -> None:
                                 errors.database_name(conf))
     if problem:
         raise exception.ConfigError(problem)
+
+
+def require_writable(engine: sa.Engine) -> None:
+    """The server writes its heartbeat and every claim: a user who may
+    read but not write those tables (SQLite's read-only file, a GRANT
+    SELECT on PostgreSQL or MariaDB) is refused before it starts, not on
+    every call after. One UPDATE of no row per table, rolled back: the
+    server checks the privilege all the same.
+
+    :raises oslo_db.exception.DBError: the database refused a write
+        (:func:`scheduler.errors.describe` names it read-only).
+    """
+    from scheduler.db import models
+
+    with engine.connect() as conn, conn.begin() as transaction:
+        for table in (models.services, models.compute_nodes,
+                      models.allocations):
+            conn.execute(table.update().where(sa.false())
+                         .values({table.c.id: table.c.id}))
+        transaction.rollback()
 
 
 def conf_from_args(args: argparse.Namespace) -> cfg.ConfigOpts:

@@ -272,10 +272,10 @@ def check_config(conf) -> None:
 
 def check_startup(conf, config_given: bool = True) -> None:
     """Fail before forking on what no worker could survive: plugins that
-    do not load, a database that is missing or without our schema, a
-    broker that does not answer within ``[scheduler]
-    broker_startup_timeout`` or refuses the login, an HTTP listen address
-    that is malformed.
+    do not load, a database that is missing, without our schema or that
+    this user may not write, a broker that does not answer within
+    ``[scheduler] broker_startup_timeout`` or refuses the login, an HTTP
+    listen address that is malformed.
 
     :raises ConfigError: naming the option or the database, and the fix.
     :raises broker.BrokerUnavailable: naming the broker (BrokerRefused
@@ -289,6 +289,7 @@ def check_startup(conf, config_given: bool = True) -> None:
     engine = db.create_engine(conf)
     try:
         cmd.require_schema(conf, engine)
+        cmd.require_writable(engine)
     finally:
         engine.dispose()
     broker.check(conf, conf.scheduler.broker_startup_timeout)

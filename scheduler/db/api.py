@@ -27,6 +27,16 @@ COMPUTE_BINARY = "nova-compute"
 COMPUTE_TOPIC = "compute"
 
 
+def engine_url(conf: cfg.ConfigOpts) -> sa.engine.URL:
+    """The URL :func:`create_engine` connects to: ``[database]
+    connection`` with ``connection_parameters`` appended to its query, as
+    oslo.db appends them."""
+    url = sa.engine.make_url(conf.database.connection)
+    parameters = conf.database.connection_parameters
+    return url.update_query_string(parameters, append=True) if parameters \
+        else url
+
+
 def create_engine(conf: cfg.ConfigOpts) -> sa.Engine:
     """An engine for ``[database] connection`` through oslo.db (pool
     settings, pre-ping, error translation). SQLite files run in WAL mode so

@@ -594,3 +594,104 @@ def test_a_notification_transport_whose_driver_does_not_load_is_named(
     assert line == (f"ERROR: [oslo_messaging_notifications] transport_url: "
                     f"cannot load the {scheme} transport driver ({why}); "
                     f"use rabbit:// or install the driver's library"), line
+
+
+@pytest.mark.parametrize("option, value, why", [
+    ("heartbeat_timeout_threshold", "-1", "must be between 0 and 65535"),
+    ("heartbeat_rate", "0", "must be at least 1"),
+    ("rabbit_qos_prefetch_count", "70000", "must be between 0 and 65535")])
+@pytest.mark.parametrize("command", ("server", "client"))
+def test_a_broker_option_the_connection_cannot_use_is_named(
+        sqlite_config, command, option, value, why):
+    # oslo.messaging declares them without bounds; the values failed deep
+    # in amqp or oslo.messaging as "error: argument out of range" or
+    # "ZeroDivisionError: float division by zero", naming no option.
+    config = sqlite_config(**{f"oslo_messaging_rabbit.{option}": value})
+    assert run("manage", "--config-file", str(config), "db", "sync"
+               ).returncode == 0
+    line = one_line_error(run(command, "--config-file", str(config),
+                              *WORK[command]))
+    assert line == (f"ERROR: [oslo_messaging_rabbit] {option} = {value} in "
+                    f"{config}: {why}; fix the value in the configuration "
+                    f"file"), line
+
+
+def _read_only_user(kind: str, server, database: str) -> str:
+    """A new user of ``server`` who may read every table of ``database``
+    and write none; its URL."""
+    user = f"reader_{os.getpid()}_{time.monotonic_ns() % 10**6}"
+    if kind == "postgresql":
+        server.execute(f"CREATE ROLE {user} LOGIN PASSWORD 'pw'")
+        server.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO "
+                       f"{user}", dbname=database)
+    else:
+        for host in ("%", "localhost"):
+            server.execute(f"CREATE USER '{user}'@'{host}' IDENTIFIED BY "
+                           f"'pw'")
+            server.execute(f"GRANT SELECT ON `{database}`.* TO "
+                           f"'{user}'@'{host}'")
+    return server.url_for(database).replace(
+        f"//{server.user}:{server.password}@", f"//{user}:pw@")
+
+
+@pytest.mark.parametrize("kind", ["postgresql", "mariadb"])
+def test_server_as_a_user_who_may_only_read_exits_in_one_line(
+        request, sqlite_config, kind):
+    """The SQLite case above on a database server: a user granted SELECT
+    only. The server started and failed every heartbeat and claim."""
+    server = request.getfixturevalue(kind)
+    database = f"ro_{os.getpid()}_{time.monotonic_ns() % 10**6}"
+    owner = sqlite_config(**{
+        "database.connection": server.create_database(database)})
+    assert run("manage", "--config-file", str(owner), "db", "sync"
+               ).returncode == 0
+    reader = _read_only_user(kind, server, database)
+    config = sqlite_config(**{"database.connection": reader})
+    line = one_line_error(run("server", "--config-file", str(config),
+                              timeout=90))
+    shown = reader.replace(":pw@", ":***@")
+    assert line == (f"ERROR: database {shown} is read-only for this user; "
+                    f"run as the user that owns it (e.g. sudo -u scheduler) "
+                    f"or grant write access"), line
+
+
+@pytest.mark.parametrize("zone", ["az:1", " az1", "az1 ", " "])
+def test_a_zone_nova_cannot_name_is_refused(sqlite_config, zone):
+    """Nova's API refuses such a zone (its az_name format: no ':', which
+    splits zone:host:node in a request, no blanks at either end): one
+    scheduler-manage accepted could never be asked for."""
+    config = str(sqlite_config())
+    assert run("manage", "--config-file", config, "db", "sync"
+               ).returncode == 0
+    expected = (f"ERROR: availability zone {zone!r} has a ':' or leading or "
+                f"trailing blanks; nova could not name it in a request")
+    assert one_line_error(run("manage", "--config-file", config, "aggregate",
+                              "create", "fast", "--zone", zone)) == expected
+    assert run("manage", "--config-file", config, "aggregate", "create",
+               "fast").returncode == 0
+    assert one_line_error(run("manage", "--config-file", config, "aggregate",
+                              "set-metadata", "fast",
+                              f"availability_zone={zone}")) == expected
+    listed = json.loads(run("manage", "--config-file", config, "aggregate",
+                            "list", "--json").stdout)
+    assert [a["metadata"] for a in listed] == [{}]
+
+
+@pytest.mark.parametrize("parameters", ["connect_timeout=abc",
+                                        "charset=nosuch"])
+@pytest.mark.parametrize("command", [("manage", "db", "version"),
+                                     ("server",)])
+def test_connection_parameters_the_driver_refuses_are_named(
+        sqlite_config, mariadb, command, parameters):
+    # oslo.db appends them to the URL; SQLAlchemy or PyMySQL then raised a
+    # bare ValueError or AttributeError naming no option.
+    config = sqlite_config(**{
+        "database.connection": mariadb.url,
+        "database.connection_parameters": parameters})
+    line = one_line_error(run(command[0], "--config-file", str(config),
+                              *command[1:]))
+    assert line.startswith(f"ERROR: [database] connection with "
+                           f"connection_parameters in {config}: the "
+                           f"pymysql driver refused them ("), line
+    assert line.endswith("); fix the options"), line
+    assert mariadb.password not in line, line
