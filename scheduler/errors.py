@@ -33,6 +33,13 @@ _NO_SCHEMA = ("no such table", "does not exist", "doesn't exist",
 #: ... "the database refuses writes from this user".
 _READ_ONLY = ("readonly database", "read-only", "permission denied",
               "insufficientprivilege", "command denied")
+#: ... "this user may not use the database at all": PostgreSQL's CONNECT
+#: privilege, MariaDB's 1044 ("access denied for user 'u'@'%' to database
+#: 'd'"; a wrong password's 1045 names no database).
+_NO_ACCESS = ("permission denied for database", "' to database '")
+#: The fix of a user refused a read or the database (not only a write).
+_GRANT = ("read and write access to the scheduler's tables, or run as the "
+          "user that owns them (e.g. sudo -u scheduler)")
 #: ... "the database server cannot be reached".
 _UNREACHABLE = ("could not connect", "connection refused", "can't connect")
 #: ... "the database file or server cannot be opened".
@@ -111,6 +118,21 @@ def _db_text(exc: BaseException) -> str:
     inner = getattr(exc, "inner_exception", None) or exc
     return f"{type(getattr(inner, 'orig', inner)).__name__} " \
            f"{getattr(inner, 'orig', inner)}".lower()
+
+
+def _refused_read(exc: BaseException, text: str) -> bool:
+    """Whether the permission error ``exc`` (its :func:`_db_text`
+    ``text``) refused a read, not a write. MariaDB names the command;
+    PostgreSQL says "permission denied" for either, so the statement tells
+    (a SELECT ... FOR UPDATE or FOR SHARE also needs UPDATE: a write)."""
+    if "select command denied" in text:
+        return True
+    inner = getattr(exc, "inner_exception", None) or exc
+    statement = " ".join(
+        (getattr(inner, "statement", None) or "").upper().split())
+    return statement.startswith("SELECT ") and not any(
+        lock in statement for lock in (" FOR UPDATE", " FOR SHARE",
+                                       " FOR NO KEY UPDATE", " FOR KEY SHARE"))
 
 
 def describe(exc: BaseException, conf: cfg.ConfigOpts | None = None
@@ -220,6 +242,14 @@ def _describe_db(exc: BaseException, conf: cfg.ConfigOpts | None) -> str:
                 f"grant this user the TRIGGER privilege (with the binary "
                 f"log on, also SUPER or set log_bin_trust_function_creators"
                 f"=1), then run 'scheduler-manage db sync' again")
+    # Not "read-only" for these two: granting write access would not be
+    # enough.
+    if any(t in text for t in _NO_ACCESS):
+        return (f"database {name} refused this user ({detail}); grant it "
+                f"access to the database and {_GRANT}")
+    if any(t in text for t in _READ_ONLY) and _refused_read(exc, text):
+        return (f"database {name} refused this user a read ({detail}); "
+                f"grant it {_GRANT}")
     if any(t in text for t in _READ_ONLY):
         return (f"database {name} is read-only for this user; run as the "
                 f"user that owns it (e.g. sudo -u scheduler) or grant "

@@ -695,3 +695,76 @@ def test_connection_parameters_the_driver_refuses_are_named(
                            f"pymysql driver refused them ("), line
     assert line.endswith("); fix the options"), line
     assert mariadb.password not in line, line
+
+
+def _user_who_may_not_read(kind: str, server, database: str) -> str:
+    """A new user of ``server`` who may connect to ``database`` and read
+    none of its tables (MariaDB: may only insert); its URL."""
+    user = f"blind_{os.getpid()}_{time.monotonic_ns() % 10**6}"
+    if kind == "postgresql":
+        server.execute(f"CREATE ROLE {user} LOGIN PASSWORD 'pw'")
+    else:
+        for host in ("%", "localhost"):
+            server.execute(f"CREATE USER '{user}'@'{host}' IDENTIFIED BY "
+                           f"'pw'")
+            server.execute(f"GRANT INSERT ON `{database}`.* TO "
+                           f"'{user}'@'{host}'")
+    return server.url_for(database).replace(
+        f"//{server.user}:{server.password}@", f"//{user}:pw@")
+
+
+@pytest.mark.parametrize("kind", ["postgresql", "mariadb"])
+def test_server_as_a_user_who_may_not_read_is_not_told_read_only(
+        request, sqlite_config, kind):
+    """A user refused SELECT itself: granting write access (the read-only
+    line's fix) would not let the server start."""
+    server = request.getfixturevalue(kind)
+    database = f"nr_{os.getpid()}_{time.monotonic_ns() % 10**6}"
+    owner = sqlite_config(**{
+        "database.connection": server.create_database(database)})
+    assert run("manage", "--config-file", str(owner), "db", "sync"
+               ).returncode == 0
+    blind = _user_who_may_not_read(kind, server, database)
+    config = sqlite_config(**{"database.connection": blind})
+    line = one_line_error(run("server", "--config-file", str(config),
+                              timeout=90))
+    shown = blind.replace(":pw@", ":***@")
+    assert line.startswith(f"ERROR: database {shown} refused this user a "
+                           f"read ("), line
+    assert line.endswith("); grant it read and write access to the "
+                         "scheduler's tables, or run as the user that owns "
+                         "them (e.g. sudo -u scheduler)"), line
+
+
+@pytest.mark.parametrize("kind", ["postgresql", "mariadb"])
+def test_server_as_a_user_refused_the_database_names_the_grant(
+        request, sqlite_config, kind):
+    """The server refuses the connection itself to a user without the
+    database (PostgreSQL: no CONNECT; MariaDB: no privilege, 1044): not a
+    read-only database, nor a wrong [database] connection."""
+    server = request.getfixturevalue(kind)
+    database = f"ng_{os.getpid()}_{time.monotonic_ns() % 10**6}"
+    owner = sqlite_config(**{
+        "database.connection": server.create_database(database)})
+    assert run("manage", "--config-file", str(owner), "db", "sync"
+               ).returncode == 0
+    user = f"nogrant_{os.getpid()}_{time.monotonic_ns() % 10**6}"
+    if kind == "postgresql":
+        server.execute(f"CREATE ROLE {user} LOGIN PASSWORD 'pw'")
+        server.execute(f"REVOKE CONNECT ON DATABASE {database} FROM PUBLIC")
+    else:
+        for host in ("%", "localhost"):
+            server.execute(f"CREATE USER '{user}'@'{host}' IDENTIFIED BY "
+                           f"'pw'")
+    url = server.url_for(database).replace(
+        f"//{server.user}:{server.password}@", f"//{user}:pw@")
+    config = sqlite_config(**{"database.connection": url})
+    line = one_line_error(run("server", "--config-file", str(config),
+                              timeout=90))
+    shown = url.replace(":pw@", ":***@")
+    assert line.startswith(f"ERROR: database {shown} refused this user ("), \
+        line
+    assert line.endswith("); grant it access to the database and read and "
+                         "write access to the scheduler's tables, or run as "
+                         "the user that owns them (e.g. sudo -u scheduler)"), \
+        line

@@ -39,6 +39,38 @@ def test_read_only_names_the_database_not_the_sql(conf):
     assert "UPDATE" not in line and "secret" not in line
 
 
+@pytest.mark.parametrize("statement, read", [
+    ("SELECT alembic_version.version_num FROM alembic_version", True),
+    ("SELECT id FROM compute_nodes WHERE id = 1 FOR UPDATE", False),
+    ("UPDATE services SET id=id WHERE false", False)])
+def test_postgresql_permission_denied_says_read_or_write(conf, statement,
+                                                         read):
+    """PostgreSQL words a refused read as a refused write; the statement
+    tells them apart (a row lock needs UPDATE: a write)."""
+    e = db_exc.DBError(sa_exc.ProgrammingError(
+        statement, {}, Exception("permission denied for table t")))
+    line = errors.describe(e, conf)
+    assert line.startswith(
+        "database postgresql://u:***@db/sched refused this user a read "
+        "(permission denied for table t)" if read else
+        "database postgresql://u:***@db/sched is read-only for this user"
+    ), line
+
+
+@pytest.mark.parametrize("text, refused", [
+    ('permission denied for database "sched"', True),          # PostgreSQL
+    ("(1044, \"Access denied for user 'u'@'%' to database 'sched'\")",
+     True),
+    ("(1045, \"Access denied for user 'u'@'h' (using password: YES)\")",
+     False)])
+def test_a_user_refused_the_database_is_told_to_grant_it(conf, text,
+                                                         refused):
+    line = errors.describe(db_exc.DBError(_op(text)), conf)
+    assert line.startswith("database postgresql://u:***@db/sched refused "
+                           "this user (") is refused, line
+    assert "read-only" not in line
+
+
 @pytest.mark.parametrize("text", [
     "canceling statement due to lock timeout",                # PostgreSQL
     "(1205, 'Lock wait timeout exceeded; try restarting transaction')",
