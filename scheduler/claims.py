@@ -32,7 +32,7 @@ import collections
 import contextlib
 import dataclasses
 import datetime
-from typing import Callable, Iterable
+from typing import Callable, Collection, Iterable
 
 from oslo_db import exception as db_exc
 import sqlalchemy as sa
@@ -854,7 +854,7 @@ def revert_move(engine: sa.Engine, consumer_uuids: list[str],
 
 
 def relocate(engine: sa.Engine, consumer_uuids: list[str],
-             host: str) -> int:
+             host: str, resumable: Collection[str] | None = None) -> int:
     """The consumers run on ``host``, not where their claims are: move the
     claims there, confirmed. What nova's conductor does when a build fails
     and it tries an alternate host on its own, without asking a scheduler.
@@ -868,8 +868,10 @@ def relocate(engine: sa.Engine, consumer_uuids: list[str],
     copy longer than the TTL) gets that move back instead, destination
     confirmed at its own size and source kept, as if it had not expired:
     the resize's confirm or revert is still to come (on its own node too,
-    for a resize on one host). Only to a host with exactly one compute
-    node (with several, which one is unknown).
+    for a resize on one host) — when it is in ``resumable`` (None: any);
+    another is moved as any claim, its expired move forgotten. Only to a
+    host with exactly one compute node (with several, which one is
+    unknown).
     :returns: how many claims were relocated.
     """
     if not consumer_uuids:
@@ -887,8 +889,12 @@ def relocate(engine: sa.Engine, consumer_uuids: list[str],
                    allocs.c.source_node_id != node_id),
             sa.or_(allocs.c.compute_node_id != node_id,
                    allocs.c.expired_node_id == node_id)))
-        resumed = [r for r in rows if r.expired_node_id == node_id]
-        moved = [r for r in rows if r.expired_node_id != node_id]
+        if resumable is None:
+            resumable = consumer_uuids
+        resumed = [r for r in rows if r.expired_node_id == node_id
+                   and r.consumer_uuid in resumable]
+        moved = [r for r in rows if r.expired_node_id != node_id
+                 or r.consumer_uuid not in resumable]
         _give_back(conn, _held(moved))
         _change_usage(conn, [(node_id, r.vcpus, r.memory_mb, r.disk_gb)
                              for r in moved]

@@ -15,8 +15,8 @@ maps that onto our claims:
   seen on another host while not moving, its claim
   moves there (nova's conductor re-tried a failed build on an alternate
   host without asking a scheduler, or evacuated to a forced host) — or,
-  on the destination of its resize that expired during the disk copy,
-  the resize comes back (``claims.relocate``) — and so
+  reported resized on the destination of its resize that expired during
+  the disk copy, the resize comes back (``claims.relocate``) — and so
   does one left on a deleted node of its host (the node re-created under
   a new uuid); seen on a third host while moving, the destination of its
   move moves there (a resize re-tried on an alternate host) and the source
@@ -42,7 +42,7 @@ an instance being built is not listed yet.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Collection
 
 import sqlalchemy as sa
 
@@ -55,6 +55,12 @@ from scheduler.request_spec import canonical_uuid
 MAX_INSTANCES = 10000
 
 
+#: The ``vm_state`` finish_resize reports an instance in on its resize's
+#: destination (nova's ``vm_states.RESIZED``): the resize waits for its
+#: confirm or revert.
+RESIZED = "resized"
+
+
 def instances_reported(instance_info: Any, host_name: str) -> dict[str, str]:
     """instance uuid -> host, for an ``update_instance_info`` cast's
     ``Instance`` or ``InstanceList`` primitive. An instance's own ``host``
@@ -64,6 +70,27 @@ def instances_reported(instance_info: Any, host_name: str) -> dict[str, str]:
 
     :raises InvalidRequest: not such a primitive, or a uuid that is none.
     """
+    out = {}
+    for uuid, data in _instances(instance_info):
+        host = data.get("host")
+        out[uuid] = host if isinstance(host, str) and host else host_name
+    return out
+
+
+def resized_reported(instance_info: Any) -> frozenset[str]:
+    """The uuids (as :func:`instances_reported` gives them) of the
+    instances an ``update_instance_info`` cast reports resized
+    (:data:`RESIZED`): finish_resize's report, not another's.
+
+    :raises InvalidRequest: as :func:`instances_reported`.
+    """
+    return frozenset(uuid for uuid, data in _instances(instance_info)
+                     if data.get("vm_state") == RESIZED)
+
+
+def _instances(instance_info: Any) -> list[tuple[str, dict]]:
+    """(canonical uuid, fields) of each instance of an ``Instance`` or
+    ``InstanceList`` primitive (see :func:`instances_reported`)."""
     if isinstance(instance_info, dict) and instance_info.get(
             "nova_object.name") == "InstanceList":
         objects = primitives.unwrap(instance_info, "InstanceList",
@@ -74,16 +101,14 @@ def instances_reported(instance_info: Any, host_name: str) -> dict[str, str]:
         raise exception.InvalidRequest(
             f"instance_info.objects: expected a list of at most "
             f"{MAX_INSTANCES} instances")
-    out = {}
+    out = []
     for i, obj in enumerate(objects):
         data = primitives.unwrap(obj, "Instance", f"instance_info.{i}")
         uuid = data.get("uuid")
         if not isinstance(uuid, str):
             raise exception.InvalidRequest(
                 f"instance_info.{i}.uuid: expected a uuid")
-        host = data.get("host")
-        out[canonical_uuid(uuid, f"instance_info.{i}.uuid")] = (
-            host if isinstance(host, str) and host else host_name)
+        out.append((canonical_uuid(uuid, f"instance_info.{i}.uuid"), data))
     return out
 
 
@@ -104,7 +129,8 @@ def uuids_listed(instance_uuids: Any, host_name: str) -> dict[str, str]:
                           for i, u in enumerate(instance_uuids)), host_name)
 
 
-def seen(engine: sa.Engine, where: dict[str, str]) -> int:
+def seen(engine: sa.Engine, where: dict[str, str],
+         resized: Collection[str] | None = None) -> int:
     """The instances are on these hosts: confirm the claims held there
     (a move's destination included; a move with no confirm step is
     confirmed whole), and move claims (a move's destination) to the host
@@ -115,18 +141,24 @@ def seen(engine: sa.Engine, where: dict[str, str]) -> int:
     instance: finish_resize's report is the only word that the resize went
     on (the host lists the instance throughout, so :func:`listed` does
     not; a resize that failed there would be held at both sizes for good).
+    Only an instance reported ``resized`` (:func:`resized_reported`; None:
+    not known, any) gets its move back, on one host or two: after a resize
+    that failed, the instance turns up on that host for other reasons (its
+    host restarted, a rebuild, a move forced there with no scheduler
+    asked and no confirm to come) and holds its own claim there.
     :returns: how many claims were confirmed or relocated.
     """
     held = claims.holdings(engine, list(where))
     resumed: dict[str, list[str]] = {}
     for uuid, h in held.items():
-        if h.expired_host == where[uuid] == h.host:
+        if h.expired_host == where[uuid] == h.host and (
+                resized is None or uuid in resized):
             resumed.setdefault(h.host, []).append(uuid)
     changed = sum(claims.relocate(engine, uuids, host)
                   for host, uuids in resumed.items())
     done = {u for uuids in resumed.values() for u in uuids}
     return changed + _seen(engine, where, {
-        u: h for u, h in held.items() if u not in done})
+        u: h for u, h in held.items() if u not in done}, resized)
 
 
 def listed(engine: sa.Engine, where: dict[str, str]) -> int:
@@ -145,7 +177,8 @@ def listed(engine: sa.Engine, where: dict[str, str]) -> int:
 
 
 def _seen(engine: sa.Engine, where: dict[str, str],
-          held: dict[str, claims.Holding]) -> int:
+          held: dict[str, claims.Holding],
+          resized: Collection[str] | None = None) -> int:
     on_claim = [u for u, h in held.items()
                 if h.host == where[u] and not h.node_deleted]
     # A move with no confirm step ends on its destination: nothing else
@@ -165,7 +198,7 @@ def _seen(engine: sa.Engine, where: dict[str, str],
     changed = claims.confirm(engine, here) if here else 0
     changed += claims.confirm_move(engine, arrived)
     for host, uuids in elsewhere.items():
-        changed += claims.relocate(engine, uuids, host)
+        changed += claims.relocate(engine, uuids, host, resumable=resized)
     return changed
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from oslo_log import log as logging
 import oslo_messaging as messaging
+import sqlalchemy as sa
 
 from scheduler import exception
 from scheduler import instrument
@@ -130,8 +131,12 @@ class NovaSchedulerEndpoint:
     def update_instance_info(self, ctxt: Any, host_name: Any = None,
                              instance_info: Any = None) -> None:
         """A compute reports instances on a host: see
-        :func:`scheduler.nova.casts.seen`."""
-        self._cast("update_instance_info", casts.seen, host_name,
+        :func:`scheduler.nova.casts.seen`, told which are resized."""
+        def seen(engine: sa.Engine, where: dict[str, str]) -> int:
+            # Read after _cast accepted instance_info.
+            return casts.seen(engine, where,
+                              casts.resized_reported(instance_info))
+        self._cast("update_instance_info", seen, host_name,
                    casts.instances_reported, instance_info)
 
     @messaging.expose

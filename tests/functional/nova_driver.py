@@ -122,9 +122,11 @@ def _client(req: dict):
     return client
 
 
-def _instances(ctxt, host: str, uuids: list[str]) -> objects.InstanceList:
+def _instances(ctxt, host: str, uuids: list[str],
+               vm_state: str | None = None) -> objects.InstanceList:
+    state = {"vm_state": vm_state} if vm_state else {}
     return objects.InstanceList(ctxt, objects=[
-        objects.Instance(ctxt, uuid=u, host=host) for u in uuids])
+        objects.Instance(ctxt, uuid=u, host=host, **state) for u in uuids])
 
 
 def handle(ctxt, req: dict) -> dict:
@@ -155,7 +157,8 @@ def handle(ctxt, req: dict) -> dict:
     client = query.SchedulerQueryClient()
     if op == "update_instance_info":
         client.update_instance_info(ctxt, req["host"], _instances(
-            ctxt, req.get("instance_host", req["host"]), req["uuids"]))
+            ctxt, req.get("instance_host", req["host"]), req["uuids"],
+            req.get("vm_state")))
     elif op == "sync_instance_info":
         client.sync_instance_info(ctxt, req["host"], req["uuids"])
     elif op == "delete_instance_info":

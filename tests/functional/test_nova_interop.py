@@ -8,6 +8,7 @@ topic ``scheduler`` on the control exchange both are configured with.
 """
 from __future__ import annotations
 
+import datetime
 import json
 from pathlib import Path
 import select
@@ -17,6 +18,8 @@ import uuid
 
 import pytest
 
+from scheduler import claims
+from scheduler.db import models
 from tests.fixtures.availability import require
 from tests.fixtures.config import write_config
 from tests.functional.conftest import node
@@ -339,6 +342,31 @@ def test_resized_in_place_right_after_its_live_migration_it_frees_the_source(
     nova("delete_instance_info", host=target, uuid=instance)
     wait_for(lambda: used(cloud, target) == 3072, "resize source freed")
     assert used(cloud, source) == 0
+    assert cloud.manage("allocations", "audit", check=False).returncode == 0
+
+
+@pytest.mark.parametrize("vm_state, sizes", [
+    ("resized", (1024, 3072)),      # finish_resize: the resize goes on
+    ("active", (0, 1024)),          # the resize failed; forced there later
+])
+def test_a_resize_that_expired_comes_back_only_when_reported_resized(
+        nova, cloud, vm_state, sizes):
+    [instance], [[booted, *_]] = boot(nova)
+    source = booted["service_host"]
+    nova("update_instance_info", host=source, uuids=[instance])
+    target = nova("select", flavor=BIG, instance_uuids=[instance],
+                  ignore_hosts=[source])["selections"][0][0]["service_host"]
+    a = models.allocations
+    with cloud.engine.begin() as conn:          # the disk copy outlived
+        conn.execute(a.update().values(         # the claim TTL
+            expires_at=datetime.datetime(2000, 1, 1)))
+    assert claims.expire(cloud.engine) == 1
+    # Nova's own Instance primitive, as finish_resize (vm_state resized)
+    # or a forced evacuation or live migration (active) reports it.
+    nova("update_instance_info", host=target, uuids=[instance],
+         vm_state=vm_state)
+    wait_for(lambda: (used(cloud, source), used(cloud, target)) == sizes,
+             f"reported {vm_state} on the expired destination")
     assert cloud.manage("allocations", "audit", check=False).returncode == 0
 
 

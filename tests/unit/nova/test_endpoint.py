@@ -15,6 +15,8 @@ from scheduler.nova.endpoint import NovaSchedulerEndpoint
 from scheduler.nova.exception import NoValidHost
 from tests.unit.fakes import allocation_rows
 from tests.unit.fakes import node
+from tests.unit.fakes import node_row
+from tests.unit.nova import test_casts
 
 CELL = "8f1b1c52-6c2d-4f0e-9d51-3c1e8f0a7b21"
 VM = "11111111-2222-4333-8444-555555555555"
@@ -202,3 +204,50 @@ def test_a_move_restricted_to_another_cell_is_refused(endpoint, engine):
         endpoint.select_destinations(
             {}, spec_obj=spec_obj(requested_destination=destination),
             instance_uuids=[VM], return_objects=True)
+
+
+def _instance(host: str, vm_state: str) -> dict:
+    """An Instance primitive as update_instance_info casts it."""
+    return {"nova_object.name": "Instance", "nova_object.data": {
+        "uuid": test_casts.VM, "host": host, "vm_state": vm_state}}
+
+
+def _used(engine) -> dict[str, int]:
+    return {h: node_row(engine, h).memory_mb_used for h in ("h1", "h2")}
+
+
+@pytest.mark.parametrize("vm_state, used", [
+    ("resized", {"h1": 1024, "h2": 2048}),    # finish_resize, after the copy
+    ("active", {"h1": 0, "h2": 1024}),        # evacuated or live-migrated,
+    ("error", {"h1": 0, "h2": 1024}),         # forced: no scheduler asked
+])
+def test_only_finish_resize_restores_a_resize_that_expired(
+        endpoint, engine, vm_state, used):
+    """A resize whose destination expired is restored by the instance
+    reported there resized (finish_resize), not by the instance forced
+    there later by a move with no confirm step after the resize failed:
+    that would charge the old host and the new size for good."""
+    test_casts.claim(engine, "h1")
+    endpoint.update_instance_info({}, host_name="h1",
+                                  instance_info=_instance("h1", "active"))
+    test_casts.claim(engine, "h2", move=[test_casts.VM], memory_mb=2048)
+    test_casts._expire_now(engine)
+    endpoint.update_instance_info({}, host_name="h2",
+                                  instance_info=_instance("h2", vm_state))
+    assert _used(engine) == used
+
+
+def test_a_restarted_host_does_not_restore_a_failed_resize_in_place(
+        endpoint, engine):
+    """A resize on one host that failed after its destination expired:
+    the host's start-up report (init_host lists every instance) names the
+    instance where it was, not resized; only the old size stays charged."""
+    test_casts.claim(engine, "h1")
+    endpoint.update_instance_info({}, host_name="h1",
+                                  instance_info=_instance("h1", "active"))
+    test_casts.claim(engine, "h1", move=[test_casts.VM], memory_mb=2048)
+    test_casts._expire_now(engine)
+    endpoint.update_instance_info({}, host_name="h1", instance_info={
+        "nova_object.name": "InstanceList", "nova_object.data": {
+            "objects": [_instance("h1", "error")]}})
+    assert _used(engine)["h1"] == 1024
