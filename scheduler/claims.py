@@ -854,7 +854,7 @@ def revert_move(engine: sa.Engine, consumer_uuids: list[str],
 
 
 def relocate(engine: sa.Engine, consumer_uuids: list[str],
-             host: str, resumable: Collection[str] | None = None) -> int:
+             host: str, resumable: Collection[str]) -> int:
     """The consumers run on ``host``, not where their claims are: move the
     claims there, confirmed. What nova's conductor does when a build fails
     and it tries an alternate host on its own, without asking a scheduler.
@@ -868,8 +868,8 @@ def relocate(engine: sa.Engine, consumer_uuids: list[str],
     copy longer than the TTL) gets that move back instead, destination
     confirmed at its own size and source kept, as if it had not expired:
     the resize's confirm or revert is still to come (on its own node too,
-    for a resize on one host) — when it is in ``resumable`` (None: any);
-    another is moved as any claim, its expired move forgotten. Only to a
+    for a resize on one host) — when it is in ``resumable``; another is
+    moved as any claim, its expired move forgotten. Only to a
     host with exactly one compute node (with several, which one is
     unknown).
     :returns: how many claims were relocated.
@@ -889,8 +889,6 @@ def relocate(engine: sa.Engine, consumer_uuids: list[str],
                    allocs.c.source_node_id != node_id),
             sa.or_(allocs.c.compute_node_id != node_id,
                    allocs.c.expired_node_id == node_id)))
-        if resumable is None:
-            resumable = consumer_uuids
         resumed = [r for r in rows if r.expired_node_id == node_id
                    and r.consumer_uuid in resumable]
         moved = [r for r in rows if r.expired_node_id != node_id

@@ -61,31 +61,26 @@ MAX_INSTANCES = 10000
 RESIZED = "resized"
 
 
-def instances_reported(instance_info: Any, host_name: str) -> dict[str, str]:
-    """instance uuid -> host, for an ``update_instance_info`` cast's
-    ``Instance`` or ``InstanceList`` primitive. An instance's own ``host``
-    field, when it has one, wins over the reporting host. Uuids are as
-    claims store them (MariaDB's comparison ignores case, so another
-    spelling would find a claim under a key not asked for).
+def instances_reported(instance_info: Any, host_name: str
+                       ) -> tuple[dict[str, str], frozenset[str]]:
+    """(instance uuid -> host, the uuids reported resized) for an
+    ``update_instance_info`` cast's ``Instance`` or ``InstanceList``
+    primitive, read in one pass (a compute's ``init_host`` reports every
+    instance it has). An instance's own ``host`` field, when it has one,
+    wins over the reporting host. Resized means in :data:`RESIZED`:
+    finish_resize's report, not another's. Uuids are as claims store them
+    (MariaDB's comparison ignores case, so another spelling would find a
+    claim under a key not asked for).
 
     :raises InvalidRequest: not such a primitive, or a uuid that is none.
     """
-    out = {}
+    where, resized = {}, set()
     for uuid, data in _instances(instance_info):
         host = data.get("host")
-        out[uuid] = host if isinstance(host, str) and host else host_name
-    return out
-
-
-def resized_reported(instance_info: Any) -> frozenset[str]:
-    """The uuids (as :func:`instances_reported` gives them) of the
-    instances an ``update_instance_info`` cast reports resized
-    (:data:`RESIZED`): finish_resize's report, not another's.
-
-    :raises InvalidRequest: as :func:`instances_reported`.
-    """
-    return frozenset(uuid for uuid, data in _instances(instance_info)
-                     if data.get("vm_state") == RESIZED)
+        where[uuid] = host if isinstance(host, str) and host else host_name
+        if data.get("vm_state") == RESIZED:
+            resized.add(uuid)
+    return where, frozenset(resized)
 
 
 def _instances(instance_info: Any) -> list[tuple[str, dict]]:
@@ -130,7 +125,7 @@ def uuids_listed(instance_uuids: Any, host_name: str) -> dict[str, str]:
 
 
 def seen(engine: sa.Engine, where: dict[str, str],
-         resized: Collection[str] | None = None) -> int:
+         resized: Collection[str] = frozenset()) -> int:
     """The instances are on these hosts: confirm the claims held there
     (a move's destination included; a move with no confirm step is
     confirmed whole), and move claims (a move's destination) to the host
@@ -141,20 +136,20 @@ def seen(engine: sa.Engine, where: dict[str, str],
     instance: finish_resize's report is the only word that the resize went
     on (the host lists the instance throughout, so :func:`listed` does
     not; a resize that failed there would be held at both sizes for good).
-    Only an instance reported ``resized`` (:func:`resized_reported`; None:
-    not known, any) gets its move back, on one host or two: after a resize
-    that failed, the instance turns up on that host for other reasons (its
-    host restarted, a rebuild, a move forced there with no scheduler
-    asked and no confirm to come) and holds its own claim there.
+    Only an instance in ``resized`` (reported resized: see
+    :func:`instances_reported`) gets its move back, on one host or two:
+    after a resize that failed, the instance turns up on that host for
+    other reasons (its host restarted, a rebuild, a move forced there with
+    no scheduler asked and no confirm to come) and holds its own claim
+    there.
     :returns: how many claims were confirmed or relocated.
     """
     held = claims.holdings(engine, list(where))
     resumed: dict[str, list[str]] = {}
     for uuid, h in held.items():
-        if h.expired_host == where[uuid] == h.host and (
-                resized is None or uuid in resized):
+        if h.expired_host == where[uuid] == h.host and uuid in resized:
             resumed.setdefault(h.host, []).append(uuid)
-    changed = sum(claims.relocate(engine, uuids, host)
+    changed = sum(claims.relocate(engine, uuids, host, resumable=uuids)
                   for host, uuids in resumed.items())
     done = {u for uuids in resumed.values() for u in uuids}
     return changed + _seen(engine, where, {
@@ -173,12 +168,15 @@ def listed(engine: sa.Engine, where: dict[str, str]) -> int:
     reverted = [u for u, h in held.items()
                 if h.source_host == where[u] and h.host != where[u]
                 and not h.provisional]
-    return _seen(engine, where, held) + claims.revert_move(engine, reverted)
+    # A list names no vm_state, so it brings no expired resize back
+    # (see seen): finish_resize's own report does.
+    return (_seen(engine, where, held, frozenset())
+            + claims.revert_move(engine, reverted))
 
 
 def _seen(engine: sa.Engine, where: dict[str, str],
-          held: dict[str, claims.Holding],
-          resized: Collection[str] | None = None) -> int:
+          held: dict[str, claims.Holding], resized: Collection[str]
+          ) -> int:
     on_claim = [u for u, h in held.items()
                 if h.host == where[u] and not h.node_deleted]
     # A move with no confirm step ends on its destination: nothing else

@@ -132,10 +132,9 @@ class NovaSchedulerEndpoint:
                              instance_info: Any = None) -> None:
         """A compute reports instances on a host: see
         :func:`scheduler.nova.casts.seen`, told which are resized."""
-        def seen(engine: sa.Engine, where: dict[str, str]) -> int:
-            # Read after _cast accepted instance_info.
-            return casts.seen(engine, where,
-                              casts.resized_reported(instance_info))
+        def seen(engine: sa.Engine,
+                 reported: tuple[dict[str, str], frozenset[str]]) -> int:
+            return casts.seen(engine, *reported)
         self._cast("update_instance_info", seen, host_name,
                    casts.instances_reported, instance_info)
 
@@ -166,8 +165,8 @@ class NovaSchedulerEndpoint:
             if not isinstance(host_name, str) or not host_name:
                 raise exception.InvalidRequest(
                     "host_name: expected a host name")
-            where = read(value, host_name)
-            changed = self._retry(action)(self.manager.engine, where)
+            reported = read(value, host_name)
+            changed = self._retry(action)(self.manager.engine, reported)
         except exception.InvalidRequest as e:
             LOG.warning("%s cast from %r dropped: %s", name, host_name, e)
         except Exception as e:  # noqa: BLE001 - see above

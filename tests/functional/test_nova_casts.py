@@ -53,7 +53,7 @@ def test_a_resize_reported_after_its_destination_expired_keeps_its_size(
             expires_at=datetime.datetime(2000, 1, 1)))
     assert claims.expire(engine) == 1               # disk still copying
 
-    assert casts.seen(engine, {VM: "h2"}) == 1      # finish_resize
+    assert casts.seen(engine, {VM: "h2"}, {VM}) == 1   # finish_resize
     assert {h: node_row(engine, h).memory_mb_used for h in ("h1", "h2")
             } == {"h1": 1024, "h2": 2048}
     assert casts.gone(engine, {VM: "h1"}) == 1      # confirm
