@@ -247,10 +247,10 @@ def _describe_db(exc: BaseException, conf: cfg.ConfigOpts | None) -> str:
     if any(t in text for t in _NO_ACCESS):
         return (f"database {name} refused this user ({detail}); grant it "
                 f"access to the database and {_GRANT}")
-    if any(t in text for t in _READ_ONLY) and _refused_read(exc, text):
-        return (f"database {name} refused this user a read ({detail}); "
-                f"grant it {_GRANT}")
     if any(t in text for t in _READ_ONLY):
+        if _refused_read(exc, text):
+            return (f"database {name} refused this user a read ({detail}); "
+                    f"grant it {_GRANT}")
         return (f"database {name} is read-only for this user; run as the "
                 f"user that owns it (e.g. sudo -u scheduler) or grant "
                 f"write access")

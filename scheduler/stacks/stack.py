@@ -101,13 +101,12 @@ class Stack:
                 for u in r.spec.instance_uuids]
 
     @property
-    def named_consumers(self) -> dict[str, str]:
+    def named_consumers(self) -> list[str]:
         """The instance uuids the specs gave (not derived from the stack
-        id, so another stack or request may name them too): uuid ->
-        resource name."""
-        return {u: name for name, r in self.placed.items()
+        id, so another stack or request may name them too)."""
+        return [u for name, r in self.placed.items()
                 for i, u in enumerate(r.spec.instance_uuids)
-                if u != consumer_uuid(self.stack_id, name, i)}
+                if u != consumer_uuid(self.stack_id, name, i)]
 
     @classmethod
     def from_primitives(cls, stack: Any,
