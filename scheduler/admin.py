@@ -13,6 +13,7 @@ every write is a plain INSERT or UPDATE, so the change-tracking triggers
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
 import uuid as uuidlib
@@ -470,6 +471,26 @@ def _check_zone(zone: str) -> None:
             f"blanks; nova could not name it in a request")
 
 
+def _check_same_key(key: str, keys: Iterable[str]) -> None:
+    """nova reads metadata keys as dict keys (``availability_zone`` only
+    so spelled), while MariaDB's unique key and comparisons take ``SSD``
+    (or ``ssd ``) for ``ssd``: a key that differs from one of ``keys``
+    only so would overwrite the other on MariaDB (past the zone check,
+    for ``availability_zone``) and be a second key on SQLite and
+    PostgreSQL. Every database refuses it (nova's API does on MariaDB).
+
+    :raises InvalidRequest: naming both keys.
+    """
+    for other in keys:
+        # MariaDB's PAD SPACE collations ignore trailing blanks too.
+        if other != key and (other.rstrip(" ").casefold()
+                             == key.rstrip(" ").casefold()):
+            raise exception.InvalidRequest(
+                f"metadata key {key!r} differs from {other!r} only in "
+                f"case or trailing blanks, which MariaDB does not tell "
+                f"apart; use {other!r}")
+
+
 def list_aggregates(engine: sa.Engine) -> list[dict]:
     """Every live aggregate, sorted by name: ``id``, ``uuid``, ``name``,
     ``hosts`` (sorted host names) and ``metadata`` (key -> value)."""
@@ -606,13 +627,16 @@ def set_aggregate_metadata(engine: sa.Engine, name: str,
     :returns: the aggregate's metadata afterwards.
     :raises NotFound: ``no aggregate 'X'``.
     :raises InvalidRequest: no keys given, or a key is empty, a key or
-        value is too long, or the zone is one nova could not name
-        (:func:`_check_zone`).
+        value is too long, the zone is one nova could not name
+        (:func:`_check_zone`), or a key is another key of the aggregate,
+        another key asked for, or ``availability_zone`` in another case
+        (:func:`_check_same_key`).
     """
     if not metadata:
         raise exception.InvalidRequest("no metadata to set")
-    for key, value in metadata.items():
+    for i, (key, value) in enumerate(metadata.items()):
         _check_text("metadata key", key)
+        _check_same_key(key, [ZONE_KEY, *list(metadata)[:i]])
         if value and len(value) > MAX_LENGTH:
             raise exception.InvalidRequest(
                 f"value of metadata key {key!r} is longer than "
@@ -623,10 +647,14 @@ def set_aggregate_metadata(engine: sa.Engine, name: str,
     with engine.begin() as conn:
         _lock_aggregates(conn)
         agg_id = _aggregate_id(conn, name)
+        stored = list(conn.execute(sa.select(md.c.key).where(
+            md.c.aggregate_id == agg_id, md.c.deleted == 0)).scalars())
+        for key in metadata:
+            _check_same_key(key, stored)
         for key, value in metadata.items():
             live = (md.c.aggregate_id == agg_id, md.c.key == key)
-            # By the database's comparison (case-insensitive on MariaDB,
-            # as its unique key is).
+            # By the database's comparison: on MariaDB (as its unique key)
+            # only ``key`` itself, other spellings having been refused.
             found = conn.execute(sa.select(md.c.value).where(
                 md.c.deleted == 0, *live)).first()
             if not value:

@@ -190,13 +190,45 @@ def test_host_names_in_another_case_on_mariadb(make_deployment):
 
 @pytest.mark.parametrize("database_url", ["mysql"], indirect=True)
 def test_set_metadata_key_in_another_case_on_mariadb(make_deployment):
+    """Not a database error (MariaDB's unique key holds 'ssd' and 'SSD'
+    for one key): the one-line refusal every database gives."""
     deployment = make_deployment()
     deployment.fleet(1)
     deployment.manage("aggregate", "set-metadata", "az1", "ssd=true")
     result = deployment.manage("aggregate", "set-metadata", "az1",
                                "SSD=false", check=False)
-    assert "check [database] connection" not in result.stderr
-    assert result.returncode == 0, result.stderr
+    assert (result.returncode, result.stderr) == (1, (
+        "ERROR: metadata key 'SSD' differs from 'ssd' only in case or "
+        "trailing blanks, which MariaDB does not tell apart; use 'ssd'\n"))
+    [az1] = [a for a in _json(deployment, "aggregate", "list")
+             if a["name"] == "az1"]
+    assert az1["metadata"]["ssd"] == "true"
+
+
+@pytest.mark.parametrize("existing, asked", [
+    ({"availability_zone": "az1"}, {"Availability_Zone": "az:1"}),
+    ({}, {"AVAILABILITY_ZONE": "az:1"}),
+    ({}, {"Availability_Zone": "az2"}),
+    ({"ssd": "true"}, {"SSD": "false"}),
+    ({"ssd": "true"}, {"SSD": ""}),
+    ({}, {"ssd": "true", "SSD": "false"}),
+    ({"ssd": "true"}, {"ssd ": "false"}),
+])
+def test_a_key_in_another_case_is_refused_on_every_database(
+        engine, existing, asked):
+    """nova reads only ``availability_zone`` (a dict key, case sensitive):
+    on MariaDB, which compares keys without regard to case, a key in
+    another case changed the zone of the stored key past the zone check
+    (or another key); on SQLite and PostgreSQL it made a second key the
+    scheduler ignores. Every database now refuses it, changing nothing."""
+    admin.create_aggregate(engine, "rack1")
+    if existing:
+        admin.set_aggregate_metadata(engine, "rack1", existing)
+    with pytest.raises(exception.InvalidRequest) as caught:
+        admin.set_aggregate_metadata(engine, "rack1", asked)
+    assert "which MariaDB does not tell apart" in str(caught.value), \
+        caught.value
+    assert admin.get_aggregate(engine, "rack1")["metadata"] == existing
 
 
 A1 = "56565656-0000-4000-8000-000000000001"
