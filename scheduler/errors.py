@@ -135,6 +135,17 @@ def _refused_read(exc: BaseException, text: str) -> bool:
                                        " FOR NO KEY UPDATE", " FOR KEY SHARE"))
 
 
+def refused_write(exc: BaseException, conf: cfg.ConfigOpts | None,
+                  what: str) -> str | None:
+    """The line for a write ``what`` (``INSERT on table stacks``) the
+    database refused this user, who may do others (so not
+    :func:`describe`'s "read-only"); None when ``exc`` is no refusal."""
+    if not any(t in _db_text(exc) for t in _READ_ONLY):
+        return None
+    return (f"database {database_name(conf)} refused this user {what}; "
+            f"grant it {_GRANT}")
+
+
 def describe(exc: BaseException, conf: cfg.ConfigOpts | None = None
              ) -> str | None:
     """One line naming the problem and its fix for an operator error, or

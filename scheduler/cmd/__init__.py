@@ -171,23 +171,73 @@ def require_schema(conf: cfg.ConfigOpts, engine: sa.Engine) -> None:
         raise exception.ConfigError(problem)
 
 
-def require_writable(engine: sa.Engine) -> None:
-    """The server writes its heartbeat and every claim: a user who may
-    read but not write those tables (SQLite's read-only file, a GRANT
-    SELECT on PostgreSQL or MariaDB) is refused before it starts, not on
-    every call after. One UPDATE of no row per table, rolled back: the
-    server checks the privilege all the same.
+def require_writable(conf: cfg.ConfigOpts, engine: sa.Engine) -> None:
+    """The server writes its heartbeat, every claim and stack: a user who
+    may read but not write those tables (SQLite's read-only file, a GRANT
+    SELECT on PostgreSQL or MariaDB), or may not do one of the writes the
+    server does (an UPDATE but no INSERT or DELETE, no grant on one
+    table, no USAGE on PostgreSQL's id sequences), is refused before it
+    starts, not on its first heartbeat, claim, stack or release after.
+    Each write is of no row, in a transaction rolled back: the database
+    checks the privilege all the same.
 
-    :raises oslo_db.exception.DBError: the database refused a write
-        (:func:`scheduler.errors.describe` names it read-only).
+    :raises oslo_db.exception.DBError: the database refused the first
+        write (:func:`scheduler.errors.describe` names it read-only).
+    :raises ConfigError: it refused a later one, named
+        (:func:`scheduler.errors.refused_write`).
     """
+    from oslo_db import exception as db_exc
+
+    from scheduler import errors
     from scheduler.db import models
 
+    writes: list[tuple[sa.Table, tuple[str, ...]]] = [
+        (models.services, ("UPDATE", "INSERT")),
+        (models.compute_nodes, ("UPDATE",)),
+        (models.allocations, ("UPDATE", "INSERT", "DELETE")),
+        (models.claim_groups, ("UPDATE", "INSERT")),
+        (models.stacks, ("UPDATE", "INSERT", "DELETE")),
+    ]
     with engine.connect() as conn, conn.begin() as transaction:
-        for table in (models.services, models.compute_nodes,
-                      models.allocations):
-            conn.execute(table.update().where(sa.false())
-                         .values({table.c.id: table.c.id}))
+        postgresql = conn.dialect.name == "postgresql"
+        if postgresql:
+            # Its change-tracking triggers (migration 0003) run as the
+            # writer (MariaDB's as their definer) and update the counter.
+            writes.append((models.change_counter, ("UPDATE",)))
+        first = True
+        for table, kinds in writes:
+            key = table.primary_key.columns[0]
+            statements = {
+                "UPDATE": table.update().where(sa.false())
+                .values({key: key}),
+                # Every column: MariaDB refuses a list that leaves out
+                # one without a default even when no row is inserted.
+                "INSERT": table.insert().from_select(
+                    list(table.c), sa.select(table).where(sa.false())),
+                "DELETE": table.delete().where(sa.false())}
+            probes = [(f"{kind} on table {table.name}", statements[kind])
+                      for kind in kinds]
+            if "INSERT" in kinds and postgresql and isinstance(
+                    key.type, sa.Integer):
+                # A new row's id comes from the column's sequence, which
+                # needs a grant of its own (USAGE); this spends one id
+                # (a sequence is not rolled back).
+                probes.append((
+                    f"USAGE on the sequence of {table.name}.{key.name}",
+                    sa.select(sa.func.nextval(sa.func.pg_get_serial_sequence(
+                        table.name, key.name)))))
+            for what, statement in probes:
+                try:
+                    conn.execute(statement)
+                except (db_exc.DBError, sa.exc.DBAPIError) as e:
+                    # The first write refused: none at all, the line of
+                    # errors.describe ("read-only").
+                    line = None if first else errors.refused_write(
+                        e, conf, what)
+                    if line is None:
+                        raise
+                    raise exception.ConfigError(line) from e
+                first = False
         transaction.rollback()
 
 

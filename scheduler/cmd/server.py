@@ -289,7 +289,7 @@ def check_startup(conf, config_given: bool = True) -> None:
     engine = db.create_engine(conf)
     try:
         cmd.require_schema(conf, engine)
-        cmd.require_writable(engine)
+        cmd.require_writable(conf, engine)
     finally:
         engine.dispose()
     broker.check(conf, conf.scheduler.broker_startup_timeout)

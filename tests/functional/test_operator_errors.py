@@ -768,3 +768,131 @@ def test_server_as_a_user_refused_the_database_names_the_grant(
                          "write access to the scheduler's tables, or run as "
                          "the user that owns them (e.g. sudo -u scheduler)"), \
         line
+
+
+#: Table-level grants on PostgreSQL and MariaDB that let a user start
+#: nothing but reads and UPDATEs, yet miss a write the server does.
+_SERVER_TABLES = ("services", "compute_nodes", "allocations", "claim_groups",
+                  "stacks", "change_counter", "aggregates", "aggregate_hosts",
+                  "aggregate_metadata", "alembic_version")
+
+
+def _user_granted(kind: str, server, database: str,
+                  grants: dict[str, str], sequences: bool = True) -> str:
+    """A new user of ``server`` granted ``grants`` (table -> privileges,
+    e.g. ``"SELECT, UPDATE"``) on ``database``'s tables, and (PostgreSQL,
+    if ``sequences``) USAGE on its sequences; its URL."""
+    user = f"partial_{os.getpid()}_{time.monotonic_ns() % 10**6}"
+    if kind == "postgresql":
+        server.execute(f"CREATE ROLE {user} LOGIN PASSWORD 'pw'")
+        for table, privileges in grants.items():
+            server.execute(f"GRANT {privileges} ON {table} TO {user}",
+                           dbname=database)
+        if sequences:
+            server.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public "
+                           f"TO {user}", dbname=database)
+    else:
+        for host in ("%", "localhost"):
+            server.execute(f"CREATE USER '{user}'@'{host}' IDENTIFIED BY "
+                           f"'pw'")
+            for table, privileges in grants.items():
+                server.execute(f"GRANT {privileges} ON `{database}`.{table} "
+                               f"TO '{user}'@'{host}'")
+    return server.url_for(database).replace(
+        f"//{server.user}:{server.password}@", f"//{user}:pw@")
+
+
+def _all_but(table: str, privileges: str, rest: str) -> dict[str, str]:
+    return {t: (privileges if t == table else rest) for t in _SERVER_TABLES}
+
+
+_EVERY = "SELECT, INSERT, UPDATE, DELETE"
+#: Each misses one write the server does on its first heartbeat, claim,
+#: stack or release (a SELECT-only user is the test above): the grants,
+#: whether the user may use PostgreSQL's sequences, the write refused.
+_PARTIAL_GRANTS = {
+    "no INSERT": ({t: "SELECT, UPDATE" for t in _SERVER_TABLES}, True,
+                  "INSERT on table services"),
+    "no DELETE": ({t: "SELECT, INSERT, UPDATE" for t in _SERVER_TABLES},
+                  True, "DELETE on table allocations"),
+    "no INSERT on claim_groups": (
+        _all_but("claim_groups", "SELECT, UPDATE", _EVERY), True,
+        "INSERT on table claim_groups"),
+    "nothing on stacks": (
+        {t: _EVERY for t in _SERVER_TABLES if t != "stacks"}, True,
+        "UPDATE on table stacks"),
+    "no sequences": ({t: _EVERY for t in _SERVER_TABLES}, False,
+                     "USAGE on the sequence of services.id"),
+    "no UPDATE on change_counter": (
+        _all_but("change_counter", "SELECT", _EVERY), True,
+        "UPDATE on table change_counter"),
+}
+
+
+def _partial_database(request, sqlite_config, kind: str):
+    server = request.getfixturevalue(kind)
+    database = f"pw_{os.getpid()}_{time.monotonic_ns() % 10**6}"
+    owner = sqlite_config(**{
+        "database.connection": server.create_database(database)})
+    assert run("manage", "--config-file", str(owner), "db", "sync"
+               ).returncode == 0
+    return server, database
+
+
+#: MariaDB has no sequence privilege, and its triggers update
+#: change_counter as their definer: those two are PostgreSQL's alone.
+_POSTGRESQL_ONLY = ("no sequences", "no UPDATE on change_counter")
+
+
+@pytest.mark.parametrize("kind, missing", [
+    (kind, missing) for kind in ("postgresql", "mariadb")
+    for missing in _PARTIAL_GRANTS
+    if kind == "postgresql" or missing not in _POSTGRESQL_ONLY])
+def test_server_as_a_user_missing_a_write_grant_exits_in_one_line(
+        request, sqlite_config, kind, missing):
+    """The start check wrote nothing but an UPDATE of each of three
+    tables: a user who may UPDATE but not INSERT or DELETE, or not touch
+    ``stacks`` at all, started and failed its first heartbeat, claim,
+    stack or release. It is refused at start, the line naming the write
+    refused."""
+    grants, sequences, refused = _PARTIAL_GRANTS[missing]
+    server, database = _partial_database(request, sqlite_config, kind)
+    url = _user_granted(kind, server, database, grants, sequences)
+    config = sqlite_config(**{"database.connection": url})
+    line = one_line_error(run("server", "--config-file", str(config),
+                              timeout=30))
+    shown = url.replace(":pw@", ":***@")
+    assert line == (f"ERROR: database {shown} refused this user {refused}; "
+                    f"grant it read and write access to the scheduler's "
+                    f"tables, or run as the user that owns them (e.g. sudo "
+                    f"-u scheduler)"), line
+
+
+@pytest.mark.parametrize("kind", ["postgresql", "mariadb"])
+def test_start_check_passes_a_user_with_every_write_grant(
+        request, sqlite_config, kind):
+    """The other side of the test above: the grants the server needs, and
+    no more, pass the start check (nothing on the aggregate tables but
+    SELECT: only scheduler-manage writes them)."""
+    from scheduler import cmd
+    from scheduler import conf as sched_conf
+    from scheduler.db import api as db
+
+    server, database = _partial_database(request, sqlite_config, kind)
+    grants = {t: "SELECT" for t in _SERVER_TABLES}
+    grants.update({"services": "SELECT, INSERT, UPDATE",
+                   "compute_nodes": "SELECT, UPDATE",
+                   "allocations": _EVERY,
+                   "claim_groups": "SELECT, INSERT, UPDATE",
+                   "stacks": _EVERY,
+                   # MariaDB's triggers update it as their definer.
+                   "change_counter": "SELECT, UPDATE"
+                   if kind == "postgresql" else "SELECT"})
+    config = sqlite_config(**{"database.connection": _user_granted(
+        kind, server, database, grants)})
+    conf = sched_conf.load(["--config-file", str(config)])
+    engine = db.create_engine(conf)
+    try:
+        cmd.require_writable(conf, engine)
+    finally:
+        engine.dispose()
