@@ -110,15 +110,20 @@ class HostState:
         return {agg.metadata["availability_zone"] for agg in self.aggregates
                 if "availability_zone" in agg.metadata}
 
-    def consumed(self, vcpus: int, memory_mb: int, disk_gb: int) -> HostState:
-        """This host after one more instance of the given size is planned."""
+    def consumed(self, vcpus: int, memory_mb: int, disk_gb: int,
+                 generation: int | None = None) -> HostState:
+        """This host after one more instance of the given size is planned;
+        at ``generation`` if one is given (a claim's write), else at its
+        own."""
         return dataclasses.replace(
             self,
             vcpus_used=self.vcpus_used + vcpus,
             memory_mb_used=self.memory_mb_used + memory_mb,
             disk_gb_used=self.disk_gb_used + disk_gb,
             num_instances=self.num_instances + 1,
-            num_io_ops=self.num_io_ops + 1)
+            num_io_ops=self.num_io_ops + 1,
+            generation=self.generation if generation is None
+            else generation)
 
     def released(self, vcpus: int, memory_mb: int,
                  disk_gb: int) -> HostState:

@@ -386,10 +386,12 @@ class Driver:
         after: dict[int, HostState] = {}
         for host, flavor in placed:
             state = after.get(host.node_id, host)
+            # One claim writes a node once, however many instances it
+            # places there: the generation as read, plus one.
             after[host.node_id] = state.consumed(
-                flavor.vcpus, flavor.memory_mb, flavor.disk_gb)
-        assumed = [dataclasses.replace(state, generation=state.generation + 1)
-                   for state in after.values()]
+                flavor.vcpus, flavor.memory_mb, flavor.disk_gb,
+                generation=host.generation + 1)
+        assumed = list(after.values())
         self.host_manager.assume(assumed)
         # Marked inside the cycle: the next decision of this process
         # already knows these nodes are being claimed.

@@ -23,6 +23,13 @@ def test_consumed_returns_a_new_object_and_leaves_the_old_alone():
     assert after.memory_mb_total == host.memory_mb_total
 
 
+def test_consumed_at_a_claims_generation_changes_that_too():
+    host = make_host(vcpus_used=1, generation=7)
+    after = host.consumed(2, 1024, 20, generation=8)
+    assert after == dataclasses.replace(host.consumed(2, 1024, 20),
+                                        generation=8)
+
+
 def test_consumed_twice_accumulates():
     host = make_host().consumed(1, 1000, 10).consumed(1, 1000, 10)
     assert (host.vcpus_used, host.memory_mb_used, host.disk_gb_used,

@@ -349,3 +349,31 @@ def test_a_claim_planned_on_a_failed_claim_keeps_max_instances_per_host(
     results = _plan_on_a_claim_that_then_fails(
         make_driver(), monkeypatch, other_server, 512, 512)
     assert node_row(engine, "h1").running_vms <= 2, results
+
+
+def test_instances_on_one_node_assume_one_claim_on_it(register, engine,
+                                                      make_driver,
+                                                      monkeypatch):
+    """Two instances planned on the only node: the table assumes both
+    instances' usage and the generation bumped once, which is what the
+    claim (one write of the node) leaves in SQL."""
+    register(node("h0", memory_mb=8192))
+    driver = make_driver()
+    before = node_row(engine, "h0")
+    assumed = []
+    real_assume = driver.host_manager.assume
+
+    def recording_assume(states):
+        assumed.extend(states)
+        real_assume(states)
+
+    monkeypatch.setattr(driver.host_manager, "assume", recording_assume)
+    driver.select_destinations(make_spec(
+        instance_uuids=["00000000-0000-4000-8000-000000000001",
+                        "00000000-0000-4000-8000-000000000002"],
+        flavor={"memory_mb": 1024, "root_gb": 1}))
+    after = node_row(engine, "h0")
+    (state,) = assumed
+    assert after.generation == before.generation + 1
+    assert (state.generation, state.memory_mb_used, state.num_instances) == (
+        after.generation, after.memory_mb_used, 2)
