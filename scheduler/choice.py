@@ -188,10 +188,14 @@ class Chooser:
         # The share before avoidance: a sibling worker writes only its own
         # share, so a node of ours another writer touched (a server not yet
         # seen, a release) is a better bet than the sibling's next favourite.
+        # Each preference narrows the usable ones if any pass it (what a
+        # min over (not ours, avoided, hash) picks, without a key tuple
+        # per candidate); the salted hash orders what is left.
         owns = self.share.owns
-        return min(usable, key=lambda i: (not owns(candidates[i][0]),
-                                          avoided[i],
-                                          hash((self._salt, candidates[i][0]))))
+        usable = [i for i in usable if owns(candidates[i][0])] or usable
+        usable = [i for i in usable if not avoided[i]] or usable
+        salt = self._salt
+        return min(usable, key=lambda i: hash((salt, candidates[i][0])))
 
     def claiming(self, planned: Sequence[tuple[int, int]]) -> None:
         """This process is about to claim on these nodes, ``(node id,

@@ -180,13 +180,14 @@ class FilterScheduler(Driver):
                     spec, index, total, steps))
             weighing = weigh(pipeline.weighers, view, passed, spec)
             order = weighing.best(subset, ties=TIES)
-            best = passed[order]
+            # Python ints at once, not a NumPy scalar per host.
+            best = passed[order].tolist()
             # The weights: a random pick gives the better hosts nova's
             # chance, the equals of the subset's last sharing its slots.
-            chosen = int(best[self.chooser.pick(
-                [(s.node_id, s.generation)
-                 for s in (table.states[int(i)] for i in best)],
-                weighing.total[order], subset)])
+            chosen = best[self.chooser.pick(
+                [(table.states[i].node_id, table.states[i].generation)
+                 for i in best],
+                weighing.total[order], subset)]
             state = table.states[chosen]
             chosen_at.append(chosen)
             selections.append(Selection(
