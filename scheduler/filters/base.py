@@ -128,10 +128,11 @@ def run_filters(filters: Sequence[BaseFilter], view: HostView,
         per filter that ran.
     """
     steps = []
+    rebuild = spec.is_rebuild     # a property: once, not per filter
     for f in filters:
         if index > 0 and f.run_filter_once_per_request:
             continue
-        if spec.is_rebuild and not f.run_on_rebuild:
+        if rebuild and not f.run_on_rebuild:
             continue
         passed = f.filter_columns(view, idx, spec)
         if passed is None:
