@@ -14,13 +14,17 @@ AggregateImagePropertiesIsolation
     one of the key's comma-separated values (compared as strings). Images
     without the property pass. An image property under its legacy name
     (``architecture``, ``vm_mode``, ``hypervisor_type``, ...) counts as the
-    current one, as nova reads it.
+    current one, as nova reads it, and the architecture, hypervisor type,
+    VM mode and OS type are canonicalized as nova's ``ImageMetaProps`` does
+    (``amd64`` is ``x86_64``, ``xapi`` is ``xen``, ``hv`` is ``hvm``,
+    ``Windows`` is ``windows``).
 AggregateTypeAffinityFilter
     ``instance_type`` metadata holds comma-separated flavor names; if the
     host's aggregates have any, the flavor's name must be one of them.
 """
 from scheduler.filters.image_meta import NOVA_IMAGE_PROPERTIES
 from scheduler.filters.image_meta import nova_image_properties
+from scheduler.filters.image_properties import canonical_properties
 from scheduler.filters.utils import PASS_ALL
 from scheduler.filters.utils import RequestFilter
 from scheduler.filters.utils import aggregate_metadata
@@ -64,7 +68,7 @@ class AggregateImagePropertiesIsolation(RequestFilter):
         namespace = fs.aggregate_image_properties_isolation_namespace
         prefix = (namespace + fs.aggregate_image_properties_isolation_separator
                   if namespace else None)
-        return nova_image_properties(props), prefix
+        return canonical_properties(nova_image_properties(props)), prefix
 
     def passes(self, host, prepared) -> bool:
         if not host.aggregates:

@@ -79,6 +79,29 @@ _CANONICALIZE = (canonicalize_arch, canonicalize_hv_type,
                  canonicalize_vm_mode)
 
 
+#: The image properties whose nova 34 ``ImageMetaProps`` field rewrites a
+#: value to its canonical spelling, and how.
+_NOVA_CANONICAL = {
+    "hw_architecture": canonicalize_arch,
+    "img_hv_type": canonicalize_hv_type,
+    "hw_vm_mode": canonicalize_vm_mode,
+    "os_type": lambda value: _canonical(value, {}),   # OSType: lower case
+}
+
+
+def canonical_properties(props: dict) -> dict:
+    """``props`` (today's names) with the values nova's ImageMetaProps
+    fields canonicalize (architecture, hypervisor type, VM mode, OS type)
+    spelled as nova holds them: ``AMD64`` is ``x86_64``, ``Windows`` is
+    ``windows``."""
+    out = dict(props)
+    for name, canonical in _NOVA_CANONICAL.items():
+        value = canonical(props.get(name))
+        if value is not None:
+            out[name] = value
+    return out
+
+
 def version_tuple(version: int) -> tuple[int, ...]:
     """nova's integer hypervisor version as components: 6001002 ->
     (6, 1, 2) (1000 per component)."""

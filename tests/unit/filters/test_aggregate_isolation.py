@@ -133,6 +133,21 @@ def test_image_legacy_property_names_are_read_as_novas(conf):
                   {"hw_architecture": "x86_64"})
 
 
+def test_image_enum_properties_are_canonicalized_as_novas(conf):
+    # nova's ImageMetaProps canonicalizes its architecture, hypervisor type
+    # and VM mode fields (amd64 is x86_64, xapi is xen, hv is hvm), so an
+    # image spelling the alias fits an aggregate naming the canonical value.
+    assert _image(conf, {"hw_architecture": "AMD64"},
+                  {"hw_architecture": "x86_64"})
+    assert _image(conf, {"architecture": "i386"},
+                  {"hw_architecture": "i686"})
+    assert _image(conf, {"img_hv_type": "xapi"}, {"img_hv_type": "xen"})
+    assert _image(conf, {"hw_vm_mode": "hv"}, {"hw_vm_mode": "hvm"})
+    assert _image(conf, {"os_type": "Windows"}, {"os_type": "windows"})
+    assert not _image(conf, {"hw_architecture": "amd64"},
+                      {"hw_architecture": "aarch64"})
+
+
 def test_image_namespace_limits_the_keys(conf):
     conf.set_override("aggregate_image_properties_isolation_namespace",
                       "hw", group="filter_scheduler")
