@@ -56,6 +56,7 @@ import sqlalchemy as sa
 
 from scheduler import capacity
 from scheduler import claims
+from scheduler import errors
 from scheduler import liveness
 from scheduler import metrics
 from scheduler import trace
@@ -244,11 +245,14 @@ class HostManager:
                 # What was assumed cannot be read back (the database is
                 # away). An incremental refresh re-reads only nodes SQL
                 # changed, so it would keep the assumed usage for good:
-                # the next cycle reads everything instead.
+                # the next cycle reads everything instead. Said as
+                # scheduler.errors words it: the driver's own text spans
+                # lines (PostgreSQL's hint, SQLAlchemy's "Background on
+                # this error").
                 self._counters = None
                 LOG.warning("Could not read back nodes %s after a failed "
                             "claim (%s); the next refresh reads all",
-                            node_ids, e)
+                            node_ids, errors.describe(e, self.conf))
                 return
             for row in rows:
                 i = table.positions.get(row.id)

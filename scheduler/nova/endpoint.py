@@ -18,6 +18,7 @@ from oslo_log import log as logging
 import oslo_messaging as messaging
 import sqlalchemy as sa
 
+from scheduler import errors
 from scheduler import exception
 from scheduler import instrument
 from scheduler import trace
@@ -170,8 +171,12 @@ class NovaSchedulerEndpoint:
         except exception.InvalidRequest as e:
             LOG.warning("%s cast from %r dropped: %s", name, host_name, e)
         except Exception as e:  # noqa: BLE001 - see above
-            LOG.warning("%s cast from %r not applied: %s: %s", name,
-                        host_name, type(e).__name__, str(e)[:200])
+            # The database away is said as scheduler.errors words it for a
+            # request: the driver's own text spans lines (PostgreSQL's
+            # hint, SQLAlchemy's "Background on this error").
+            LOG.warning("%s cast from %r not applied: %s", name, host_name,
+                        errors.describe(e, self.conf)
+                        or f"{type(e).__name__}: {str(e)[:200]}")
         else:
             # Computes send these every ~120 s: only a change is news.
             LOG.log(logging.INFO if changed else logging.DEBUG,

@@ -11,6 +11,7 @@ import dataclasses
 import datetime
 import os
 from pathlib import Path
+import re
 import signal
 import subprocess
 import sys
@@ -242,6 +243,17 @@ def make_deployment(rabbitmq, database_url, tmp_path):
     yield factory
     for deployment in made:
         deployment.close()
+
+
+#: How every line oslo.log writes begins: its date and time.
+_LOG_LINE = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
+
+
+def continued_lines(log: str) -> list[str]:
+    """The lines of a server log that do not begin a record: a record
+    that spans lines (a traceback, a driver's message with its hints)
+    where an operator must get one."""
+    return [line for line in log.splitlines() if not _LOG_LINE.match(line)]
 
 
 def node(host: str, vcpus: int = 4, memory_mb: int = 4096,

@@ -16,6 +16,7 @@ from scheduler import exception
 from scheduler import fleet
 from scheduler.db import models
 from scheduler.nova import casts
+from tests.functional.conftest import continued_lines
 from tests.functional.conftest import DATABASE_SERVERS
 from tests.functional.conftest import node
 from tests.unit.fakes import node_row
@@ -128,7 +129,9 @@ def test_a_claim_cut_off_by_a_database_outage_leaves_no_usage_behind(
     """The planner puts a claim's usage in its table before claiming and
     takes it back if the claim fails. When the database is gone, it cannot
     read the node back: once the database returns, the node must still be
-    as SQL has it (empty), not full of a claim that never was."""
+    as SQL has it (empty), not full of a claim that never was; and what
+    failed is said in one line per record, the driver's multi-line text
+    left out."""
     server = request.getfixturevalue(
         DATABASE_SERVERS[request.node.callspec.params["database_url"]])
     whole = {"memory_mb": 4096, "vcpus": 1, "root_gb": 10}
@@ -167,6 +170,11 @@ def test_a_claim_cut_off_by_a_database_outage_leaves_no_usage_behind(
 
     again = deployment.api.select_destinations({}, {"flavor": whole})
     assert again[0]["host"] == "only"
+    log = deployment.server_log()
+    assert continued_lines(log) == [], log
+    [line] = [line for line in log.splitlines()
+              if "Could not read back nodes" in line]
+    assert "check [database] connection" in line, line
 
 
 @pytest.mark.parametrize("database_url", ["postgresql", "mysql"],

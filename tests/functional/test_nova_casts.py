@@ -3,10 +3,16 @@ the rules, on SQLite)."""
 from __future__ import annotations
 
 import datetime
+import time
+
+import oslo_messaging as messaging
+import pytest
 
 from scheduler import claims
 from scheduler.db import models
 from scheduler.nova import casts
+from tests.functional.conftest import continued_lines
+from tests.functional.conftest import DATABASE_SERVERS
 from tests.functional.conftest import node
 from tests.unit.fakes import node_row
 
@@ -59,3 +65,58 @@ def test_a_resize_reported_after_its_destination_expired_keeps_its_size(
     assert casts.gone(engine, {VM: "h1"}) == 1      # confirm
     assert {h: node_row(engine, h).memory_mb_used for h in ("h1", "h2")
             } == {"h1": 0, "h2": 2048}
+
+
+def _cast(deployment, method: str, **kwargs) -> None:
+    """Send a fanout cast as nova's scheduler client does (RPC 4.x)."""
+    client = messaging.get_rpc_client(
+        deployment.api.transport,
+        messaging.Target(topic=deployment.conf.scheduler.topic,
+                         version="4.0", fanout=True),
+        serializer=messaging.serializer.NoOpSerializer())
+    client.cast({}, method, **kwargs)
+
+
+def _wait_for(what: str, ready) -> None:
+    deadline = time.monotonic() + 30
+    while not ready():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("database_url", ["postgresql", "mysql"],
+                         indirect=True)
+def test_a_cast_while_the_database_is_away_is_one_line_and_the_next_applies(
+        request, make_deployment, database_url):
+    """A cast has no caller to answer: with the database away it is logged
+    in one line naming the database and the fix, as a request's failure
+    is (not the driver's text, which spans lines on PostgreSQL), and once
+    the database is back the next cast is applied."""
+    server = request.getfixturevalue(
+        DATABASE_SERVERS[request.node.callspec.params["database_url"]])
+    deployment = make_deployment()
+    deployment.add_nodes([node("h1")])
+    deployment.start_server()
+    engine = deployment.engine
+    row = node_row(engine, "h1")
+    claims.claim(engine, [claims.Claim(
+        consumer_uuid=VM, node_id=row.id, host="h1",
+        generation=row.generation, vcpus=1, memory_mb=1024, disk_gb=10)])
+    server.kill()
+    try:
+        _cast(deployment, "delete_instance_info", host_name="h1",
+              instance_uuid=VM)
+        _wait_for("the cast was never logged", lambda: "not applied" in
+                  deployment.server_log())
+    finally:
+        server.start()
+    engine.dispose()
+    _cast(deployment, "delete_instance_info", host_name="h1",
+          instance_uuid=VM)
+    _wait_for("the claim was never released",
+              lambda: deployment.allocations() == [])
+
+    log = deployment.server_log()
+    assert continued_lines(log) == [], log
+    [line] = [line for line in log.splitlines() if "not applied" in line]
+    assert "check [database] connection" in line, line
