@@ -68,10 +68,16 @@ class KeptConnection:
                 raise
 
     def close(self) -> None:
-        """Give the connection back (at shutdown, or after an error)."""
+        """Drop the connection (at shutdown, or after an error): closed,
+        not given back to the pool. After an error, or a database restart
+        since its last use, it may be lost, and the rollback that closing
+        or the pool's check-in runs then fails: oslo.db raises that as
+        DBConnectionError (not an SQLAlchemyError), and the pool logs it
+        with a traceback."""
         conn, self._conn = self._conn, None
         if conn is not None:
             try:
+                conn.invalidate()
                 conn.close()
-            except sa.exc.SQLAlchemyError:
-                pass   # already lost; the pool drops it
+            except (sa.exc.SQLAlchemyError, db_exc.DBError):
+                pass   # already lost

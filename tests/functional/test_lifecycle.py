@@ -15,6 +15,7 @@ import time
 import pytest
 
 from tests.fixtures._net import http_get
+from tests.functional.conftest import DATABASE_SERVERS
 
 #: Generous bounds: they prove "does not hang", they measure nothing.
 WAIT = 60
@@ -508,6 +509,31 @@ def test_sigterm_answers_the_calls_in_flight(make_deployment, database_url):
     assert proc.wait(timeout=WAIT) == 0
     assert len(deployment.allocations()) == 2
     assert "Traceback" not in deployment.server_log()
+
+
+@pytest.mark.parametrize("database_url", ["postgresql", "mysql"],
+                         indirect=True)
+def test_sigterm_after_a_database_restart_stops_cleanly(
+        request, make_deployment, database_url):
+    """The connections a worker keeps between requests (its refreshes',
+    its claims') died with the database's restart; the worker has served
+    no request since. Stopping it drops them without a traceback (the
+    failed rollback of a lost connection, on MariaDB) and the server exits
+    0."""
+    server = request.getfixturevalue(
+        DATABASE_SERVERS[request.node.callspec.params["database_url"]])
+    deployment = make_deployment()
+    deployment.fleet(3)
+    proc = deployment.start_server()
+    deployment.api.select_destinations({}, {"flavor": FLAVOR})
+    server.restart()
+
+    os.killpg(proc.pid, signal.SIGTERM)
+
+    assert proc.wait(timeout=WAIT) == 0, deployment.server_log()
+    log = deployment.server_log()
+    assert "Traceback" not in log, log
+    assert len(deployment.allocations()) == 1
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
