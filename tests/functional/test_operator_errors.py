@@ -616,22 +616,43 @@ def test_a_broker_option_the_connection_cannot_use_is_named(
                     f"file"), line
 
 
-def _read_only_user(kind: str, server, database: str) -> str:
-    """A new user of ``server`` who may read every table of ``database``
-    and write none; its URL."""
-    user = f"reader_{os.getpid()}_{time.monotonic_ns() % 10**6}"
+#: Every table of the schema, to grant on one by one.
+_SERVER_TABLES = ("services", "compute_nodes", "allocations", "claim_groups",
+                  "stacks", "change_counter", "aggregates", "aggregate_hosts",
+                  "aggregate_metadata", "alembic_version")
+
+
+def _user_granted(kind: str, server, database: str,
+                  grants: dict[str, str], sequences: bool = True) -> str:
+    """A new user of ``server`` granted ``grants`` (table -> privileges,
+    e.g. ``"SELECT, UPDATE"``) on ``database``'s tables, and (PostgreSQL,
+    if ``sequences``) USAGE on its sequences; its URL."""
+    user = f"partial_{os.getpid()}_{time.monotonic_ns() % 10**6}"
     if kind == "postgresql":
         server.execute(f"CREATE ROLE {user} LOGIN PASSWORD 'pw'")
-        server.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO "
-                       f"{user}", dbname=database)
+        for table, privileges in grants.items():
+            server.execute(f"GRANT {privileges} ON {table} TO {user}",
+                           dbname=database)
+        if sequences:
+            server.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public "
+                           f"TO {user}", dbname=database)
     else:
         for host in ("%", "localhost"):
             server.execute(f"CREATE USER '{user}'@'{host}' IDENTIFIED BY "
                            f"'pw'")
-            server.execute(f"GRANT SELECT ON `{database}`.* TO "
-                           f"'{user}'@'{host}'")
+            for table, privileges in grants.items():
+                server.execute(f"GRANT {privileges} ON `{database}`.{table} "
+                               f"TO '{user}'@'{host}'")
     return server.url_for(database).replace(
         f"//{server.user}:{server.password}@", f"//{user}:pw@")
+
+
+def _read_only_user(kind: str, server, database: str) -> str:
+    """A new user of ``server`` who may read every table of ``database``
+    and write none; its URL."""
+    return _user_granted(kind, server, database,
+                         dict.fromkeys(_SERVER_TABLES, "SELECT"),
+                         sequences=False)
 
 
 @pytest.mark.parametrize("kind", ["postgresql", "mariadb"])
@@ -639,12 +660,7 @@ def test_server_as_a_user_who_may_only_read_exits_in_one_line(
         request, sqlite_config, kind):
     """The SQLite case above on a database server: a user granted SELECT
     only. The server started and failed every heartbeat and claim."""
-    server = request.getfixturevalue(kind)
-    database = f"ro_{os.getpid()}_{time.monotonic_ns() % 10**6}"
-    owner = sqlite_config(**{
-        "database.connection": server.create_database(database)})
-    assert run("manage", "--config-file", str(owner), "db", "sync"
-               ).returncode == 0
+    server, database = _synced_database(request, sqlite_config, kind)
     reader = _read_only_user(kind, server, database)
     config = sqlite_config(**{"database.connection": reader})
     line = one_line_error(run("server", "--config-file", str(config),
@@ -718,12 +734,7 @@ def test_server_as_a_user_who_may_not_read_is_not_told_read_only(
         request, sqlite_config, kind):
     """A user refused SELECT itself: granting write access (the read-only
     line's fix) would not let the server start."""
-    server = request.getfixturevalue(kind)
-    database = f"nr_{os.getpid()}_{time.monotonic_ns() % 10**6}"
-    owner = sqlite_config(**{
-        "database.connection": server.create_database(database)})
-    assert run("manage", "--config-file", str(owner), "db", "sync"
-               ).returncode == 0
+    server, database = _synced_database(request, sqlite_config, kind)
     blind = _user_who_may_not_read(kind, server, database)
     config = sqlite_config(**{"database.connection": blind})
     line = one_line_error(run("server", "--config-file", str(config),
@@ -742,12 +753,7 @@ def test_server_as_a_user_refused_the_database_names_the_grant(
     """The server refuses the connection itself to a user without the
     database (PostgreSQL: no CONNECT; MariaDB: no privilege, 1044): not a
     read-only database, nor a wrong [database] connection."""
-    server = request.getfixturevalue(kind)
-    database = f"ng_{os.getpid()}_{time.monotonic_ns() % 10**6}"
-    owner = sqlite_config(**{
-        "database.connection": server.create_database(database)})
-    assert run("manage", "--config-file", str(owner), "db", "sync"
-               ).returncode == 0
+    server, database = _synced_database(request, sqlite_config, kind)
     user = f"nogrant_{os.getpid()}_{time.monotonic_ns() % 10**6}"
     if kind == "postgresql":
         server.execute(f"CREATE ROLE {user} LOGIN PASSWORD 'pw'")
@@ -768,38 +774,6 @@ def test_server_as_a_user_refused_the_database_names_the_grant(
                          "write access to the scheduler's tables, or run as "
                          "the user that owns them (e.g. sudo -u scheduler)"), \
         line
-
-
-#: Table-level grants on PostgreSQL and MariaDB that let a user start
-#: nothing but reads and UPDATEs, yet miss a write the server does.
-_SERVER_TABLES = ("services", "compute_nodes", "allocations", "claim_groups",
-                  "stacks", "change_counter", "aggregates", "aggregate_hosts",
-                  "aggregate_metadata", "alembic_version")
-
-
-def _user_granted(kind: str, server, database: str,
-                  grants: dict[str, str], sequences: bool = True) -> str:
-    """A new user of ``server`` granted ``grants`` (table -> privileges,
-    e.g. ``"SELECT, UPDATE"``) on ``database``'s tables, and (PostgreSQL,
-    if ``sequences``) USAGE on its sequences; its URL."""
-    user = f"partial_{os.getpid()}_{time.monotonic_ns() % 10**6}"
-    if kind == "postgresql":
-        server.execute(f"CREATE ROLE {user} LOGIN PASSWORD 'pw'")
-        for table, privileges in grants.items():
-            server.execute(f"GRANT {privileges} ON {table} TO {user}",
-                           dbname=database)
-        if sequences:
-            server.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public "
-                           f"TO {user}", dbname=database)
-    else:
-        for host in ("%", "localhost"):
-            server.execute(f"CREATE USER '{user}'@'{host}' IDENTIFIED BY "
-                           f"'pw'")
-            for table, privileges in grants.items():
-                server.execute(f"GRANT {privileges} ON `{database}`.{table} "
-                               f"TO '{user}'@'{host}'")
-    return server.url_for(database).replace(
-        f"//{server.user}:{server.password}@", f"//{user}:pw@")
 
 
 def _all_but(table: str, privileges: str, rest: str) -> dict[str, str]:
@@ -829,9 +803,11 @@ _PARTIAL_GRANTS = {
 }
 
 
-def _partial_database(request, sqlite_config, kind: str):
+def _synced_database(request, sqlite_config, kind: str):
+    """A new database on the ``kind`` server, its schema made by its
+    owner: (the server, the database's name)."""
     server = request.getfixturevalue(kind)
-    database = f"pw_{os.getpid()}_{time.monotonic_ns() % 10**6}"
+    database = f"db_{os.getpid()}_{time.monotonic_ns() % 10**6}"
     owner = sqlite_config(**{
         "database.connection": server.create_database(database)})
     assert run("manage", "--config-file", str(owner), "db", "sync"
@@ -856,7 +832,7 @@ def test_server_as_a_user_missing_a_write_grant_exits_in_one_line(
     stack or release. It is refused at start, the line naming the write
     refused."""
     grants, sequences, refused = _PARTIAL_GRANTS[missing]
-    server, database = _partial_database(request, sqlite_config, kind)
+    server, database = _synced_database(request, sqlite_config, kind)
     url = _user_granted(kind, server, database, grants, sequences)
     config = sqlite_config(**{"database.connection": url})
     line = one_line_error(run("server", "--config-file", str(config),
@@ -878,7 +854,7 @@ def test_start_check_passes_a_user_with_every_write_grant(
     from scheduler import conf as sched_conf
     from scheduler.db import api as db
 
-    server, database = _partial_database(request, sqlite_config, kind)
+    server, database = _synced_database(request, sqlite_config, kind)
     grants = {t: "SELECT" for t in _SERVER_TABLES}
     grants.update({"services": "SELECT, INSERT, UPDATE",
                    "compute_nodes": "SELECT, UPDATE",
