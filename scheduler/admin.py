@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
+import unicodedata
 import uuid as uuidlib
 
 from oslo_db import exception as db_exc
@@ -474,21 +475,29 @@ def _check_zone(zone: str) -> None:
 def _check_same_key(key: str, keys: Iterable[str]) -> None:
     """nova reads metadata keys as dict keys (``availability_zone`` only
     so spelled), while MariaDB's unique key and comparisons take ``SSD``
-    (or ``ssd ``) for ``ssd``: a key that differs from one of ``keys``
-    only so would overwrite the other on MariaDB (past the zone check,
-    for ``availability_zone``) and be a second key on SQLite and
+    (or ``ssd ``, or ``sśd``) for ``ssd``: a key that differs from one of
+    ``keys`` only so would overwrite the other on MariaDB (past the zone
+    check, for ``availability_zone``) and be a second key on SQLite and
     PostgreSQL. Every database refuses it (nova's API does on MariaDB).
 
     :raises InvalidRequest: naming both keys.
     """
+    folded = _folded_key(key)
     for other in keys:
-        # MariaDB's PAD SPACE collations ignore trailing blanks too.
-        if other != key and (other.rstrip(" ").casefold()
-                             == key.rstrip(" ").casefold()):
+        if other != key and _folded_key(other) == folded:
             raise exception.InvalidRequest(
                 f"metadata key {key!r} differs from {other!r} only in "
-                f"case or trailing blanks, which MariaDB does not tell "
-                f"apart; use {other!r}")
+                f"case, accents or trailing blanks, which MariaDB does not "
+                f"tell apart; use {other!r}")
+
+
+def _folded_key(key: str) -> str:
+    """``key`` as MariaDB's default collations compare it: without regard
+    to case or accents (``café`` is ``CAFE``), and (PAD SPACE) to
+    trailing blanks."""
+    decomposed = unicodedata.normalize("NFKD", key.rstrip(" "))
+    return "".join(c for c in decomposed
+                   if not unicodedata.combining(c)).casefold()
 
 
 def list_aggregates(engine: sa.Engine) -> list[dict]:
@@ -630,13 +639,12 @@ def set_aggregate_metadata(engine: sa.Engine, name: str,
         value is too long, the zone is one nova could not name
         (:func:`_check_zone`), or a key is another key of the aggregate,
         another key asked for, or ``availability_zone`` in another case
-        (:func:`_check_same_key`).
+        (:func:`_check_same_key`; but a key stored so may be removed).
     """
     if not metadata:
         raise exception.InvalidRequest("no metadata to set")
-    for i, (key, value) in enumerate(metadata.items()):
+    for key, value in metadata.items():
         _check_text("metadata key", key)
-        _check_same_key(key, [ZONE_KEY, *list(metadata)[:i]])
         if value and len(value) > MAX_LENGTH:
             raise exception.InvalidRequest(
                 f"value of metadata key {key!r} is longer than "
@@ -649,8 +657,14 @@ def set_aggregate_metadata(engine: sa.Engine, name: str,
         agg_id = _aggregate_id(conn, name)
         stored = list(conn.execute(sa.select(md.c.key).where(
             md.c.aggregate_id == agg_id, md.c.deleted == 0)).scalars())
-        for key in metadata:
-            _check_same_key(key, stored)
+        for i, (key, value) in enumerate(metadata.items()):
+            # A key stored as spelled (from before this check: a second
+            # spelling on SQLite or PostgreSQL, a zone key in another
+            # case) may be removed, which is the only way to remove it:
+            # that deletes its own row alone, on every database.
+            if value or key not in stored:
+                _check_same_key(
+                    key, [ZONE_KEY, *list(metadata)[:i], *stored])
         for key, value in metadata.items():
             live = (md.c.aggregate_id == agg_id, md.c.key == key)
             # By the database's comparison: on MariaDB (as its unique key)

@@ -198,8 +198,9 @@ def test_set_metadata_key_in_another_case_on_mariadb(make_deployment):
     result = deployment.manage("aggregate", "set-metadata", "az1",
                                "SSD=false", check=False)
     assert (result.returncode, result.stderr) == (1, (
-        "ERROR: metadata key 'SSD' differs from 'ssd' only in case or "
-        "trailing blanks, which MariaDB does not tell apart; use 'ssd'\n"))
+        "ERROR: metadata key 'SSD' differs from 'ssd' only in case, accents "
+        "or trailing blanks, which MariaDB does not tell apart; use "
+        "'ssd'\n"))
     [az1] = [a for a in _json(deployment, "aggregate", "list")
              if a["name"] == "az1"]
     assert az1["metadata"]["ssd"] == "true"
@@ -213,6 +214,9 @@ def test_set_metadata_key_in_another_case_on_mariadb(make_deployment):
     ({"ssd": "true"}, {"SSD": ""}),
     ({}, {"ssd": "true", "SSD": "false"}),
     ({"ssd": "true"}, {"ssd ": "false"}),
+    # MariaDB's collations ignore accents too.
+    ({"café": "true"}, {"cafe": "false"}),
+    ({}, {"cafe": "true", "CAFÉ": "false"}),
 ])
 def test_a_key_in_another_case_is_refused_on_every_database(
         engine, existing, asked):
@@ -229,6 +233,45 @@ def test_a_key_in_another_case_is_refused_on_every_database(
     assert "which MariaDB does not tell apart" in str(caught.value), \
         caught.value
     assert admin.get_aggregate(engine, "rack1")["metadata"] == existing
+
+
+def _removes_only(engine, legacy: dict[str, str], removed: str) -> None:
+    """An aggregate holding ``legacy`` as stored before the refusal above
+    (written straight into its table): setting ``removed`` empty removes
+    that key alone."""
+    admin.create_aggregate(engine, "rack1")
+    agg_id = admin.get_aggregate(engine, "rack1")["id"]
+    md = models.aggregate_metadata
+    with engine.begin() as conn:
+        for key, value in legacy.items():
+            conn.execute(md.insert().values(
+                aggregate_id=agg_id, key=key, value=value, deleted=0))
+    kept = {k: v for k, v in legacy.items() if k != removed}
+    assert admin.set_aggregate_metadata(
+        engine, "rack1", {removed: ""}) == kept
+    assert admin.get_aggregate(engine, "rack1")["metadata"] == kept
+
+
+def test_a_zone_key_stored_in_another_case_before_can_be_removed(engine):
+    """A zone key in another case stored before the refusal above is the
+    aggregate's own: setting it empty, the only way to remove it, removes
+    it. It was refused as a new spelling, so it could never go."""
+    _removes_only(engine, {"Availability_Zone": "az2"}, "Availability_Zone")
+
+
+@pytest.mark.parametrize("database_url", ["sqlite", "postgresql"],
+                         indirect=True)
+@pytest.mark.parametrize("legacy, removed", [
+    ({"ssd": "true", "SSD": "false"}, "SSD"),
+    ({"availability_zone": "az1", "Availability_Zone": "az2"},
+     "Availability_Zone"),
+])
+def test_a_second_spelling_stored_before_can_be_removed(
+        engine, legacy, removed):
+    """On SQLite and PostgreSQL (MariaDB's unique key holds one spelling)
+    a second key in another case stored before the refusal above is
+    removed alone, the key nova reads kept."""
+    _removes_only(engine, legacy, removed)
 
 
 A1 = "56565656-0000-4000-8000-000000000001"
