@@ -40,6 +40,10 @@ _NO_ACCESS = ("permission denied for database", "' to database '")
 #: The fix of a user refused a read or the database (not only a write).
 _GRANT = ("read and write access to the scheduler's tables, or run as the "
           "user that owns them (e.g. sudo -u scheduler)")
+#: ... a user who may write the tables but not use their id sequences.
+_SEQUENCE_GRANT = ("USAGE on the sequences of the scheduler's tables (a grant "
+                   "on a table is none on its sequence), or run as the user "
+                   "that owns them (e.g. sudo -u scheduler)")
 #: ... "the database server cannot be reached".
 _UNREACHABLE = ("could not connect", "connection refused", "can't connect")
 #: ... "the database file or server cannot be opened".
@@ -136,14 +140,30 @@ def _refused_read(exc: BaseException, text: str) -> bool:
 
 
 def refused_write(exc: BaseException, conf: cfg.ConfigOpts | None,
-                  what: str) -> str | None:
+                  what: str, sequence: bool = False) -> str | None:
     """The line for a write ``what`` (``INSERT on table stacks``) the
     database refused this user, who may do others (so not
-    :func:`describe`'s "read-only"); None when ``exc`` is no refusal."""
+    :func:`describe`'s "read-only"); None when ``exc`` is no refusal.
+    ``sequence``: ``what`` is a use of a table's id sequence, which a
+    grant on the table does not give (PostgreSQL's USAGE)."""
     if not any(t in _db_text(exc) for t in _READ_ONLY):
         return None
+    grant = _SEQUENCE_GRANT if sequence else _GRANT
     return (f"database {database_name(conf)} refused this user {what}; "
-            f"grant it {_GRANT}")
+            f"grant it {grant}")
+
+
+def one_line(exc: BaseException, conf: cfg.ConfigOpts | None = None
+             ) -> str:
+    """:func:`describe`'s line for ``exc``, else its type and the first
+    line of its text (a driver's text spans lines: PostgreSQL's hint,
+    SQLAlchemy's "Background on this error"), for a log line that goes
+    on serving rather than one that shows a traceback."""
+    line = describe(exc, conf)
+    if line is not None:
+        return line
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return f"{type(exc).__name__}: {first[:300]}"
 
 
 def describe(exc: BaseException, conf: cfg.ConfigOpts | None = None

@@ -252,7 +252,7 @@ class HostManager:
                 self._counters = None
                 LOG.warning("Could not read back nodes %s after a failed "
                             "claim (%s); the next refresh reads all",
-                            node_ids, errors.describe(e, self.conf))
+                            node_ids, errors.one_line(e, self.conf))
                 return
             for row in rows:
                 i = table.positions.get(row.id)

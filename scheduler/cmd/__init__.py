@@ -215,8 +215,8 @@ def require_writable(conf: cfg.ConfigOpts, engine: sa.Engine) -> None:
                 "INSERT": table.insert().from_select(
                     list(table.c), sa.select(table).where(sa.false())),
                 "DELETE": table.delete().where(sa.false())}
-            probes = [(f"{kind} on table {table.name}", statements[kind])
-                      for kind in kinds]
+            probes = [(f"{kind} on table {table.name}", statements[kind],
+                       False) for kind in kinds]
             if "INSERT" in kinds and postgresql and isinstance(
                     key.type, sa.Integer):
                 # A new row's id comes from the column's sequence, which
@@ -225,15 +225,15 @@ def require_writable(conf: cfg.ConfigOpts, engine: sa.Engine) -> None:
                 probes.append((
                     f"USAGE on the sequence of {table.name}.{key.name}",
                     sa.select(sa.func.nextval(sa.func.pg_get_serial_sequence(
-                        table.name, key.name)))))
-            for what, statement in probes:
+                        table.name, key.name))), True))
+            for what, statement, sequence in probes:
                 try:
                     conn.execute(statement)
                 except (db_exc.DBError, sa.exc.DBAPIError) as e:
                     # The first write refused: none at all, the line of
                     # errors.describe ("read-only").
                     line = None if first else errors.refused_write(
-                        e, conf, what)
+                        e, conf, what, sequence)
                     if line is None:
                         raise
                     raise exception.ConfigError(line) from e

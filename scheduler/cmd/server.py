@@ -165,8 +165,7 @@ class SchedulerWorker(cotyledon.Service):
                 self._manager.driver.reload()
         except Exception as e:
             LOG.error("Worker %d keeps its previous filters and weighers: "
-                      "%s", self.worker_id, errors.describe(e, self.conf)
-                      or f"{type(e).__name__}: {e}")
+                      "%s", self.worker_id, errors.one_line(e, self.conf))
             return
         fs = self.conf.filter_scheduler
         LOG.info("Worker %d applied the configuration: filters %s; "
@@ -244,8 +243,7 @@ class Supervisor(cotyledon.ServiceManager):
         except Exception as e:
             LOG.error("SIGHUP refused; every worker keeps its previous filters "
                       "and weighers: %s",
-                      errors.describe(e, self.conf)
-                      or f"{type(e).__name__}: {e}")
+                      errors.one_line(e, self.conf))
             return
         super()._reload()
 

@@ -175,8 +175,7 @@ class NovaSchedulerEndpoint:
             # request: the driver's own text spans lines (PostgreSQL's
             # hint, SQLAlchemy's "Background on this error").
             LOG.warning("%s cast from %r not applied: %s", name, host_name,
-                        errors.describe(e, self.conf)
-                        or f"{type(e).__name__}: {str(e)[:200]}")
+                        errors.one_line(e, self.conf))
         else:
             # Computes send these every ~120 s: only a change is news.
             LOG.log(logging.INFO if changed else logging.DEBUG,

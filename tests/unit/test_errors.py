@@ -150,3 +150,13 @@ def test_run_passes_the_exit_status():
 ])
 def test_restart_may_help_only_with_what_may_come_back(exc, may_help):
     assert errors.restart_may_help(exc) is may_help
+
+
+def test_one_line_is_describes_line_or_the_first_line_of_the_error(conf):
+    assert errors.one_line(PermissionError(13, "denied", "/x"), conf) == (
+        errors.describe(PermissionError(13, "denied", "/x"), conf))
+    # Not an operator's error: its type and first line, never a second.
+    bug = sa_exc.ResourceClosedError("This result object is closed.\n"
+                                     "(Background on this error at: x)")
+    assert errors.one_line(bug, conf) == (
+        "ResourceClosedError: This result object is closed.")
