@@ -245,10 +245,7 @@ class HostManager:
                 # What was assumed cannot be read back (the database is
                 # away). An incremental refresh re-reads only nodes SQL
                 # changed, so it would keep the assumed usage for good:
-                # the next cycle reads everything instead. Said as
-                # scheduler.errors words it: the driver's own text spans
-                # lines (PostgreSQL's hint, SQLAlchemy's "Background on
-                # this error").
+                # the next cycle reads everything instead.
                 self._counters = None
                 LOG.warning("Could not read back nodes %s after a failed "
                             "claim (%s); the next refresh reads all",

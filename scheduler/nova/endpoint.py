@@ -171,9 +171,6 @@ class NovaSchedulerEndpoint:
         except exception.InvalidRequest as e:
             LOG.warning("%s cast from %r dropped: %s", name, host_name, e)
         except Exception as e:  # noqa: BLE001 - see above
-            # The database away is said as scheduler.errors words it for a
-            # request: the driver's own text spans lines (PostgreSQL's
-            # hint, SQLAlchemy's "Background on this error").
             LOG.warning("%s cast from %r not applied: %s", name, host_name,
                         errors.one_line(e, self.conf))
         else:
