@@ -189,6 +189,27 @@ def require_writable(conf: cfg.ConfigOpts, engine: sa.Engine) -> None:
     from oslo_db import exception as db_exc
 
     from scheduler import errors
+
+    with engine.connect() as conn, conn.begin() as transaction:
+        probes = _write_probes(conn.dialect.name == "postgresql")
+        for n, (what, statement, sequence) in enumerate(probes):
+            try:
+                conn.execute(statement)
+            except (db_exc.DBError, sa.exc.DBAPIError) as e:
+                # The first write refused: none at all, the line of
+                # errors.describe ("read-only").
+                line = None if n == 0 else errors.refused_write(
+                    e, conf, what, sequence)
+                if line is None:
+                    raise
+                raise exception.ConfigError(line) from e
+        transaction.rollback()
+
+
+def _write_probes(postgresql: bool) -> list[tuple[str, sa.Executable, bool]]:
+    """Every kind of write the server does, each of no row: ``(what the
+    grant is on, statement, whether it is a sequence)``, in the order
+    :func:`require_writable` tries them."""
     from scheduler.db import models
 
     writes: list[tuple[sa.Table, tuple[str, ...]]] = [
@@ -198,47 +219,35 @@ def require_writable(conf: cfg.ConfigOpts, engine: sa.Engine) -> None:
         (models.claim_groups, ("UPDATE", "INSERT")),
         (models.stacks, ("UPDATE", "INSERT", "DELETE")),
     ]
-    with engine.connect() as conn, conn.begin() as transaction:
-        postgresql = conn.dialect.name == "postgresql"
-        if postgresql:
-            # Its change-tracking triggers (migration 0003) run as the
-            # writer (MariaDB's as their definer) and update the counter.
-            writes.append((models.change_counter, ("UPDATE",)))
-        first = True
-        for table, kinds in writes:
-            key = table.primary_key.columns[0]
-            statements = {
-                "UPDATE": table.update().where(sa.false())
-                .values({key: key}),
-                # Every column: MariaDB refuses a list that leaves out
-                # one without a default even when no row is inserted.
-                "INSERT": table.insert().from_select(
-                    list(table.c), sa.select(table).where(sa.false())),
-                "DELETE": table.delete().where(sa.false())}
-            probes = [(f"{kind} on table {table.name}", statements[kind],
-                       False) for kind in kinds]
-            if "INSERT" in kinds and postgresql and isinstance(
-                    key.type, sa.Integer):
-                # A new row's id comes from the column's sequence, which
-                # needs a grant of its own (USAGE); this spends one id
-                # (a sequence is not rolled back).
-                probes.append((
-                    f"USAGE on the sequence of {table.name}.{key.name}",
-                    sa.select(sa.func.nextval(sa.func.pg_get_serial_sequence(
-                        table.name, key.name))), True))
-            for what, statement, sequence in probes:
-                try:
-                    conn.execute(statement)
-                except (db_exc.DBError, sa.exc.DBAPIError) as e:
-                    # The first write refused: none at all, the line of
-                    # errors.describe ("read-only").
-                    line = None if first else errors.refused_write(
-                        e, conf, what, sequence)
-                    if line is None:
-                        raise
-                    raise exception.ConfigError(line) from e
-                first = False
-        transaction.rollback()
+    if postgresql:
+        # Its change-tracking triggers (migration 0003) run as the writer
+        # (MariaDB's as their definer) and update the counter.
+        writes.append((models.change_counter, ("UPDATE",)))
+    probes: list[tuple[str, sa.Executable, bool]] = []
+    for table, kinds in writes:
+        key = table.primary_key.columns[0]
+        for kind in kinds:
+            if kind == "UPDATE":
+                statement = table.update().where(sa.false()).values(
+                    {key: key})
+            elif kind == "INSERT":
+                # Every column: MariaDB refuses a list that leaves out one
+                # without a default even when no row is inserted.
+                statement = table.insert().from_select(
+                    list(table.c), sa.select(table).where(sa.false()))
+            else:
+                statement = table.delete().where(sa.false())
+            probes.append((f"{kind} on table {table.name}", statement, False))
+        if "INSERT" in kinds and postgresql and isinstance(
+                key.type, sa.Integer):
+            # A new row's id comes from the column's sequence, which needs
+            # a grant of its own (USAGE); this spends one id (a sequence
+            # is not rolled back).
+            probes.append((
+                f"USAGE on the sequence of {table.name}.{key.name}",
+                sa.select(sa.func.nextval(sa.func.pg_get_serial_sequence(
+                    table.name, key.name))), True))
+    return probes
 
 
 def conf_from_args(args: argparse.Namespace) -> cfg.ConfigOpts:
