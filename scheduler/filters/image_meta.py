@@ -41,6 +41,24 @@ NOVA_IMAGE_PROPERTIES = frozenset("""
     os_skip_agent_inject_files_at_boot os_skip_agent_inject_ssh os_type
     traits_required
 """.split())
+#: nova 34's ImageMetaProps ``IntegerField`` properties: nova holds
+#: ``'04'`` as 4.
+NOVA_INTEGER_IMAGE_PROPERTIES = frozenset("""
+    hw_cpu_cores hw_cpu_max_cores hw_cpu_max_sockets hw_cpu_max_threads
+    hw_cpu_sockets hw_cpu_threads hw_device_id hw_maxphysaddr_bits
+    hw_numa_nodes hw_redirected_usb_ports hw_serial_port_count hw_video_ram
+    img_compression_level img_version
+""".split())
+#: nova 34's ImageMetaProps ``FlexibleBooleanField`` properties: nova holds
+#: ``'yes'`` as True and any other word as False.
+NOVA_BOOLEAN_IMAGE_PROPERTIES = frozenset("""
+    hw_boot_menu hw_ephemeral_encryption hw_firmware_stateless hw_ipxe_boot
+    hw_locked_memory hw_mem_encryption hw_pmu hw_qemu_guest_agent
+    hw_time_hpet hw_vif_multiqueue_enabled hw_virtio_packed_ring img_bdm_v2
+    img_bittorrent img_cache_in_nova img_hide_hypervisor_id img_linked_clone
+    img_use_agent os_require_quiesce os_skip_agent_inject_files_at_boot
+    os_skip_agent_inject_ssh
+""".split())
 #: nova 34's legacy image property names (``ImageMetaProps.
 #: _legacy_property_map``): nova reads an image still using one as having
 #: the current property.

@@ -36,6 +36,8 @@ from __future__ import annotations
 import re
 
 from scheduler import exception
+from scheduler.filters.image_meta import NOVA_BOOLEAN_IMAGE_PROPERTIES
+from scheduler.filters.image_meta import NOVA_INTEGER_IMAGE_PROPERTIES
 from scheduler.filters.image_meta import with_legacy_names
 from scheduler.filters.utils import PASS_ALL
 from scheduler.filters.utils import RequestFilter
@@ -75,10 +77,6 @@ def canonicalize_vm_mode(value) -> str | None:
     return _canonical(value, _VM_MODE_ALIASES)
 
 
-_CANONICALIZE = (canonicalize_arch, canonicalize_hv_type,
-                 canonicalize_vm_mode)
-
-
 #: The image properties whose nova 34 ``ImageMetaProps`` field rewrites a
 #: value to its canonical spelling, and how.
 _NOVA_CANONICAL = {
@@ -87,14 +85,30 @@ _NOVA_CANONICAL = {
     "hw_vm_mode": canonicalize_vm_mode,
     "os_type": lambda value: _canonical(value, {}),   # OSType: lower case
 }
+#: oslo's ``bool_from_string`` words for True (nova's FlexibleBooleanField).
+_TRUE_WORDS = frozenset(("1", "t", "true", "on", "y", "yes"))
+
+
+def _nova_typed(name: str, value):
+    """``value`` as nova's integer or boolean ImageMetaProps field holds
+    it; a value that is no integer stays as it is."""
+    if name in NOVA_BOOLEAN_IMAGE_PROPERTIES and not isinstance(value, bool):
+        return str(value).strip().lower() in _TRUE_WORDS
+    if name in NOVA_INTEGER_IMAGE_PROPERTIES and not isinstance(value, bool):
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            return value
+    return value
 
 
 def canonical_properties(props: dict) -> dict:
     """``props`` (today's names) with the values nova's ImageMetaProps
     fields canonicalize (architecture, hypervisor type, VM mode, OS type)
     spelled as nova holds them: ``AMD64`` is ``x86_64``, ``Windows`` is
-    ``windows``."""
-    out = dict(props)
+    ``windows``; and its integer and boolean fields typed as nova types
+    them: ``'04'`` is 4, ``'yes'`` is True."""
+    out = {name: _nova_typed(name, value) for name, value in props.items()}
     for name, canonical in _NOVA_CANONICAL.items():
         value = canonical(props.get(name))
         if value is not None:
@@ -185,8 +199,8 @@ class ImagePropertiesFilter(RequestFilter):
     def prepare(self, spec):
         props = (spec.image or {}).get("properties") or {}
         wanted = []
-        for names, canonical in zip(_PROPERTIES, _CANONICALIZE, strict=True):
-            wanted.append(canonical(_get(props, names)[1]))
+        for names in _PROPERTIES:
+            wanted.append(_NOVA_CANONICAL[names[0]](_get(props, names)[1]))
         if wanted[0] is None:
             wanted[0] = canonicalize_arch(
                 self.conf.filter_scheduler

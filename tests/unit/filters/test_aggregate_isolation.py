@@ -107,6 +107,19 @@ def test_image_values_compare_as_strings(conf):
     assert not _image(conf, {"hw_cpu_cores": 4}, {"hw_cpu_cores": "8"})
 
 
+def test_image_typed_properties_are_coerced_as_novas(conf):
+    # nova's ImageMetaProps holds hw_cpu_cores as an IntegerField and
+    # os_require_quiesce as a FlexibleBooleanField, and its filter compares
+    # str() of the typed value: '04' is 4, 'yes' is True, and 'no' is False,
+    # which (being falsy) is not judged at all.
+    assert _image(conf, {"hw_cpu_cores": "04"}, {"hw_cpu_cores": "4"})
+    assert not _image(conf, {"hw_cpu_cores": "04"}, {"hw_cpu_cores": "04"})
+    assert _image(conf, {"os_require_quiesce": "yes"},
+                  {"os_require_quiesce": "True"})
+    assert _image(conf, {"hw_pmu": "false"}, {"hw_pmu": "True"})
+    assert _image(conf, {"hw_cpu_cores": "0"}, {"hw_cpu_cores": "4"})
+
+
 def test_image_only_novas_image_properties_are_checked(conf):
     # nova 34 reads the key from ImageMetaProps and skips any it has not.
     md = {"os_distro": "windows", "availability_zone": "az1",
