@@ -8,11 +8,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from scheduler import claims
 from scheduler import exception
 from scheduler.conf import frozen
 from scheduler import plugins
 from scheduler import targeting
 from scheduler import trace
+from scheduler.db import retry as db_retry
 from scheduler.drivers.base import Driver
 from scheduler.drivers.base import Selection
 from scheduler.filters.base import emptied_by
@@ -235,8 +237,17 @@ class FilterScheduler(Driver):
 
     def rank(self, spec: RequestSpec, limit: int) -> dict[str, Any]:
         """Dry run of the first instance: every host that passes, best
-        first with its weights, and what each filter removed."""
-        spec = self._resolved(spec)
+        first with its weights, and what each filter removed. A rebuild
+        is ranked as its check runs (:meth:`rebuild_check_spec`).
+
+        :raises InvalidRequest: a rebuild that names no current host.
+        """
+        if spec.is_rebuild:
+            retry = db_retry.retrying(self.conf.scheduler.db_retries)
+            spec = self.rebuild_check_spec(spec, retry(claims.placements)(
+                self.engine, list(spec.instance_uuids)))
+        else:
+            spec = self._resolved(spec)
         pipeline = self.pipeline
         with self.cycle(fresh=True) as table:
             view = HostView(table)

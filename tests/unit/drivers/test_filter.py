@@ -720,3 +720,21 @@ def test_a_move_without_a_confirm_step_moved_on_starts_where_nova_says(
             for h in ("h1", "h2", "h3")} == {
         "h1": 1024 if source == "h1" else 0,
         "h2": 1024 if source == "h2" else 0, "h3": 1024}
+
+
+def test_rank_of_a_rebuild_check_is_the_check_select_makes(register,
+                                                           filter_driver):
+    # A rebuild (nova's _nova_check_type) checks the instance's current
+    # host: forced or not, the filters run there (nova's host_manager skips
+    # them for a forced host only without a check type). rank must show
+    # the check select_destinations makes.
+    register(node("h1"), node("h2"))
+    rebuild = {"_nova_check_type": ["rebuild"]}
+    arm = {"id": "i", "properties": {"hw_architecture": "aarch64"}}
+    forced = _spec(scheduler_hints=rebuild, force_hosts=["h1"], image=arm)
+    with pytest.raises(exception.NoValidHost):
+        filter_driver.select_destinations(forced)
+    ranked = filter_driver.rank(forced, 10)
+    assert ranked["hosts"] == []
+    assert "ImagePropertiesFilter" in [f["name"] for f in ranked["filters"]]
+
