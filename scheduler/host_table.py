@@ -22,6 +22,7 @@ import numpy as np
 
 from scheduler import capacity
 from scheduler.host_state import HostState
+from scheduler.request_spec import host_key
 
 #: HostState fields mirrored as float64 columns.
 NUMERIC = ("vcpus_total", "vcpus_used", "memory_mb_total", "memory_mb_used",
@@ -83,7 +84,7 @@ class HostTable:
                                   n)
         self.host_names = np.array([s.host for s in self.states],
                                    dtype=object)
-        self.host_names_lower = np.array([s.host.lower()
+        self.host_names_lower = np.array([host_key(s.host)
                                           for s in self.states], dtype=object)
         self.node_names = np.array([s.nodename for s in self.states],
                                    dtype=object)

@@ -11,8 +11,9 @@ a new request says such a move is already over.
 """
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Collection, Protocol
 
+from scheduler.request_spec import host_key
 from scheduler.request_spec import RequestSpec
 
 
@@ -33,6 +34,13 @@ class MoveHolding(Protocol):
     confirm_on_arrival: bool
 
 
+def _named(host: str | None, hosts: Collection[str]) -> bool:
+    """Whether ``hosts`` (a request's) name ``host``, as targeting matches
+    them (:func:`scheduler.request_spec.host_key`)."""
+    return host is not None and host_key(host) in {
+        host_key(h) for h in hosts}
+
+
 def is_move(spec: RequestSpec, held: HeldClaim) -> bool:
     """Whether ``spec`` moves a consumer that holds ``held``.
 
@@ -50,18 +58,18 @@ def is_move(spec: RequestSpec, held: HeldClaim) -> bool:
         return False
     if spec.move and held.source_node_id is None:
         return True
-    if held.host in spec.ignore_hosts:
+    if _named(held.host, spec.ignore_hosts):
         return True
     flavor = spec.flavor
     if (flavor.vcpus, flavor.memory_mb, flavor.disk_gb) != (
             held.vcpus, held.memory_mb, held.disk_gb):
         return True
-    if spec.force_hosts and held.host not in spec.force_hosts:
+    if spec.force_hosts and not _named(held.host, spec.force_hosts):
         return True
     if spec.force_nodes and held.hypervisor_hostname not in spec.force_nodes:
         return True
     wanted = spec.requested_destination or {}
-    if wanted.get("host") and wanted["host"] != held.host:
+    if wanted.get("host") and not _named(held.host, [wanted["host"]]):
         return True
     if wanted.get("node") and wanted["node"] != held.hypervisor_hostname:
         return True
@@ -102,7 +110,7 @@ def arrived(spec: RequestSpec, held: HeldClaim,
     move itself (nova's live migration and evacuation always ignore it):
     the consumer never left.
     """
-    if not holding.confirm_on_arrival or holding.source_host in \
-            spec.ignore_hosts:
+    if not holding.confirm_on_arrival or _named(holding.source_host,
+                                                spec.ignore_hosts):
         return False
-    return holding.host in spec.ignore_hosts or is_move(spec, held)
+    return _named(holding.host, spec.ignore_hosts) or is_move(spec, held)

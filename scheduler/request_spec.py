@@ -478,6 +478,13 @@ def canonical_uuid(value: str, field: str) -> str:
             f"{field}: {value[:60]!r} is not a uuid") from None
 
 
+def host_key(host: str) -> str:
+    """``host`` as requests name hosts: without regard to case (nova's
+    host_manager lower-cases ``ignore_hosts`` and ``force_hosts``); node
+    names match exactly."""
+    return host.lower()
+
+
 def _members(members: list[str]) -> tuple[str, ...]:
     """Group members as claims store consumer uuids (canonical), once each.
 

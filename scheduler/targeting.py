@@ -24,6 +24,7 @@ from scheduler.filters.base import SAMPLE_SIZE
 from scheduler.filters.base import FilterStep
 from scheduler.filters.base import narrow
 from scheduler.host_table import HostView
+from scheduler.request_spec import host_key
 from scheduler.request_spec import RequestSpec
 
 
@@ -37,12 +38,12 @@ def apply(spec: RequestSpec, view: HostView, idx: np.ndarray
     steps: list[FilterStep] = []
     lower = view.host_names_lower
     if spec.ignore_hosts:
-        ignored = [h.lower() for h in spec.ignore_hosts]
+        ignored = [host_key(h) for h in spec.ignore_hosts]
         idx = narrow(view, idx, ~np.isin(lower[idx], ignored),
                      "ignore_hosts", "ignored by the request", steps)
     forced = bool(spec.force_hosts or spec.force_nodes)
     if spec.force_hosts:
-        wanted = [h.lower() for h in spec.force_hosts]
+        wanted = [host_key(h) for h in spec.force_hosts]
         # Name a forced host that does not exist: a typo would otherwise
         # read as "no room".
         unknown = [h for h, known in zip(spec.force_hosts,
@@ -64,7 +65,7 @@ def apply(spec: RequestSpec, view: HostView, idx: np.ndarray
         idx = _prefilter_forced(spec, view, idx, steps)
     dest = spec.requested_destination
     if dest and dest.get("host"):
-        idx = narrow(view, idx, lower[idx] == dest["host"].lower(),
+        idx = narrow(view, idx, lower[idx] == host_key(dest["host"]),
                      "requested_destination", "not the requested host",
                      steps)
     if dest and dest.get("node"):

@@ -38,6 +38,20 @@ def test_a_declared_move_re_sent_gets_the_move_it_made():
         "host": "h3"}), moving)
 
 
+def test_a_request_names_the_held_host_in_any_case():
+    # Host names match without regard to case (as targeting matches them,
+    # and nova's host_manager ignore_hosts and force_hosts): a move that
+    # ignores the host a consumer is moving to, spelled in another case,
+    # is no re-send answered with that host.
+    moving = _held("h2", source_node_id=1)
+    assert moves.is_move(_spec(move=True, ignore_hosts=["h1", "H2"]),
+                         moving)
+    assert not moves.is_move(_spec(move=True, ignore_hosts=["H1"]), moving)
+    assert not moves.is_move(_spec(move=True, force_hosts=["H2"]), moving)
+    assert not moves.is_move(_spec(move=True, requested_destination={
+        "host": "H2"}), moving)
+
+
 def test_only_novas_moves_without_alternates_are_done_on_arrival():
     # live_migrate.py, rebuild_instance (evacuate) and unshelve ask for no
     # alternates and have no confirm step; migrate.py (resize, cold

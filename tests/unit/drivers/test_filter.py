@@ -738,3 +738,17 @@ def test_rank_of_a_rebuild_check_is_the_check_select_makes(register,
     assert ranked["hosts"] == []
     assert "ImagePropertiesFilter" in [f["name"] for f in ranked["filters"]]
 
+
+def test_a_move_ignoring_where_it_is_moving_in_another_case_moves_on(
+        register, filter_driver):
+    # A consumer moving h1 -> h2, moved again ignoring both hosts: with
+    # h2 spelled "H2" (host names match without regard to case) it is a
+    # move, not a re-send answered with the very host it ignores.
+    register(node("h1", memory_mb=32768), node("h2", memory_mb=16384),
+             node("h3", memory_mb=8192))
+    filter_driver.select_destinations(_spec(instance_uuids=[U[0]]))
+    assert _hosts(filter_driver.select_destinations(_spec(
+        instance_uuids=[U[0]], move=True, ignore_hosts=["h1"]))) == ["h2"]
+    assert _hosts(filter_driver.select_destinations(_spec(
+        instance_uuids=[U[0]], move=True,
+        ignore_hosts=["h1", "H2"]))) == ["h3"]
