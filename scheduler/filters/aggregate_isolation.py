@@ -14,13 +14,14 @@ AggregateImagePropertiesIsolation
     one of the key's comma-separated values (compared as strings). Images
     without the property (or with it false, 0 or empty) pass. An image
     property under its legacy name (``architecture``, ``vm_mode``,
-    ``hypervisor_type``, ...) counts as the current one, as nova reads it;
-    the architecture, hypervisor type, VM mode and OS type are
-    canonicalized as nova's ``ImageMetaProps`` does (``amd64`` is
-    ``x86_64``, ``xapi`` is ``xen``, ``hv`` is ``hvm``, ``Windows`` is
-    ``windows``), and its integer and boolean properties typed as it types
-    them (``hw_cpu_cores`` ``04`` is ``4``, ``os_require_quiesce`` ``yes``
-    is ``True`` and ``no`` is false).
+    ``hypervisor_type``, ``vmware_adaptertype`` for the disk bus and SCSI
+    model, ...) counts as the current one, as nova reads it; the
+    architectures, hypervisor type, VM mode, SCSI and VIF models and OS
+    type are canonicalized as nova's ``ImageMetaProps`` does (``amd64`` is
+    ``x86_64``, ``xapi`` is ``xen``, ``hv`` is ``hvm``, ``VirtualE1000``
+    is ``e1000``, ``Windows`` is ``windows``), and its integer and boolean
+    properties typed as it types them (``hw_cpu_cores`` ``04`` is ``4``,
+    ``os_require_quiesce`` ``yes`` is ``True`` and ``no`` is false).
 AggregateTypeAffinityFilter
     ``instance_type`` metadata holds comma-separated flavor names; if the
     host's aggregates have any, the flavor's name must be one of them.

@@ -85,11 +85,20 @@ NOVA_LEGACY_IMAGE_PROPERTIES = {
 def nova_image_properties(props: Mapping[str, Any]) -> dict[str, Any]:
     """``props`` as nova's ``ImageMetaProps.from_dict`` reads them: a legacy
     name stands for its current one unless that is set (not None or
-    empty) itself."""
+    empty) itself; so does ``vmware_adaptertype`` for the disk bus
+    (``ide``, else ``scsi`` with it as the SCSI model)."""
     out = dict(props)
-    for legacy, current in NOVA_LEGACY_IMAGE_PROPERTIES.items():
-        if legacy in props and props.get(current) in (None, ""):
-            out[current] = props[legacy]
+    legacy = {current: props[name] for name, current
+              in NOVA_LEGACY_IMAGE_PROPERTIES.items() if name in props}
+    adapter = props.get("vmware_adaptertype")
+    if adapter:
+        # Not in nova's map: it sets two properties (_set_attr_from_
+        # legacy_names), which today's names win over all the same.
+        legacy.update({"hw_disk_bus": "ide"} if adapter == "ide"
+                      else {"hw_disk_bus": "scsi", "hw_scsi_model": adapter})
+    for current, value in legacy.items():
+        if props.get(current) in (None, ""):
+            out[current] = value
     return out
 
 

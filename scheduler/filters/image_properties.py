@@ -46,6 +46,12 @@ _ARCH_ALIASES = {"amd64": "x86_64", "i386": "i686", "i486": "i686",
                  "i586": "i686", "x86_32": "i686", "x86_32p": "i686"}
 _HV_ALIASES = {"xapi": "xen"}
 _VM_MODE_ALIASES = {"pv": "xen", "hv": "hvm", "baremetal": "hvm"}
+#: nova 34's SCSIModel and VIFModel fields: the legacy (VMware) spellings.
+_SCSI_MODEL_ALIASES = {"lsilogicsas": "lsisas1068", "paravirtual": "vmpvscsi"}
+_VIF_MODEL_ALIASES = {
+    "virtuale1000": "e1000", "virtuale1000e": "e1000e",
+    "virtualpcnet32": "pcnet", "virtualsriovethernetcard": "sriov",
+    "virtualvmxnet": "vmxnet", "virtualvmxnet3": "vmxnet3"}
 
 _PROPERTIES = tuple(with_legacy_names(name) for name in (
     "hw_architecture", "img_hv_type", "hw_vm_mode"))
@@ -81,8 +87,11 @@ def canonicalize_vm_mode(value) -> str | None:
 #: value to its canonical spelling, and how.
 _NOVA_CANONICAL = {
     "hw_architecture": canonicalize_arch,
+    "hw_emulation_architecture": canonicalize_arch,   # an Architecture too
     "img_hv_type": canonicalize_hv_type,
     "hw_vm_mode": canonicalize_vm_mode,
+    "hw_scsi_model": lambda value: _canonical(value, _SCSI_MODEL_ALIASES),
+    "hw_vif_model": lambda value: _canonical(value, _VIF_MODEL_ALIASES),
     "os_type": lambda value: _canonical(value, {}),   # OSType: lower case
 }
 #: oslo's ``bool_from_string`` words for True (nova's FlexibleBooleanField).
@@ -94,8 +103,8 @@ def _nova_typed(name: str, value):
     it; a value that is no integer stays as it is."""
     if name in NOVA_BOOLEAN_IMAGE_PROPERTIES and not isinstance(value, bool):
         return str(value).strip().lower() in _TRUE_WORDS
-    if name in NOVA_INTEGER_IMAGE_PROPERTIES and not isinstance(value, bool):
-        try:
+    if name in NOVA_INTEGER_IMAGE_PROPERTIES:
+        try:   # True is 1, as nova's int() makes it
             return int(value)
         except (TypeError, ValueError):
             return value
@@ -104,8 +113,9 @@ def _nova_typed(name: str, value):
 
 def canonical_properties(props: dict) -> dict:
     """``props`` (today's names) with the values nova's ImageMetaProps
-    fields canonicalize (architecture, hypervisor type, VM mode, OS type)
-    spelled as nova holds them: ``AMD64`` is ``x86_64``, ``Windows`` is
+    fields canonicalize (architectures, hypervisor type, VM mode, SCSI and
+    VIF models, OS type) spelled as nova holds them: ``AMD64`` is
+    ``x86_64``, ``VirtualE1000`` is ``e1000``, ``Windows`` is
     ``windows``; and its integer and boolean fields typed as nova types
     them: ``'04'`` is 4, ``'yes'`` is True."""
     out = {name: _nova_typed(name, value) for name, value in props.items()}

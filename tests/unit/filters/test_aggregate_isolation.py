@@ -120,6 +120,14 @@ def test_image_typed_properties_are_coerced_as_novas(conf):
     assert _image(conf, {"hw_cpu_cores": "0"}, {"hw_cpu_cores": "4"})
 
 
+def test_image_a_boolean_integer_property_is_novas_integer(conf):
+    # nova's IntegerField holds True as int(True), 1: str() of it is '1'.
+    assert _image(conf, {"hw_cpu_cores": True}, {"hw_cpu_cores": "1"})
+    assert not _image(conf, {"hw_cpu_cores": True},
+                      {"hw_cpu_cores": "True"})
+    assert _image(conf, {"hw_cpu_cores": False}, {"hw_cpu_cores": "4"})
+
+
 def test_image_only_novas_image_properties_are_checked(conf):
     # nova 34 reads the key from ImageMetaProps and skips any it has not.
     md = {"os_distro": "windows", "availability_zone": "az1",
@@ -146,6 +154,22 @@ def test_image_legacy_property_names_are_read_as_novas(conf):
                   {"hw_architecture": "x86_64"})
 
 
+def test_image_vmware_adaptertype_is_read_as_novas(conf):
+    # nova's ImageMetaProps.from_dict reads the legacy vmware_adaptertype
+    # as a disk bus ("ide", else "scsi" with that SCSI model); the current
+    # hw_disk_bus / hw_scsi_model win over it.
+    assert not _image(conf, {"vmware_adaptertype": "lsiLogic"},
+                      {"hw_disk_bus": "virtio"})
+    assert _image(conf, {"vmware_adaptertype": "lsiLogic"},
+                  {"hw_disk_bus": "scsi", "hw_scsi_model": "lsilogic"})
+    assert _image(conf, {"vmware_adaptertype": "ide"},
+                  {"hw_disk_bus": "ide"})
+    assert not _image(conf, {"vmware_adaptertype": "ide"},
+                      {"hw_disk_bus": "scsi"})
+    assert _image(conf, {"vmware_adaptertype": "ide",
+                         "hw_disk_bus": "virtio"}, {"hw_disk_bus": "virtio"})
+
+
 def test_image_enum_properties_are_canonicalized_as_novas(conf):
     # nova's ImageMetaProps canonicalizes its architecture, hypervisor type
     # and VM mode fields (amd64 is x86_64, xapi is xen, hv is hvm), so an
@@ -159,6 +183,25 @@ def test_image_enum_properties_are_canonicalized_as_novas(conf):
     assert _image(conf, {"os_type": "Windows"}, {"os_type": "windows"})
     assert not _image(conf, {"hw_architecture": "amd64"},
                       {"hw_architecture": "aarch64"})
+
+
+def test_image_every_canonicalizing_field_is_canonicalized_as_novas(conf):
+    # nova 34's hw_emulation_architecture is an ArchitectureField like
+    # hw_architecture, and its SCSIModel and VIFModel fields lower-case
+    # the value and map the legacy VMware names: nova passes each image
+    # below on a host whose aggregate names the canonical value.
+    assert _image(conf, {"hw_emulation_architecture": "AMD64"},
+                  {"hw_emulation_architecture": "x86_64"})
+    assert _image(conf, {"hw_scsi_model": "VirtIO-SCSI"},
+                  {"hw_scsi_model": "virtio-scsi"})
+    assert _image(conf, {"hw_scsi_model": "lsiLogicSAS"},
+                  {"hw_scsi_model": "lsisas1068"})
+    assert _image(conf, {"hw_vif_model": "VirtIO"},
+                  {"hw_vif_model": "virtio"})
+    assert _image(conf, {"hw_vif_model": "VirtualE1000"},
+                  {"hw_vif_model": "e1000"})
+    assert not _image(conf, {"hw_vif_model": "VirtualE1000"},
+                      {"hw_vif_model": "virtio"})
 
 
 def test_image_namespace_limits_the_keys(conf):
