@@ -45,7 +45,7 @@ _SEQUENCE_GRANT = ("USAGE on the sequences of the scheduler's tables (a grant "
                    "on a table is none on its sequence), or run as the user "
                    "that owns them (e.g. sudo -u scheduler)")
 #: ... "the database server cannot be reached".
-_UNREACHABLE = ("could not connect", "connection refused", "can't connect")
+_UNREACHABLE = db_retry.UNREACHABLE
 #: ... "the database file or server cannot be opened".
 _CANNOT_OPEN = ("unable to open database file", "no such file") + _UNREACHABLE
 
@@ -55,18 +55,10 @@ _CANNOT_OPEN = ("unable to open database file", "no such file") + _UNREACHABLE
 _LOCKED = db_retry.SQLITE_BUSY + ("lock wait timeout exceeded",
                                   "due to lock timeout")
 
-#: ... "the database server is away or busy for now": unreachable, gone,
-#: refusing new sessions while it starts up, shuts down or recovers
-#: (PostgreSQL's 57P03; MariaDB's 1053), or out of connection slots. Each
-#: passes by itself, so a worker that meets one is started again.
-_DB_AWAY = _UNREACHABLE + (
-    "server has gone away", "lost connection",
-    "the database system is starting up",
-    "the database system is shutting down",
-    "the database system is in recovery mode",
-    "the database system is not yet accepting connections",
-    "too many clients", "remaining connection slots are reserved",
-    "server shutdown in progress", "too many connections")
+#: ... "the database server is away or busy for now" (retried for
+#: [scheduler] db_outage_timeout). Each passes by itself, so a worker that
+#: meets one is started again.
+_DB_AWAY = db_retry.AWAY
 
 # Broker errors: kombu/amqp raise these while connecting.
 try:

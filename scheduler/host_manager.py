@@ -62,6 +62,7 @@ from scheduler import metrics
 from scheduler import trace
 from scheduler.db import api as db
 from scheduler.db import kept
+from scheduler.db import retry as db_retry
 from scheduler.db import rows
 from scheduler.host_state import Aggregate
 from scheduler.host_state import HostState
@@ -140,7 +141,10 @@ class HostManager:
             if self._counters is None or (
                     refresh and self._fresh_from <= arrived):
                 started = time.perf_counter()
-                self.refresh()
+                # A request's refresh waits out a database restart as its
+                # claim does; the worker's first load and the periodic
+                # refresh call refresh() itself and fail at once.
+                db_retry.for_conf(self.conf)(self.refresh)()
                 trace.add(trace.REFRESH, time.perf_counter() - started)
             yield self._table
 

@@ -62,7 +62,7 @@ class SchedulerManager:
         chooser = getattr(self.driver, "chooser", None)
         if chooser is not None:
             chooser.share = share
-        self._retry = db_retry.retrying(conf.scheduler.db_retries)
+        self._retry = db_retry.for_conf(conf)
         #: None unless a notification driver is configured.
         self.notifier = notifications.notifier(conf)
 
@@ -200,7 +200,8 @@ class SchedulerManager:
         stack_id = str(uuidlib.UUID(stack_id))
         trace.parsed(stack_id)
         released = stack_placement.release(
-            self.engine, stack_id, self.conf.scheduler.db_retries)
+            self.engine, stack_id, self.conf.scheduler.db_retries,
+            self.conf.scheduler.db_outage_timeout)
         LOG.debug("Released stack %s: %d claim(s)", stack_id, released)
         return released
 

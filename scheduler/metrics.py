@@ -102,9 +102,10 @@ class _Instruments:
             registry=r)
         self.db_transient_errors = prometheus_client.Counter(
             "scheduler_db_transient_errors",
-            "Transient database errors (deadlock, lost connection, "
-            "lock timeout, serialization failure); each is retried while "
-            "[scheduler] db_retries allows.", registry=r)
+            "Transient database errors (deadlock, lost or refused "
+            "connection, lock timeout, serialization failure); each is "
+            "retried while [scheduler] db_retries or, for a database that "
+            "cannot be reached, db_outage_timeout allows.", registry=r)
         # The host-table gauges are made by the first host_table() call:
         # made here, a process that never holds a table (the main one,
         # should it record a database retry) would show an empty one.

@@ -33,7 +33,9 @@ def _print(args, data: Any, render: Callable[[Any], str]) -> None:
 
 def _write(conf, func: Callable, *args, **kwargs):
     """Run an admin write (one transaction), retrying transient database
-    errors like the service does."""
+    errors ``[scheduler] db_retries`` times like the service does, but not
+    waiting out an unreachable database (``db_outage_timeout``): an
+    operator at a terminal gets the one line at once and runs it again."""
     return db_retry.retrying(conf.scheduler.db_retries)(func)(*args,
                                                              **kwargs)
 

@@ -44,6 +44,7 @@ from scheduler import rpc
 from scheduler import sd_notify
 from scheduler import worker_state
 from scheduler.db import api as db
+from scheduler.db import retry as db_retry
 from scheduler.db import wrapped
 from scheduler.drivers.filter import Pipeline
 from scheduler.manager import SchedulerManager
@@ -180,6 +181,10 @@ class SchedulerWorker(cotyledon.Service):
         timeout): then the worker exits at once.
         """
         self._stopped.set()
+        # Requests and tasks waiting for the database give up now (each
+        # with its one line): the drain below must not wait out [scheduler]
+        # db_outage_timeout.
+        db_retry.stop()
         if self._server is not None:
             try:
                 broker.check(self.conf, BROKER_STOP_BUDGET)

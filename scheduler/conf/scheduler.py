@@ -38,11 +38,28 @@ opts = [
                     "transaction."),
     cfg.IntOpt("db_retries", default=5, min=0,
                help="How often one database transaction is retried after a "
-                    "transient error: a lost connection, a deadlock (on "
-                    "Galera also a certification failure), MySQL's lock "
-                    "wait timeout, SQLite's 'database is locked', "
-                    "PostgreSQL's serialization failure. Nothing is "
-                    "half-written either way."),
+                    "transient conflict: a deadlock (on Galera also a "
+                    "certification failure), MySQL's lock wait timeout, "
+                    "SQLite's 'database is locked', PostgreSQL's "
+                    "serialization failure and lock timeout (and a lost "
+                    "connection once db_outage_timeout is spent). Nothing "
+                    "is half-written either way."),
+    cfg.IntOpt("db_outage_timeout", default=30, min=0, max=600,
+               help="Seconds one database transaction keeps being retried "
+                    "(backing off to once a second) while the database "
+                    "cannot be reached: a lost or refused connection, a "
+                    "server starting up or shutting down, as in a restart "
+                    "or a failover. A request or a nova cast arriving then "
+                    "waits, in its own thread, and is served once the "
+                    "database answers; after this time it fails with one "
+                    "line naming the database. Keep it well under the "
+                    "callers' RPC timeout: nova 34's conductor waits for "
+                    "select_destinations up to its [DEFAULT] "
+                    "long_rpc_timeout (1800 s; nova's casts wait for "
+                    "nothing), scheduler-client and the SchedulerAPI for "
+                    "[DEFAULT] rpc_response_timeout (60 s). 0: a lost "
+                    "connection gets only db_retries' retries (~1.5 s). A "
+                    "SIGTERM ends the wait."),
     cfg.IntOpt("db_lock_timeout", default=30, min=1, max=3600,
                help="Seconds one database statement waits for a row (on "
                     "SQLite: the database) that another session holds "

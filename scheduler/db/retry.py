@@ -15,18 +15,29 @@ only the statement; the retried work still starts over, because the
 exception leaves its ``engine.begin()`` block, which rolls back the rest.
 The work retried must be one transaction that either committed or left
 nothing behind — every claim function is.
+
+Two bounds: a deadlock, lock or serialization failure is retried
+``[scheduler] db_retries`` times (it is a conflict, over in milliseconds or
+never); a database that cannot be reached (:func:`is_away`: a lost or
+refused connection, a server starting up or shutting down) is retried for
+``[scheduler] db_outage_timeout`` seconds, what a restart or a failover
+takes, however many attempts that is.
 """
 from __future__ import annotations
 
 import functools
+import logging
 import random
+import threading
 import time
-from typing import Callable, TypeVar
+from typing import Any, Callable, TypeVar
 
 from oslo_db import exception as db_exc
 from sqlalchemy import exc as sa_exc
 
 from scheduler import metrics
+
+LOG = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -37,14 +48,46 @@ SQLITE_BUSY = ("database is locked", "database table is locked")
 #: (lock_not_available: ``[scheduler] db_lock_timeout``).
 _PG_TRANSIENT = ("40001", "55P03")
 
+#: The database server cannot be reached.
+UNREACHABLE = ("could not connect", "connection refused", "can't connect")
+#: The database server is away or busy for now (:func:`is_away`):
+#: unreachable, gone, refusing new sessions while it starts up, shuts down
+#: or recovers (PostgreSQL's 57P03; MariaDB's 1053), or out of connection
+#: slots. Each passes by itself.
+AWAY = UNREACHABLE + (
+    "server has gone away", "lost connection",
+    "the database system is starting up",
+    "the database system is shutting down",
+    "the database system is in recovery mode",
+    "the database system is not yet accepting connections",
+    "too many clients", "remaining connection slots are reserved",
+    "server shutdown in progress", "too many connections")
+
 #: Seconds before the first retry; doubled after each, up to the maximum.
 RETRY_INTERVAL = 0.05
 MAX_RETRY_INTERVAL = 1.0
 
+#: Set once this process stops (:func:`stop`): a transaction waiting for
+#: the database gives up, so the worker drains and exits now, not after
+#: ``db_outage_timeout``.
+_stopping = threading.Event()
+
+
+def stop() -> None:
+    """The process is stopping (SIGTERM): end every retry's wait at once;
+    the work waiting fails with the error it last got."""
+    _stopping.set()
+
+
+def _pause(seconds: float) -> bool:
+    """Wait ``seconds`` before a retry. :returns: False if the process
+    began stopping meanwhile (then do not retry)."""
+    return not _stopping.wait(seconds)
+
 
 def is_transient(exc: BaseException) -> bool:
     """True for errors worth trying the same transaction again for."""
-    if isinstance(exc, (db_exc.DBDeadlock, db_exc.DBConnectionError)):
+    if isinstance(exc, db_exc.DBDeadlock) or is_away(exc):
         return True
     if isinstance(exc, db_exc.DBError):
         exc = exc.inner_exception
@@ -55,14 +98,47 @@ def is_transient(exc: BaseException) -> bool:
     return getattr(exc.orig, "pgcode", None) in _PG_TRANSIENT
 
 
-def retrying(attempts: int) -> Callable[[Callable[..., T]],
-                                        Callable[..., T]]:
-    """Decorator: retry transient database errors up to ``attempts`` more
-    times, backing off from 50 ms to at most 1 s (a random part of it after
-    a deadlock, as oslo.db does, so the two sides do not meet again); each
-    transient error is counted (``scheduler_db_transient_errors_total``).
-    The last error is re-raised as it is, for the caller to turn into its
-    one line.
+def is_away(exc: BaseException) -> bool:
+    """True if the database cannot be reached for now (:data:`AWAY`). oslo.db
+    raises DBConnectionError for a lost connection and MySQL's refused one,
+    but the raw OperationalError for PostgreSQL's refused connection and a
+    server starting up or shutting down."""
+    if isinstance(exc, db_exc.DBConnectionError):
+        return True
+    if isinstance(exc, db_exc.DBError):
+        exc = exc.inner_exception
+    if not isinstance(exc, sa_exc.DBAPIError):
+        return False
+    text = str(exc.orig).lower()
+    return any(t in text for t in AWAY)
+
+
+def _name(func: Callable) -> str:
+    """What the log calls ``func`` (also a functools.partial)."""
+    while isinstance(func, functools.partial):
+        func = func.func
+    return getattr(func, "__name__", repr(func))
+
+
+def for_conf(conf: Any) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """:func:`retrying` as the service's options set it (``[scheduler]
+    db_retries`` and ``db_outage_timeout``): what every caller uses."""
+    return retrying(conf.scheduler.db_retries,
+                    conf.scheduler.db_outage_timeout)
+
+
+def retrying(attempts: int, outage: float = 0.0
+             ) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """Decorator: retry transient database errors, backing off from 50 ms
+    to at most 1 s (a random part of it after a deadlock, as oslo.db does,
+    so the two sides do not meet again): a database that cannot be reached
+    (:func:`is_away`) until ``outage`` seconds have passed since the first
+    such error, beyond that and for any other transient error up to
+    ``attempts`` more times. Each transient error is counted
+    (``scheduler_db_transient_errors_total``). The last error is re-raised
+    as it is, for the caller to turn into its one line — also at once if
+    the process begins stopping (:func:`stop`) while it waits. The wait is
+    in the caller's thread: other requests go on meanwhile.
 
     Not oslo.db's ``wrap_db_retry``: when its retries run out it logs the
     error with its traceback ("DB exceeded retry limit") before re-raising
@@ -73,19 +149,33 @@ def retrying(attempts: int) -> Callable[[Callable[..., T]],
         @functools.wraps(func)
         def retried(*args, **kwargs) -> T:
             interval = RETRY_INTERVAL
-            for remaining in range(attempts, -1, -1):
+            remaining = attempts
+            away_since: float | None = None
+            while True:
                 try:
-                    return func(*args, **kwargs)
+                    result = func(*args, **kwargs)
                 except Exception as e:
                     if not is_transient(e):
                         raise
                     metrics.db_transient_error()
-                    if remaining == 0:
-                        raise
+                    now = time.monotonic()
+                    if is_away(e) and away_since is None:
+                        away_since = now
+                    if not (is_away(e) and now - away_since < outage):
+                        if remaining == 0:
+                            raise
+                        remaining -= 1
                     deadlock = isinstance(e, db_exc.DBDeadlock)
-                time.sleep(random.uniform(0, interval) if deadlock
-                           else interval)
+                    if not _pause(random.uniform(0, interval) if deadlock
+                                  else interval):
+                        raise
+                else:
+                    if away_since is not None:
+                        # One line per call the outage held up.
+                        LOG.info("%s: the database answered again after "
+                                 "%.1f s", _name(func),
+                                 time.monotonic() - away_since)
+                    return result
                 interval = min(interval * 2, MAX_RETRY_INTERVAL)
-            raise AssertionError("unreachable")
         return retried
     return decorate

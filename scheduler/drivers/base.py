@@ -132,7 +132,7 @@ class Driver:
         :raises NoValidHost: with the planner's explanation, or after losing
             ``[scheduler] claim_retries`` races in a row.
         """
-        retry = db_retry.retrying(self.conf.scheduler.db_retries)
+        retry = db_retry.for_conf(self.conf)
         uuids = list(spec.instance_uuids)
         if _nothing_depends_on_held(spec):
             # Most requests are new consumers: claim straight away. The
@@ -156,7 +156,7 @@ class Driver:
         """:meth:`select_destinations` knowing what the consumers hold
         (``held``), or with ``held`` None assuming they hold nothing:
         then :class:`_AlreadyHeld` if one of them does."""
-        retry = db_retry.retrying(self.conf.scheduler.db_retries)
+        retry = db_retry.for_conf(self.conf)
         uuids = list(spec.instance_uuids)
         optimistic = held is None
         held = held or {}
@@ -269,7 +269,7 @@ class Driver:
         source it left."""
         if not any(row.source_node_id is not None for row in held.values()):
             return held
-        retry = db_retry.retrying(self.conf.scheduler.db_retries)
+        retry = db_retry.for_conf(self.conf)
         arrived = [u for u, h in retry(claims.holdings)(
                        self.engine, list(held)).items()
                    if moves.arrived(spec, held[u], h)]
@@ -283,7 +283,7 @@ class Driver:
         """Answer a re-send with what its consumers hold, handing their
         provisional claims out again: their TTL restarts from this
         answer, the caller's time to build runs from the reply it gets."""
-        retry = db_retry.retrying(self.conf.scheduler.db_retries)
+        retry = db_retry.for_conf(self.conf)
         retry(claims.renew)(self.engine, uuids,
                             self.conf.scheduler.unconfirmed_claim_ttl)
         return [held_destination(held[u]) for u in uuids]

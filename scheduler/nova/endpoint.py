@@ -47,7 +47,7 @@ class NovaSchedulerEndpoint:
     def __init__(self, manager: SchedulerManager):
         self.manager = manager
         self.conf = manager.conf
-        self._retry = db_retry.retrying(manager.conf.scheduler.db_retries)
+        self._retry = db_retry.for_conf(manager.conf)
 
     @property
     def notifier(self):

@@ -61,7 +61,7 @@ def select(driver, stack: stacks.Stack,
             f"select_stack: driver {driver.conf.scheduler.driver!r} does "
             f"not place stacks")
     conf = driver.conf
-    retry = db_retry.retrying(conf.scheduler.db_retries)
+    retry = db_retry.for_conf(conf)
     consumers = stack.consumers
     for _ in range(conf.scheduler.claim_retries + 1):
         stored = retry(store.definition)(driver.engine, stack.stack_id)
@@ -219,9 +219,12 @@ def _claim(driver, stack: stacks.Stack, to_claim: list[claims.Claim],
         trace.add(trace.CLAIM, time.perf_counter() - started)
 
 
-def release(engine, stack_id: str, db_retries: int) -> int:
-    """Release stack ``stack_id`` (see store.release); idempotent."""
-    return db_retry.retrying(db_retries)(store.release)(engine, stack_id)
+def release(engine, stack_id: str, db_retries: int,
+            db_outage_timeout: float = 0.0) -> int:
+    """Release stack ``stack_id`` (see store.release); idempotent. The
+    retries as :func:`scheduler.db.retry.retrying`'s."""
+    return db_retry.retrying(db_retries, db_outage_timeout)(store.release)(
+        engine, stack_id)
 
 
 def _group_rules(specs) -> list[claims.GroupRule]:

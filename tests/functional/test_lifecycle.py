@@ -536,6 +536,39 @@ def test_sigterm_after_a_database_restart_stops_cleanly(
     assert len(deployment.allocations()) == 1
 
 
+@pytest.mark.parametrize("database_url", ["postgresql", "mysql"],
+                         indirect=True)
+def test_sigterm_while_a_request_waits_for_the_database_exits_promptly(
+        request, make_deployment, database_url):
+    """A request waiting out a database outage ([scheduler]
+    db_outage_timeout) must not hold the shutdown for that long: SIGTERM
+    ends its wait, it is answered with its one line, the server exits 0
+    within seconds and the log has no traceback."""
+    server = request.getfixturevalue(
+        DATABASE_SERVERS[request.node.callspec.params["database_url"]])
+    deployment = make_deployment(scheduler__db_outage_timeout=120)
+    deployment.fleet(3)
+    proc = deployment.start_server()
+    deployment.api.select_destinations({}, {"flavor": FLAVOR})
+    server.kill()
+    try:
+        caller, outcome = _call_in_background(deployment, {"flavor": FLAVOR})
+        time.sleep(3)
+        assert caller.is_alive(), outcome      # still waiting
+        started = time.monotonic()
+        os.killpg(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=WAIT) == 0, deployment.server_log()
+        assert time.monotonic() - started < 10
+        caller.join(WAIT)
+    finally:
+        server.start()
+    assert not caller.is_alive()
+    assert "check [database] connection" in str(outcome.get("error")), \
+        outcome
+    log = deployment.server_log()
+    assert "Traceback" not in log, log
+
+
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_a_killed_worker_is_replaced_and_the_server_stays_ready(
         make_deployment, database_url):

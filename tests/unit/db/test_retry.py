@@ -7,9 +7,10 @@ engine (a unique-constraint violation, a missing table), and so is SQLite's
 from __future__ import annotations
 
 import logging
+import threading
+import time
 import uuid as uuidlib
 
-from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
 import pytest
 import sqlalchemy as sa
@@ -78,11 +79,33 @@ def test_is_transient_by_type_and_cause(error, transient):
     assert retry.is_transient(error) is transient
 
 
+class _Clock:
+    """retry's clock and pause: each pause moves the clock on, at once."""
+
+    def __init__(self):
+        self.now = 1000.0
+        self.slept: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def pause(self, seconds: float) -> bool:
+        self.slept.append(seconds)
+        self.now += seconds
+        return not retry._stopping.is_set()
+
+
 @pytest.fixture
-def no_sleep(monkeypatch):
-    slept = []
-    monkeypatch.setattr(oslo_db_api.time, "sleep", slept.append)
-    return slept
+def clock(monkeypatch):
+    clock = _Clock()
+    monkeypatch.setattr(retry, "_pause", clock.pause)
+    monkeypatch.setattr(retry.time, "monotonic", clock.monotonic)
+    return clock
+
+
+@pytest.fixture
+def no_sleep(clock):
+    return clock.slept
 
 
 def _flaky(failures, error_factory):
@@ -195,3 +218,81 @@ def test_every_transient_error_is_counted_even_the_last(no_sleep):
     with pytest.raises(ValueError):
         retry.retrying(3)(work)()
     assert _transient_errors() - before == 2 + 2
+
+
+def _refused() -> sa.exc.OperationalError:
+    """PostgreSQL's refused connection: oslo.db leaves it a raw
+    OperationalError, not a DBConnectionError."""
+    return _operational(Exception(
+        'connection to server at "127.0.0.1", port 5432 failed: Connection '
+        'refused\n\tIs the server running on that host and accepting TCP/IP '
+        'connections?'))
+
+
+@pytest.mark.parametrize("error,away", [
+    (db_exc.DBConnectionError(), True),
+    (_refused(), True),
+    (db_exc.DBError(_refused()), True),
+    (_operational(Exception("FATAL:  the database system is starting up")),
+     True),
+    (_operational(Exception("(1053, 'Server shutdown in progress')")), True),
+    (db_exc.DBDeadlock(), False),
+    (_operational(Exception("database is locked")), False),
+    (_operational(_PgError("40001")), False),
+    (ValueError("connection refused"), False),
+])
+def test_a_database_that_cannot_be_reached_is_away(error, away):
+    assert retry.is_away(error) is away
+    if away:
+        assert retry.is_transient(error)
+
+
+@pytest.mark.parametrize("factory", [db_exc.DBConnectionError, _refused])
+def test_an_unreachable_database_is_retried_for_the_outage_window(
+        clock, factory):
+    """A restart takes seconds: a lost or refused connection is retried
+    for ``outage`` seconds, far beyond ``attempts`` (~1.5 s of backoff)."""
+    work, calls = _flaky(25, factory)
+    assert retry.retrying(0, outage=30)(work)() == "done"
+    assert len(calls) == 26
+    assert 20 < sum(clock.slept) < 30
+    assert max(clock.slept) == pytest.approx(1.0)
+
+
+def test_the_outage_window_ends_then_the_attempts_remain(clock):
+    work, calls = _flaky(1000, db_exc.DBConnectionError)
+    with pytest.raises(db_exc.DBConnectionError):
+        retry.retrying(2, outage=10)(work)()
+    # Retried while under 10 s had passed since the first error, then 2.
+    assert 10 <= sum(clock.slept[:-2]) < 11
+    assert len(calls) == len(clock.slept) + 1
+
+
+def test_deadlocks_stay_bounded_by_attempts_within_an_outage(clock):
+    work, calls = _flaky(1000, db_exc.DBDeadlock)
+    with pytest.raises(db_exc.DBDeadlock):
+        retry.retrying(3, outage=30)(work)()
+    assert len(calls) == 4
+
+
+def test_stopping_ends_the_wait_with_the_last_error(monkeypatch):
+    """SIGTERM: a request waiting for the database fails now (its one
+    line), so the worker drains and exits."""
+    monkeypatch.setattr(retry, "_stopping", threading.Event())
+    work, calls = _flaky(1000, db_exc.DBConnectionError)
+    threading.Timer(0.3, retry.stop).start()
+    started = time.monotonic()
+    with pytest.raises(db_exc.DBConnectionError):
+        retry.retrying(5, outage=60)(work)()
+    assert time.monotonic() - started < 5
+    assert len(calls) > 1
+
+
+def test_the_service_options_set_both_bounds(conf, clock):
+    conf.set_override("db_retries", 0, group="scheduler")
+    conf.set_override("db_outage_timeout", 5, group="scheduler")
+    work, calls = _flaky(3, db_exc.DBConnectionError)
+    assert retry.for_conf(conf)(work)() == "done"
+    work, calls = _flaky(1, db_exc.DBDeadlock)
+    with pytest.raises(db_exc.DBDeadlock):
+        retry.for_conf(conf)(work)()

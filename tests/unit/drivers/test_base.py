@@ -377,3 +377,40 @@ def test_instances_on_one_node_assume_one_claim_on_it(register, engine,
     assert after.generation == before.generation + 1
     assert (state.generation, state.memory_mb_used, state.num_instances) == (
         after.generation, after.memory_mb_used, 2)
+
+
+@pytest.mark.parametrize("num_instances", [1, 2])
+def test_a_claim_whose_commit_reply_was_lost_is_not_made_twice(
+        register, engine, make_driver, num_instances):
+    """The database committed the claim, then the connection was lost
+    before its reply (a restart under the COMMIT): the retry must find
+    the consumers' claims (consumer_uuid is unique) and answer with them,
+    not claim again. One instance goes through the group commit, two
+    through claims.claim."""
+    from oslo_db import exception as db_exc
+    register(node("h1", memory_mb=4096), node("h2", memory_mb=4096))
+    driver = make_driver()
+    real_claim = driver.claims.claim
+    lost = []
+
+    def commit_then_lose_the_reply(*args, **kwargs):
+        real_claim(*args, **kwargs)
+        if not lost:
+            lost.append(True)
+            raise db_exc.DBConnectionError("Lost connection to server "
+                                           "during query")
+    driver.claims.claim = commit_then_lose_the_reply
+    uuids = [f"00000000-0000-4000-8000-00000000000{i}"
+             for i in range(num_instances)]
+    placed = driver.select_destinations(make_spec(
+        flavor={"memory_mb": 2048, "root_gb": 1}, instance_uuids=uuids,
+        num_instances=num_instances))
+    assert lost
+    assert [p["uuid"] for p in placed] == uuids
+    held = claims.placements(engine, uuids)
+    assert sorted(held) == uuids
+    assert {held[u].host for u in uuids} == {p["host"] for p in placed}
+    used = sum(node_row(engine, h).memory_mb_used for h in ("h1", "h2"))
+    assert used == 2048 * num_instances
+    assert admin.audit_allocations(engine, driver.host_manager
+                                   .default_ratios) == []
