@@ -32,7 +32,12 @@ opts = [
                      "list plus CoreFilter (claims enforce vCPUs anyway, so "
                      "filtering on them explains refusals), with "
                      "ComputeFilter before the resource filters so that "
-                     "down hosts are counted as down, not as full."),
+                     "down hosts are counted as down, not as full. Claims "
+                     "check every node's vCPUs, RAM and disk whatever this "
+                     "list says (nova 34's placement does), so RamFilter, "
+                     "CoreFilter and DiskFilter run after the listed "
+                     "filters for any of the three that no listed filter "
+                     "checks (nova 34's own list names none of them)."),
     cfg.ListOpt("weighers", mutable=True,
                 default=["RAMWeigher", "CPUWeigher", "DiskWeigher",
                          "ServerGroupSoftAffinityWeigher",

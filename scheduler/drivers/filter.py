@@ -7,6 +7,7 @@ import time
 from typing import Any, Callable, Sequence
 
 import numpy as np
+from oslo_log import log as logging
 
 from scheduler import claims
 from scheduler import exception
@@ -17,16 +18,22 @@ from scheduler import trace
 from scheduler.db import retry as db_retry
 from scheduler.drivers.base import Driver
 from scheduler.drivers.base import Selection
+from scheduler.filters.base import BaseFilter
 from scheduler.filters.base import emptied_by
 from scheduler.filters.base import explain
 from scheduler.filters.base import FilterStep
 from scheduler.filters.base import run_filters
+from scheduler.filters.resources import CoreFilter
+from scheduler.filters.resources import DiskFilter
+from scheduler.filters.resources import RamFilter
 from scheduler.host_state import HostState
 from scheduler.host_table import HostTable
 from scheduler.host_table import HostView
 from scheduler.request_spec import RequestSpec
 from scheduler.weighers.base import Weighing
 from scheduler.weighers.base import weigh
+
+LOG = logging.getLogger(__name__)
 
 
 #: At most this many hosts of exactly the weight of the subset's last join
@@ -76,9 +83,11 @@ class Pipeline:
 
     @classmethod
     def load(cls, conf) -> Pipeline:
-        """:raises ConfigError: a plugin is not installed or fails to load
-        (see :mod:`scheduler.plugins`)."""
-        filters = tuple(plugins.load_filters(conf))
+        """The configured filters (with :func:`with_capacity`) and weighers.
+
+        :raises ConfigError: a plugin is not installed or fails to load
+            (see :mod:`scheduler.plugins`)."""
+        filters = with_capacity(plugins.load_filters(conf), conf)
         weighers = tuple(plugins.load_weighers(conf))
         # Frozen once they are built: a plugin may register options of its
         # own when it loads. From here on they read ``self.conf`` frozen.
@@ -86,6 +95,35 @@ class Pipeline:
         for plugin in filters + weighers:
             plugin.conf = settings
         return cls(filters, weighers, settings)
+
+
+#: The stock filter for each capacity a claim checks.
+_CAPACITY_FILTERS = (RamFilter, CoreFilter, DiskFilter)
+
+
+def with_capacity(filters: Sequence[BaseFilter], conf) -> tuple:
+    """``filters``, then the stock filter (RamFilter, CoreFilter,
+    DiskFilter) for each capacity none of them enforces
+    (``BaseFilter.enforces``).
+
+    A claim checks every node's vCPUs, RAM and disk whatever the filters
+    (capacity × the node's ratio where no filter set a limit), as nova 34's
+    placement checks them before its filters run — and nova 34's own
+    ``enabled_filters`` names none of these filters, which left nova for
+    placement. A planner that did not check one would choose nodes the
+    claim then refuses, and give up after the second although other hosts
+    had room.
+    """
+    covered = set().union(*(f.enforces for f in filters))
+    added = tuple(cls(conf) for cls in _CAPACITY_FILTERS
+                  if not cls.enforces <= covered)
+    if added:
+        LOG.info("[filter_scheduler] enabled_filters checks no %s; %s run "
+                 "after them, as the claim checks every node's capacity",
+                 ", ".join(sorted(set().union(*(f.enforces
+                                                for f in added)))),
+                 ", ".join(f.name for f in added))
+    return tuple(filters) + added
 
 
 class FilterScheduler(Driver):

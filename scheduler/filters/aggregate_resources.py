@@ -30,6 +30,7 @@ def disk_ratio(host) -> float:
 
 class AggregateRamFilter(BaseFilter):
     reason = "insufficient RAM"
+    enforces = frozenset({"memory_mb"})
 
     def host_passes(self, host, spec) -> bool:
         return capacity.host_fits(capacity.MEMORY, host,
@@ -45,6 +46,7 @@ class AggregateRamFilter(BaseFilter):
 
 class AggregateCoreFilter(BaseFilter):
     reason = "insufficient vCPUs"
+    enforces = frozenset({"vcpu"})
 
     def host_passes(self, host, spec) -> bool:
         return capacity.host_fits(capacity.VCPU, host, spec.flavor.vcpus,
@@ -59,6 +61,7 @@ class AggregateCoreFilter(BaseFilter):
 
 class AggregateDiskFilter(BaseFilter):
     reason = "insufficient disk"
+    enforces = frozenset({"disk_gb"})
 
     def host_passes(self, host, spec) -> bool:
         return capacity.host_fits(capacity.DISK, host, spec.flavor.disk_gb,

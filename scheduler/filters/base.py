@@ -37,6 +37,10 @@ class BaseFilter:
     #: nova's RUN_ON_REBUILD: whether nova's rebuild check runs it (only
     #: the image filters; usage and policy filters pass the current host).
     run_on_rebuild: ClassVar[bool] = False
+    #: The capacities this filter enforces (the keys of :meth:`limits`):
+    #: a pipeline with no filter for one runs the stock filter for it
+    #: (:func:`scheduler.drivers.filter.with_capacity`).
+    enforces: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, conf: cfg.ConfigOpts):
         self.conf = conf

@@ -19,6 +19,7 @@ def _fitting(resource, view, idx, need):
 
 class RamFilter(BaseFilter):
     reason = "insufficient RAM"
+    enforces = frozenset({"memory_mb"})
 
     def host_passes(self, host, spec) -> bool:
         return capacity.host_fits(capacity.MEMORY, host,
@@ -36,6 +37,7 @@ class RamFilter(BaseFilter):
 
 class CoreFilter(BaseFilter):
     reason = "insufficient vCPUs"
+    enforces = frozenset({"vcpu"})
 
     def host_passes(self, host, spec) -> bool:
         return capacity.host_fits(capacity.VCPU, host, spec.flavor.vcpus)
@@ -52,6 +54,7 @@ class CoreFilter(BaseFilter):
 
 class DiskFilter(BaseFilter):
     reason = "insufficient disk"
+    enforces = frozenset({"disk_gb"})
 
     def host_passes(self, host, spec) -> bool:
         return capacity.host_fits(capacity.DISK, host, spec.flavor.disk_gb)

@@ -308,7 +308,8 @@ def test_sighup_applies_filters_and_multipliers_without_restarting(
     # Both workers answer with the new set (ask more than twice).
     for _ in range(6):
         after = _rank(deployment)
-        assert [s["name"] for s in after["filters"]] == ["ComputeFilter"]
+        assert [s["name"] for s in after["filters"]] == [
+            "ComputeFilter", "RamFilter", "CoreFilter", "DiskFilter"]
         assert_weighed_with(after, ram_weight_multiplier=-2.0)
     log = deployment.server_log()
     assert worker_pids(proc.pid) == pids

@@ -62,8 +62,10 @@ def test_injected_filter_and_weigher_drive_placement(conf, engine, register,
         ("scheduler.filters", ["ComputeFilter", "EvenHostsFilter",
                                "RamFilter"]),
         ("scheduler.weighers", ["HostNameWeigher"])]
+    # CoreFilter and DiskFilter too: the claim checks every capacity.
     assert [f.name for f in driver.filters] == [
-        "ComputeFilter", "EvenHostsFilter", "RamFilter"]
+        "ComputeFilter", "EvenHostsFilter", "RamFilter", "CoreFilter",
+        "DiskFilter"]
 
     register(*(node(f"host-{i}", memory_mb=4096) for i in range(1, 6)))
     # the weigher prefers the highest number the filter lets through

@@ -18,6 +18,7 @@ from scheduler.db import models
 from scheduler.drivers.caching import CachingScheduler
 from scheduler.filters.availability_zone import AvailabilityZoneFilter
 from scheduler.filters.base import BaseFilter
+from scheduler.filters.compute import ComputeFilter
 from tests.unit.fakes import make_spec
 from tests.unit.fakes import node
 from tests.unit.fakes import node_row
@@ -175,16 +176,22 @@ def test_a_host_allowed_by_an_aggregate_ratio_is_claimed(
     assert node_row(engine, "h1").memory_mb_used == 5120
 
 
+def _without_ram_filter(driver, conf):
+    """``driver`` planning with ComputeFilter alone, injected as a plugin
+    test injects filters: its planner does not look at RAM."""
+    driver.filters = [ComputeFilter(conf)]
+    return driver
+
+
 def test_a_no_room_that_is_not_a_race_replans_without_that_node(
         register, engine, conf, make_driver, caplog):
-    # A planner that does not look at RAM (no RamFilter) and prefers the
-    # fuller host: the claim, which always checks capacity, refuses h1.
-    conf.set_override("enabled_filters", ["ComputeFilter"],
-                      "filter_scheduler")
+    # A planner that does not look at RAM (a filter set injected without
+    # RamFilter: a bug, since a configured set always checks capacity) and
+    # prefers the fuller host: the claim, which always checks, refuses h1.
     conf.set_override("ram_weight_multiplier", -1.0, "filter_scheduler")
     register(node("h1", memory_mb=4096), node("h2", memory_mb=8192))
     set_node(engine, "h1", memory_mb_used=4096)
-    driver = make_driver()
+    driver = _without_ram_filter(make_driver(), conf)
     [dest] = driver.select_destinations(
         make_spec(flavor={"memory_mb": 2048, "root_gb": 1}))
     assert dest["host"] == "h2"
@@ -222,12 +229,10 @@ def test_usage_written_without_a_generation_bump_is_a_race_not_a_bug(
 
 def test_a_repeated_no_room_says_what_disagreed_not_lost_races(
         register, engine, conf, make_driver):
-    conf.set_override("enabled_filters", ["ComputeFilter"],
-                      "filter_scheduler")
     register(node("h1", memory_mb=4096), node("h2", memory_mb=4096))
     set_node(engine, "h1", memory_mb_used=4096)
     set_node(engine, "h2", memory_mb_used=4096)
-    driver = make_driver()
+    driver = _without_ram_filter(make_driver(), conf)
     with pytest.raises(exception.NoValidHost) as e:
         driver.select_destinations(
             make_spec(flavor={"memory_mb": 2048, "root_gb": 1}))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import logging
 
 import pytest
 from stevedore import extension
@@ -574,12 +575,55 @@ def test_reload_swaps_in_a_new_set_and_leaves_the_old_one_whole(
     filter_driver.reload()
     new = filter_driver.pipeline
     assert new is not old
-    assert [f.name for f in new.filters] == ["ComputeFilter"]
+    # The capacity filters run whatever the set (see the next test).
+    capacity = ["RamFilter", "CoreFilter", "DiskFilter"]
+    assert [f.name for f in new.filters] == ["ComputeFilter"] + capacity
     assert [w.name for w in new.weighers] == ["RAMWeigher"]
     # A request that started before the reload still holds its own set.
-    assert "RamFilter" in [f.name for f in old.filters]
+    assert "ImagePropertiesFilter" in [f.name for f in old.filters]
     ranked = filter_driver.rank(_spec(), 10)
-    assert [s["name"] for s in ranked["filters"]] == ["ComputeFilter"]
+    assert [s["name"] for s in ranked["filters"]] == [
+        "ComputeFilter"] + capacity
+
+
+#: nova 34's own ``[filter_scheduler] enabled_filters`` default: no
+#: capacity filter (placement checks capacity there).
+NOVA_34_FILTERS = ["ComputeFilter", "ComputeCapabilitiesFilter",
+                   "ImagePropertiesFilter", "ServerGroupAntiAffinityFilter",
+                   "ServerGroupAffinityFilter"]
+
+
+def test_nova_34s_filter_list_still_plans_only_hosts_with_room(
+        register, conf, filter_driver, caplog):
+    # An operator's nova.conf carried over: no RamFilter, CoreFilter or
+    # DiskFilter. The claim checks every node's capacity all the same, so
+    # the planner must too, as nova's placement does before its filters:
+    # the three hosts with the most free RAM and vCPUs have no disk for
+    # the flavor, and the one that has is chosen, not refused as "the
+    # planner and the claim disagreed".
+    caplog.set_level(logging.INFO)
+    conf.set_override("enabled_filters", NOVA_34_FILTERS,
+                      group="filter_scheduler")
+    filter_driver.reload()
+    register(*(node(f"d{i}", memory_mb=65536, vcpus=32, local_gb=5)
+               for i in range(3)), node("h4", memory_mb=8192))
+    assert _hosts(filter_driver.select_destinations(_spec())) == ["h4"]
+    assert "disagree" not in caplog.text
+    assert "enabled_filters checks no disk_gb, memory_mb, vcpu; " \
+        "RamFilter, CoreFilter, DiskFilter run after them" in caplog.text
+    with pytest.raises(exception.NoValidHost,
+                       match="DiskFilter removed 3 .insufficient disk"):
+        filter_driver.select_destinations(_spec(root_gb=50, memory_mb=16384))
+
+
+def test_a_filter_set_that_checks_a_capacity_gets_no_second_filter_for_it(
+        conf, filter_driver):
+    conf.set_override("enabled_filters",
+                      ["ComputeFilter", "AggregateRamFilter", "CoreFilter"],
+                      group="filter_scheduler")
+    filter_driver.reload()
+    assert [f.name for f in filter_driver.filters] == [
+        "ComputeFilter", "AggregateRamFilter", "CoreFilter", "DiskFilter"]
 
 
 def test_reload_with_an_unknown_filter_keeps_the_current_set(

@@ -3,9 +3,11 @@ groups, zones and forcing hold across resources; all or nothing;
 idempotent by stack id."""
 import pytest
 
+from scheduler import admin
 from scheduler import claims
 from scheduler import exception
 from scheduler.drivers.filter import FilterScheduler
+from scheduler.filters.compute import ComputeFilter
 from scheduler.stacks import placement
 from scheduler.stacks import store
 from scheduler.stacks.stack import consumer_uuid
@@ -242,10 +244,11 @@ def test_a_concurrent_send_of_the_same_stack_gets_what_the_first_claimed(
 
 def _driver_without_ram_filter(conf, engine):
     """A filter driver whose planner does not look at RAM (the claim
-    always does)."""
-    conf.set_override("enabled_filters", ["ComputeFilter"],
-                      "filter_scheduler")
-    return FilterScheduler(conf, fresh_host_manager(conf, engine), engine)
+    always does): ComputeFilter alone, injected, as a plugin test injects
+    filters (a configured set always checks capacity)."""
+    driver = FilterScheduler(conf, fresh_host_manager(conf, engine), engine)
+    driver.filters = [ComputeFilter(conf)]
+    return driver
 
 
 def test_a_no_room_that_is_not_a_race_replans_the_stack_without_that_node(
@@ -392,11 +395,17 @@ def test_a_stack_naming_a_consumer_claimed_alone_is_refused(
 
 
 def test_a_reload_while_a_stack_is_planned_does_not_mix_filter_sets(
-        register, filter_driver, conf, monkeypatch):
+        register, engine, filter_driver, conf, monkeypatch):
     """SIGHUP swaps the filters for the next request: a stack planned
     meanwhile keeps the set it started with for every resource (here the
-    RamFilter, without which "b" would be planned on the small host)."""
-    register(node("h1", memory_mb=8192), node("h2", memory_mb=512))
+    RamFilter, where the new set's AggregateRamFilter would plan "b" on the
+    small host, under its aggregate's ratio)."""
+    register(node("h1", memory_mb=8192), node("h2", memory_mb=1024))
+    set_node(engine, "h2", memory_mb_used=512)
+    admin.create_aggregate(engine, "overcommit")
+    admin.add_aggregate_host(engine, "overcommit", "h2")
+    admin.set_aggregate_metadata(engine, "overcommit",
+                                 {"ram_allocation_ratio": "4.0"})
     real = filter_driver.plan_on
     calls = []
 
@@ -404,7 +413,8 @@ def test_a_reload_while_a_stack_is_planned_does_not_mix_filter_sets(
         selections = real(*args, **kwargs)
         calls.append(selections)
         if len(calls) == 1:
-            conf.set_override("enabled_filters", ["ComputeFilter"],
+            conf.set_override("enabled_filters",
+                              ["ComputeFilter", "AggregateRamFilter"],
                               "filter_scheduler")
             filter_driver.reload()
         return selections
