@@ -12,6 +12,8 @@ One owner for the two retry loops that plan, assume and claim: one request
   changed under the planner) from a disagreement between planner and claim
   on capacity (a bug): the node is left out and the decision re-planned
   once; a second disagreement is NoValidHost naming both.
+- The planner refuses a plan on a table with nodes left out:
+  :meth:`refusal` says where they went.
 - No attempt left: :meth:`given_up` is the NoValidHost to raise.
 """
 from __future__ import annotations
@@ -36,6 +38,11 @@ if TYPE_CHECKING:
 
 LOG = logging.getLogger(__name__)
 
+#: How a refusal says that planner and claim disagreed (see
+#: :func:`disagreement`), followed by what each saw.
+DISAGREED = ("the planner and the claim disagreed on capacity (a bug, not "
+             "a race)")
+
 
 @dataclasses.dataclass
 class Attempts:
@@ -55,6 +62,8 @@ class Attempts:
     disagreed: list[str] = dataclasses.field(default_factory=list)
     _attempt: int = 0
     _began: float = 0.0
+    #: The hosts :meth:`table` left after leaving out ``excluded``.
+    _left: int = 0
 
     def __iter__(self) -> Iterator[int]:
         """The attempt numbers, 0 first; each later one is a re-plan."""
@@ -76,7 +85,28 @@ class Attempts:
 
     def table(self, table: HostTable) -> HostTable:
         """``table`` without the nodes a claim refused for want of room."""
-        return table.without(self.excluded) if self.excluded else table
+        if not self.excluded:
+            return table
+        table = table.without(self.excluded)
+        self._left = len(table)
+        return table
+
+    def refusal(self, e: exception.NoValidHost) -> exception.NoValidHost:
+        """The planner's refusal ``e`` of a plan on :meth:`table`: as it
+        is, unless nodes were left out after a disagreement. Then its
+        counts are of the other hosts alone (with none left, "no compute
+        node is registered"), so it says where the left-out nodes went."""
+        if not self.disagreed:
+            return e
+        if not self._left:
+            trace.refused(trace.CLAIM_REFUSAL)
+            return exception.NoValidHost(
+                f"No valid host{self.subject}: {DISAGREED}, and no other "
+                f"host is left: " + " | ".join(self.disagreed))
+        return exception.NoValidHost(
+            f"{e.message}; not counted: {len(self.excluded)} node"
+            f"{'s' if len(self.excluded) > 1 else ''} left out after "
+            f"{DISAGREED}: " + " | ".join(self.disagreed))
 
     def lost(self, e: claims.ClaimConflict | claims.NoRoom) -> None:
         """A claim race on ``e.node_id`` was lost: another writer changed
@@ -107,8 +137,7 @@ class Attempts:
         if len(self.disagreed) > 1:
             trace.refused(trace.CLAIM_REFUSAL)
             raise exception.NoValidHost(
-                f"No valid host{self.subject}: the planner and the claim "
-                f"disagreed on capacity (a bug, not a race): "
+                f"No valid host{self.subject}: {DISAGREED}: "
                 + " | ".join(self.disagreed))
         self.excluded.add(e.node_id)
 
@@ -120,10 +149,14 @@ class Attempts:
                 f"No valid host{self.subject}: no claim succeeded in "
                 f"{self.retries + 1} attempts (last refusal: "
                 f"{' | '.join(self.disagreed)})")
+        # A disagreement too (the last attempt's, or a node left out):
+        # not contention, and not to be read as such.
+        disagreed = (f"; {DISAGREED}: " + " | ".join(self.disagreed)
+                     if self.disagreed else "")
         return exception.NoValidHost(
             f"No valid host{self.subject}: lost the claim race "
             f"{self.races} times to concurrent requests (last: "
-            f"{self.conflict})")
+            f"{self.conflict}){disagreed}")
 
 
 def disagreement(e: claims.NoRoom,

@@ -13,7 +13,8 @@ requested destination only narrows the list and the filters still run.
 Nova 34 still asks placement for a forced host, with its mandatory request
 filters, so a forced host must be enabled and, if an aggregate has the
 requested zone, in it. Each narrowing is reported as a step, so an
-explanation shows it.
+explanation shows it, naming a forced or requested host or node that does
+not exist (nova 34: "No such host").
 (Forcing never overcommits here, though: the claim still checks capacity.)
 """
 from __future__ import annotations
@@ -44,33 +45,35 @@ def apply(spec: RequestSpec, view: HostView, idx: np.ndarray
     forced = bool(spec.force_hosts or spec.force_nodes)
     if spec.force_hosts:
         wanted = [host_key(h) for h in spec.force_hosts]
-        # Name a forced host that does not exist: a typo would otherwise
-        # read as "no room".
-        unknown = [h for h, known in zip(spec.force_hosts,
-                                         np.isin(wanted, lower)) if not known]
-        reason = "not a forced host"
-        if unknown:
-            # A few of them: a refusal stays a line, whatever was sent.
-            reason += ("; no compute host is named "
-                       + ", ".join(unknown[:SAMPLE_SIZE]))
-            if len(unknown) > SAMPLE_SIZE:
-                reason += f" (and {len(unknown) - SAMPLE_SIZE} more)"
         idx = narrow(view, idx, np.isin(lower[idx], wanted),
-                     "force_hosts", reason, steps)
+                     "force_hosts", "not a forced host" + _unknown(
+                         "host", spec.force_hosts, wanted, lower),
+                     steps)
     if spec.force_nodes:
-        keep = np.isin(view.node_names[idx], list(spec.force_nodes))
-        idx = narrow(view, idx, keep, "force_nodes", "not a forced node",
+        nodes = list(spec.force_nodes)
+        keep = np.isin(view.node_names[idx], nodes)
+        idx = narrow(view, idx, keep, "force_nodes", "not a forced node"
+                     + _unknown("node", nodes, nodes, view.node_names),
                      steps)
     if forced:
         idx = _prefilter_forced(spec, view, idx, steps)
     dest = spec.requested_destination
     if dest and dest.get("host"):
-        idx = narrow(view, idx, lower[idx] == host_key(dest["host"]),
-                     "requested_destination", "not the requested host",
+        key = host_key(dest["host"])
+        keep = lower[idx] == key
+        # Looked up only when nothing is left: then it is the refusal.
+        idx = narrow(view, idx, keep, "requested_destination",
+                     "not the requested host" + (
+                         "" if keep.any() else _unknown(
+                             "host", [dest["host"]], [key], lower)),
                      steps)
     if dest and dest.get("node"):
-        idx = narrow(view, idx, view.node_names[idx] == dest["node"],
-                     "requested_destination", "not the requested node",
+        keep = view.node_names[idx] == dest["node"]
+        idx = narrow(view, idx, keep, "requested_destination",
+                     "not the requested node" + (
+                         "" if keep.any() else _unknown(
+                             "node", [dest["node"]], [dest["node"]],
+                             view.node_names)),
                      steps)
     for wanted in spec.required_aggregates():
         idx = narrow(view, idx, _in_aggregates(view, idx, wanted),
@@ -78,6 +81,25 @@ def apply(spec: RequestSpec, view: HostView, idx: np.ndarray
                      f"in none of the requested aggregates "
                      f"{', '.join(sorted(wanted))[:80]}", steps)
     return idx, forced, steps
+
+
+def _unknown(kind: str, names: list[str], keys: list[str],
+             known: np.ndarray) -> str:
+    """``"; no compute host is named x, y"`` for the ``names`` whose
+    ``keys`` (as matched) are not in ``known`` (the whole table's column),
+    else "". A host or node that does not exist (a typo) must be named, as
+    nova 34's "No such host" names it: it would otherwise read as "no
+    room" or as the other hosts' fault. A few of them: a refusal stays a
+    line, whatever was sent."""
+    unknown = [name for name, found in zip(names, np.isin(keys, known))
+               if not found]
+    if not unknown:
+        return ""
+    text = f"; no compute {kind} is named " + ", ".join(
+        unknown[:SAMPLE_SIZE])
+    if len(unknown) > SAMPLE_SIZE:
+        text += f" (and {len(unknown) - SAMPLE_SIZE} more)"
+    return text
 
 
 def _prefilter_forced(spec: RequestSpec, view: HostView, idx: np.ndarray,

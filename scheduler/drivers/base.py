@@ -191,9 +191,12 @@ class Driver:
                 spec, replace + moving, leaving={held[u].host for u in moving})
             # After a lost race, re-read SQL whatever the driver's habit.
             with self.cycle(fresh=attempt > 0) as table:
-                selections = self.plan(
-                    plan_spec, attempts.table(table).releasing(freed),
-                    spread=attempts.spread)
+                try:
+                    selections = self.plan(
+                        plan_spec, attempts.table(table).releasing(freed),
+                        spread=attempts.spread)
+                except exception.NoValidHost as e:
+                    raise attempts.refusal(e) from None
                 assumed = self._assume(
                     (s.host, spec.flavor) for s in selections)
             to_claim = [s.claim(spec) for s in selections]

@@ -152,9 +152,12 @@ def _place(driver, stack: stacks.Stack, replace: list[str],
         # table; the next decision of this process sees this stack's
         # usage); claim outside it.
         with driver.cycle(fresh=attempt > 0) as table:
-            plan = planner.plan(driver, stack,
-                                attempts.table(table).releasing(freed),
-                                with_members, spread=attempts.spread)
+            try:
+                plan = planner.plan(driver, stack,
+                                    attempts.table(table).releasing(freed),
+                                    with_members, spread=attempts.spread)
+            except exception.NoValidHost as e:
+                raise attempts.refusal(e) from None
             if dry_run:
                 return _planned_result(stack, plan, dry_run=True)
             assumed = driver._assume(

@@ -199,6 +199,13 @@ def test_requested_destination_narrows_but_filters_still_run(
         "(not the requested host), RamFilter removed 1 (insufficient RAM: "
         "need 4096 MB)")
 
+    # A host that does not exist is named, as nova 34's "No such host".
+    with pytest.raises(exception.NoValidHost) as caught:
+        _one(deployment, requested_destination={"host": "h4"})
+    assert caught.value.message == (
+        "No valid host: 0/3 hosts passed. requested_destination removed 3 "
+        "(not the requested host; no compute host is named h4)")
+
     deployment.manage("service", "disable", "h2")
     with pytest.raises(exception.NoValidHost) as caught:
         _one(deployment, requested_destination={"host": "h2"})

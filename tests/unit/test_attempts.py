@@ -105,6 +105,24 @@ def test_giving_up_after_races_names_how_many_and_the_last():
         "(last: node 9 changed)")
 
 
+def test_giving_up_after_races_and_a_disagreement_names_both():
+    # The last attempt was refused for want of room on a node as the
+    # planner read it (no RamFilter): not contention, and the refusal must
+    # not put it all on the races.
+    attempts = _attempts(retries=1)
+    it = iter(attempts)
+    next(it)
+    attempts.lost(claims.ClaimConflict("node 9 changed", 9))
+    next(it)
+    attempts.no_room(_no_room(), [_chosen()])
+    assert str(attempts.given_up()) == (
+        "No valid host: lost the claim race 1 times to concurrent requests "
+        "(last: node 9 changed); the planner and the claim disagreed on "
+        "capacity (a bug, not a race): compute node 3 (h3, generation 0): "
+        "memory_mb: claim saw 1024 used + 8192 > limit 8192, planner saw "
+        "1024 used and limit 8192")
+
+
 def test_giving_up_after_refusals_alone_names_the_last_refusal():
     attempts = _attempts(retries=0)
     for _ in attempts:

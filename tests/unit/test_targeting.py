@@ -253,6 +253,44 @@ def test_unknown_forced_hosts_are_named_in_a_bounded_reason():
     assert reason.endswith(" (and 995 more)")
 
 
+def test_unknown_forced_nodes_are_named():
+    """As a forced host: a node that does not exist is named, as nova 34
+    names it ("No such host - host: None node: node-b"); a node of
+    another host than the forced one is not unknown."""
+    _, _, steps = _apply(make_spec(force_nodes=["node-b", "Node-B"]),
+                         _hosts())
+    assert steps[-1].reason == ("not a forced node; no compute node is "
+                                "named node-b")
+    _, _, steps = _apply(make_spec(force_hosts=["host1"],
+                                   force_nodes=["node-a"]), _hosts())
+    assert steps[-1].reason == "not a forced node"
+
+
+def test_an_unknown_requested_host_or_node_is_named():
+    kept, _, [step] = _apply(
+        make_spec(requested_destination={"host": "hots1"}), _hosts())
+    assert kept == []
+    assert step.reason == ("not the requested host; no compute host is "
+                           "named hots1")
+    kept, _, steps = _apply(make_spec(requested_destination={
+        "host": "ironic", "node": "node-b"}), _hosts())
+    assert kept == []
+    assert steps[-1].reason == ("not the requested node; no compute node "
+                                "is named node-b")
+
+
+def test_a_requested_host_that_exists_is_not_called_unknown():
+    # Ignored (a move's source named as its destination): the host
+    # exists, it is the ignore that removed it.
+    kept, _, steps = _apply(make_spec(
+        ignore_hosts=["host1"], requested_destination={"host": "HOST1"}),
+        _hosts())
+    assert kept == []
+    assert [(s.name, s.reason) for s in steps] == [
+        ("ignore_hosts", "ignored by the request"),
+        ("requested_destination", "not the requested host")]
+
+
 def test_a_narrowing_samples_nodes_as_the_filters_do():
     """A node of a host with several is shown ``host:node``, as a filter's
     sample shows it: not ``ironic`` for the one removed of ironic's two."""

@@ -23,6 +23,7 @@ from tests.unit.fakes import make_spec
 from tests.unit.fakes import node
 from tests.unit.fakes import node_row
 from tests.unit.fakes import set_node
+from tests.unit.fakes import set_service
 
 
 @pytest.fixture
@@ -225,6 +226,47 @@ def test_usage_written_without_a_generation_bump_is_a_race_not_a_bug(
         make_spec(flavor={"memory_mb": 2048, "root_gb": 1}))
     assert dest["host"] == "h2"
     assert "disagree" not in caplog.text
+
+
+def test_a_refusal_after_leaving_out_a_disagreeing_node_says_so(
+        register, engine, conf, make_driver):
+    # The only host is full and no filter looks at RAM: the claim refuses
+    # it (a disagreement), the re-plan has no host left. That is not "no
+    # compute node is registered": h1 is, and the refusal must say what
+    # happened to it.
+    register(node("h1", memory_mb=4096))
+    set_node(engine, "h1", memory_mb_used=4096)
+    driver = _without_ram_filter(make_driver(), conf)
+    with pytest.raises(exception.NoValidHost) as e:
+        driver.select_destinations(
+            make_spec(flavor={"memory_mb": 2048, "root_gb": 1}))
+    message = str(e.value)
+    assert "registered" not in message
+    assert message.startswith(
+        "No valid host: the planner and the claim disagreed on capacity "
+        "(a bug, not a race), and no other host is left: compute node ")
+    assert ("(h1, generation 0): memory_mb: claim saw 4096 used + 2048 > "
+            "limit 4096") in message
+
+
+def test_a_refusal_by_the_other_hosts_counts_the_node_left_out(
+        register, engine, conf, make_driver):
+    # h1 full (a disagreement: no RamFilter), h2 disabled: the re-plan's
+    # counts are of h2 alone, and the refusal says where h1 went.
+    register(node("h1", memory_mb=4096), node("h2", memory_mb=4096))
+    set_node(engine, "h1", memory_mb_used=4096)
+    set_service(engine, "h2", disabled=True, disabled_reason="x")
+    driver = _without_ram_filter(make_driver(), conf)
+    with pytest.raises(exception.NoValidHost) as e:
+        driver.select_destinations(
+            make_spec(flavor={"memory_mb": 2048, "root_gb": 1}))
+    message = str(e.value)
+    assert message.startswith(
+        "No valid host: 0/1 hosts passed. ComputeFilter removed 1 (service "
+        "down or disabled); not counted: 1 node left out after the planner "
+        "and the claim disagreed on capacity (a bug, not a race): compute "
+        "node ")
+    assert "(h1, generation 0): memory_mb: claim saw 4096" in message
 
 
 def test_a_repeated_no_room_says_what_disagreed_not_lost_races(

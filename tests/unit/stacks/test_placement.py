@@ -282,6 +282,27 @@ def test_a_repeated_no_room_in_a_stack_says_what_disagreed(
     assert allocation_rows(engine) == []
 
 
+def test_a_stack_refused_after_leaving_out_a_disagreeing_node_says_so(
+        register, engine, conf):
+    # The only host is full, the planner does not look at RAM: after the
+    # claim refuses h1 the re-plan has no host, and that is not "no
+    # compute node is registered".
+    driver = _driver_without_ram_filter(conf, engine)
+    register(node("h1", memory_mb=4096))
+    set_node(engine, "h1", memory_mb_used=4096)
+    with pytest.raises(exception.NoValidHost) as e:
+        placement.select(driver, _stack(
+            {"db": {"spec": spec_dict(flavor={**F, "memory_mb": 2048})}}))
+    message = str(e.value)
+    assert "registered" not in message
+    assert message.startswith(
+        f"No valid host for stack {SID}: the planner and the claim "
+        f"disagreed on capacity (a bug, not a race), and no other host is "
+        f"left: compute node ")
+    assert "(h1, generation 0): memory_mb: claim saw 4096" in message
+    assert allocation_rows(engine) == []
+
+
 def test_a_stack_with_nothing_to_place_places_nothing(register,
                                                       filter_driver):
     register(node("h1"))
