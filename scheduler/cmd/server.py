@@ -168,10 +168,18 @@ class SchedulerWorker(cotyledon.Service):
             LOG.error("Worker %d keeps its previous filters and weighers: "
                       "%s", self.worker_id, errors.one_line(e, self.conf))
             return
+        # What runs, not what is listed: the filter driver adds the
+        # capacity filters the list lacks (drivers.filter.with_capacity)
+        # and reads nova's spellings of weighers.
         fs = self.conf.filter_scheduler
+        driver = self._manager.driver if self._manager is not None else None
+        filters = ([f.name for f in driver.filters]
+                   if hasattr(driver, "filters") else fs.enabled_filters)
+        weighers = ([w.name for w in driver.weighers]
+                    if hasattr(driver, "weighers") else fs.weighers)
         LOG.info("Worker %d applied the configuration: filters %s; "
-                 "weighers %s", self.worker_id,
-                 ", ".join(fs.enabled_filters), ", ".join(fs.weighers))
+                 "weighers %s", self.worker_id, ", ".join(filters),
+                 ", ".join(weighers))
 
     def terminate(self) -> None:
         """SIGTERM: stop taking messages, let those in flight reply, exit.

@@ -312,6 +312,9 @@ def test_sighup_applies_filters_and_multipliers_without_restarting(
             "ComputeFilter", "RamFilter", "CoreFilter", "DiskFilter"]
         assert_weighed_with(after, ram_weight_multiplier=-2.0)
     log = deployment.server_log()
+    # Each worker logs what it runs, the capacity filters it added too.
+    assert log.count("applied the configuration: filters ComputeFilter, "
+                     "RamFilter, CoreFilter, DiskFilter; weighers") == 2
     assert worker_pids(proc.pid) == pids
     assert log.count("Host table loaded") == 2
     assert "Ignoring change to immutable option" not in log
