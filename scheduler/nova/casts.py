@@ -42,7 +42,7 @@ an instance being built is not listed yet.
 """
 from __future__ import annotations
 
-from typing import Any, Collection
+from typing import Any, Callable, Collection
 
 import sqlalchemy as sa
 
@@ -53,6 +53,20 @@ from scheduler.request_spec import canonical_uuid
 
 #: At most this many instances per cast; a compute with more is not real.
 MAX_INSTANCES = 10000
+
+#: How a cast runs each of its transactions: as it is, or retried
+#: (:func:`scheduler.db.retry.for_conf`). Each step is retried alone, never
+#: the cast: a step whose COMMIT's reply was lost is done, and the cast
+#: read again would take the claim as that step left it for another case
+#: (a same-host resize confirmed, read again, is an instance gone from the
+#: host of its claim: released). Each step acts only on claims still in
+#: the state it expects, so a step made again changes nothing.
+Retry = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def _once(func: Callable[..., Any]) -> Callable[..., Any]:
+    """A :data:`Retry` that does not retry."""
+    return func
 
 
 #: The ``vm_state`` finish_resize reports an instance in on its resize's
@@ -125,7 +139,8 @@ def uuids_listed(instance_uuids: Any, host_name: str) -> dict[str, str]:
 
 
 def seen(engine: sa.Engine, where: dict[str, str],
-         resized: Collection[str] = frozenset()) -> int:
+         resized: Collection[str] = frozenset(), retry: Retry = _once
+         ) -> int:
     """The instances are on these hosts: confirm the claims held there
     (a move's destination included; a move with no confirm step is
     confirmed whole), and move claims (a move's destination) to the host
@@ -142,41 +157,45 @@ def seen(engine: sa.Engine, where: dict[str, str],
     other reasons (its host restarted, a rebuild, a move forced there with
     no scheduler asked and no confirm to come) and holds its own claim
     there.
+    ``retry`` runs each transaction (:data:`Retry`).
     :returns: how many claims were confirmed or relocated.
     """
-    held = claims.holdings(engine, list(where))
+    held = retry(claims.holdings)(engine, list(where))
     resumed: dict[str, list[str]] = {}
     for uuid, h in held.items():
         if h.expired_host == where[uuid] == h.host and uuid in resized:
             resumed.setdefault(h.host, []).append(uuid)
-    changed = sum(claims.relocate(engine, uuids, host, resumable=uuids)
+    changed = sum(retry(claims.relocate)(engine, uuids, host,
+                                         resumable=uuids)
                   for host, uuids in resumed.items())
     done = {u for uuids in resumed.values() for u in uuids}
     return changed + _seen(engine, where, {
-        u: h for u, h in held.items() if u not in done}, resized)
+        u: h for u, h in held.items() if u not in done}, resized, retry)
 
 
-def listed(engine: sa.Engine, where: dict[str, str]) -> int:
+def listed(engine: sa.Engine, where: dict[str, str],
+           retry: Retry = _once) -> int:
     """A host's own list of its instances (``sync_instance_info``: nova
     reads it by the instance's host in its database, so it is never stale):
     as :func:`seen`, and a move whose destination was already confirmed
     but whose instance is listed on its source again was reverted (nova's
-    same-cell resize revert sends no cast of its own).
+    same-cell resize revert sends no cast of its own). ``retry`` runs each
+    transaction (:data:`Retry`).
     :returns: how many claims changed.
     """
-    held = claims.holdings(engine, list(where))
+    held = retry(claims.holdings)(engine, list(where))
     reverted = [u for u, h in held.items()
                 if h.source_host == where[u] and h.host != where[u]
                 and not h.provisional]
     # A list names no vm_state, so it brings no expired resize back
     # (see seen): finish_resize's own report does.
-    return (_seen(engine, where, held, frozenset())
-            + claims.revert_move(engine, reverted))
+    return (_seen(engine, where, held, frozenset(), retry)
+            + retry(claims.revert_move)(engine, reverted))
 
 
 def _seen(engine: sa.Engine, where: dict[str, str],
-          held: dict[str, claims.Holding], resized: Collection[str]
-          ) -> int:
+          held: dict[str, claims.Holding], resized: Collection[str],
+          retry: Retry) -> int:
     on_claim = [u for u, h in held.items()
                 if h.host == where[u] and not h.node_deleted]
     # A move with no confirm step ends on its destination: nothing else
@@ -193,14 +212,16 @@ def _seen(engine: sa.Engine, where: dict[str, str],
         if where[uuid] not in (h.host, h.source_host) or (
                 h.node_deleted and where[uuid] == h.host):
             elsewhere.setdefault(where[uuid], []).append(uuid)
-    changed = claims.confirm(engine, here) if here else 0
-    changed += claims.confirm_move(engine, arrived)
+    changed = retry(claims.confirm)(engine, here) if here else 0
+    changed += retry(claims.confirm_move)(engine, arrived)
     for host, uuids in elsewhere.items():
-        changed += claims.relocate(engine, uuids, host, resumable=resized)
+        changed += retry(claims.relocate)(engine, uuids, host,
+                                          resumable=resized)
     return changed
 
 
-def gone(engine: sa.Engine, where: dict[str, str], ttl: int = 0) -> int:
+def gone(engine: sa.Engine, where: dict[str, str], ttl: int = 0,
+         retry: Retry = _once) -> int:
     """The instances left these hosts: release claims held there, confirm
     moves away from them, revert moves onto them.
 
@@ -212,10 +233,11 @@ def gone(engine: sa.Engine, where: dict[str, str], ttl: int = 0) -> int:
     revert (the same cast): the destination becomes the claim, provisional
     for ``ttl`` seconds in the same way. Leaving either side of a move with
     no confirm step (``confirm_on_arrival``) releases both: nova casts that
-    only for an instance deleted or shelve-offloaded.
+    only for an instance deleted or shelve-offloaded. ``retry`` runs each
+    transaction (:data:`Retry`).
     :returns: how many claims changed.
     """
-    held = claims.holdings(engine, list(where))
+    held = retry(claims.holdings)(engine, list(where))
     release, confirm_moves, revert_moves = [], [], []
     for uuid, h in held.items():
         if where[uuid] not in (h.host, h.source_host):
@@ -236,6 +258,6 @@ def gone(engine: sa.Engine, where: dict[str, str], ttl: int = 0) -> int:
              else release).append(uuid)
     # Each step acts only on claims still in the state it expects
     # (confirm_move / revert_move skip consumers no longer moving).
-    return (claims.release(engine, release)
-            + claims.confirm_move(engine, confirm_moves, ttl=ttl)
-            + claims.revert_move(engine, revert_moves, ttl=ttl))
+    return (retry(claims.release)(engine, release)
+            + retry(claims.confirm_move)(engine, confirm_moves, ttl=ttl)
+            + retry(claims.revert_move)(engine, revert_moves, ttl=ttl))

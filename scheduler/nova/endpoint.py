@@ -134,8 +134,9 @@ class NovaSchedulerEndpoint:
         """A compute reports instances on a host: see
         :func:`scheduler.nova.casts.seen`, told which are resized."""
         def seen(engine: sa.Engine,
-                 reported: tuple[dict[str, str], frozenset[str]]) -> int:
-            return casts.seen(engine, *reported)
+                 reported: tuple[dict[str, str], frozenset[str]],
+                 retry: casts.Retry) -> int:
+            return casts.seen(engine, *reported, retry=retry)
         self._cast("update_instance_info", seen, host_name,
                    casts.instances_reported, instance_info)
 
@@ -167,7 +168,9 @@ class NovaSchedulerEndpoint:
                 raise exception.InvalidRequest(
                     "host_name: expected a host name")
             reported = read(value, host_name)
-            changed = self._retry(action)(self.manager.engine, reported)
+            # Each of its transactions retried alone (casts.Retry).
+            changed = action(self.manager.engine, reported,
+                             retry=self._retry)
         except exception.InvalidRequest as e:
             LOG.warning("%s cast from %r dropped: %s", name, host_name, e)
         except Exception as e:  # noqa: BLE001 - see above

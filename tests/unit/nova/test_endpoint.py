@@ -251,3 +251,38 @@ def test_a_restarted_host_does_not_restore_a_failed_resize_in_place(
         "nova_object.name": "InstanceList", "nova_object.data": {
             "objects": [_instance("h1", "error")]}})
     assert _used(engine)["h1"] == 1024
+
+
+def test_a_same_host_resize_confirm_with_its_commit_reply_lost_keeps_a_claim(
+        endpoint, engine, monkeypatch):
+    """nova confirms a resize on one host with delete_instance_info from
+    that host (casts.gone: confirm the move). The database committed the
+    confirm, then the connection was lost before its reply: the cast's
+    retry must not read the now confirmed claim afresh as an instance
+    gone from its host and release the only claim of a running
+    instance."""
+    from oslo_db import exception as db_exc
+
+    from scheduler import claims
+    test_casts.claim(engine, "h1")
+    endpoint.update_instance_info({}, host_name="h1", instance_info={
+        "nova_object.name": "Instance",
+        "nova_object.data": {"uuid": test_casts.VM, "host": "h1"}})
+    test_casts.claim(engine, "h1", move=[test_casts.VM], memory_mb=2048)
+    real_confirm_move = claims.confirm_move
+    lost = []
+
+    def commit_then_lose_the_reply(*args, **kwargs):
+        done = real_confirm_move(*args, **kwargs)
+        if not lost:
+            lost.append(True)
+            raise db_exc.DBConnectionError("Lost connection to server "
+                                           "during query")
+        return done
+    monkeypatch.setattr(claims, "confirm_move", commit_then_lose_the_reply)
+    endpoint.delete_instance_info({}, host_name="h1",
+                                  instance_uuid=test_casts.VM)
+    assert lost
+    [row] = allocation_rows(engine)
+    assert (row.memory_mb, row.source_node_id) == (2048, None)
+    assert node_row(engine, "h1").memory_mb_used == 2048
