@@ -74,14 +74,22 @@ _stopping = threading.Event()
 
 
 def stop() -> None:
-    """The process is stopping (SIGTERM): end every retry's wait at once;
-    the work waiting fails with the error it last got."""
+    """The process is stopping (SIGTERM): end every wait for a database
+    that cannot be reached at once; the work waiting fails with the error
+    it last got. A conflict (deadlock, lock) is still retried as bounded:
+    the requests in flight are to reply while the worker drains, and it
+    is over in milliseconds."""
     _stopping.set()
 
 
-def _pause(seconds: float) -> bool:
-    """Wait ``seconds`` before a retry. :returns: False if the process
-    began stopping meanwhile (then do not retry)."""
+def _pause(seconds: float, away: bool = True) -> bool:
+    """Wait ``seconds`` before a retry after an error, ``away`` (a
+    database that cannot be reached) or not. :returns: False if the
+    process began stopping, before or meanwhile, and the error was
+    ``away`` (then do not retry)."""
+    if not away:
+        time.sleep(seconds)
+        return True
     return not _stopping.wait(seconds)
 
 
@@ -137,7 +145,8 @@ def retrying(attempts: int, outage: float = 0.0
     ``attempts`` more times. Each transient error is counted
     (``scheduler_db_transient_errors_total``). The last error is re-raised
     as it is, for the caller to turn into its one line — also at once if
-    the process begins stopping (:func:`stop`) while it waits. The wait is
+    the process begins stopping (:func:`stop`) while it waits for a
+    database that cannot be reached. The wait is
     in the caller's thread: other requests go on meanwhile.
 
     Not oslo.db's ``wrap_db_retry``: when its retries run out it logs the
@@ -167,7 +176,7 @@ def retrying(attempts: int, outage: float = 0.0
                         remaining -= 1
                     deadlock = isinstance(e, db_exc.DBDeadlock)
                     if not _pause(random.uniform(0, interval) if deadlock
-                                  else interval):
+                                  else interval, is_away(e)):
                         raise
                 else:
                     if away_since is not None:

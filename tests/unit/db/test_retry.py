@@ -89,10 +89,10 @@ class _Clock:
     def monotonic(self) -> float:
         return self.now
 
-    def pause(self, seconds: float) -> bool:
+    def pause(self, seconds: float, away: bool = True) -> bool:
         self.slept.append(seconds)
         self.now += seconds
-        return not retry._stopping.is_set()
+        return not (away and retry._stopping.is_set())
 
 
 @pytest.fixture
@@ -296,3 +296,21 @@ def test_the_service_options_set_both_bounds(conf, clock):
     work, calls = _flaky(1, db_exc.DBDeadlock)
     with pytest.raises(db_exc.DBDeadlock):
         retry.for_conf(conf)(work)()
+
+
+@pytest.mark.parametrize("factory", [
+    db_exc.DBDeadlock,
+    lambda: sa.exc.OperationalError("UPDATE", {},
+                                    Exception("database is locked"))])
+def test_stopping_still_retries_a_conflict_of_a_request_in_flight(
+        monkeypatch, factory):
+    """SIGTERM drains: the requests in flight are to reply. Stopping ends
+    the wait for a database that is away (db_outage_timeout), not the
+    bounded retries of a deadlock or lock, over in milliseconds: a claim
+    that met one while the worker drained failed, and nova's conductor
+    put the instance in ERROR."""
+    monkeypatch.setattr(retry, "_stopping", threading.Event())
+    retry.stop()
+    work, calls = _flaky(1, factory)
+    assert retry.retrying(5, outage=60)(work)() == "done"
+    assert len(calls) == 2
