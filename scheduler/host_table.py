@@ -88,6 +88,10 @@ class HostTable:
                                           for s in self.states], dtype=object)
         self.node_names = np.array([s.nodename for s in self.states],
                                    dtype=object)
+        #: The nodes :meth:`without` left out: they exist, though no plan
+        #: on this table may choose them (a refusal must not call them
+        #: unknown).
+        self.left_out: tuple[HostState, ...] = ()
         self.rebuild_zones()
 
     def __len__(self) -> int:
@@ -167,8 +171,11 @@ class HostTable:
 
     def without(self, node_ids: set[int]) -> HostTable:
         """A new table of every host but the nodes ``node_ids`` (a request
-        that must not retry a node)."""
-        return HostTable(s for s in self.states if s.node_id not in node_ids)
+        that must not retry a node); they are its :attr:`left_out`."""
+        out = HostTable(s for s in self.states if s.node_id not in node_ids)
+        out.left_out = self.left_out + tuple(
+            s for s in self.states if s.node_id in node_ids)
+        return out
 
     def all_positions(self) -> np.ndarray:
         """Every position. Always the same array object, so :meth:`take`

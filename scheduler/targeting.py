@@ -47,13 +47,13 @@ def apply(spec: RequestSpec, view: HostView, idx: np.ndarray
         wanted = [host_key(h) for h in spec.force_hosts]
         idx = narrow(view, idx, np.isin(lower[idx], wanted),
                      "force_hosts", "not a forced host" + _unknown(
-                         "host", spec.force_hosts, wanted, lower),
+                         "host", spec.force_hosts, wanted, view),
                      steps)
     if spec.force_nodes:
         nodes = list(spec.force_nodes)
         keep = np.isin(view.node_names[idx], nodes)
         idx = narrow(view, idx, keep, "force_nodes", "not a forced node"
-                     + _unknown("node", nodes, nodes, view.node_names),
+                     + _unknown("node", nodes, nodes, view),
                      steps)
     if forced:
         idx = _prefilter_forced(spec, view, idx, steps)
@@ -65,7 +65,7 @@ def apply(spec: RequestSpec, view: HostView, idx: np.ndarray
         idx = narrow(view, idx, keep, "requested_destination",
                      "not the requested host" + (
                          "" if keep.any() else _unknown(
-                             "host", [dest["host"]], [key], lower)),
+                             "host", [dest["host"]], [key], view)),
                      steps)
     if dest and dest.get("node"):
         keep = view.node_names[idx] == dest["node"]
@@ -73,7 +73,7 @@ def apply(spec: RequestSpec, view: HostView, idx: np.ndarray
                      "not the requested node" + (
                          "" if keep.any() else _unknown(
                              "node", [dest["node"]], [dest["node"]],
-                             view.node_names)),
+                             view)),
                      steps)
     for wanted in spec.required_aggregates():
         idx = narrow(view, idx, _in_aggregates(view, idx, wanted),
@@ -84,15 +84,21 @@ def apply(spec: RequestSpec, view: HostView, idx: np.ndarray
 
 
 def _unknown(kind: str, names: list[str], keys: list[str],
-             known: np.ndarray) -> str:
+             view: HostView) -> str:
     """``"; no compute host is named x, y"`` for the ``names`` whose
-    ``keys`` (as matched) are not in ``known`` (the whole table's column),
-    else "". A host or node that does not exist (a typo) must be named, as
+    ``keys`` (as matched: lower-case host names, node names as they are)
+    are no ``kind`` ("host" or "node") of ``view``'s whole table nor of
+    the nodes left out of it (``HostTable.left_out``: they exist), else
+    "". A host or node that does not exist (a typo) must be named, as
     nova 34's "No such host" names it: it would otherwise read as "no
     room" or as the other hosts' fault. A few of them: a refusal stays a
     line, whatever was sent."""
-    unknown = [name for name, found in zip(names, np.isin(keys, known))
-               if not found]
+    column = view.host_names_lower if kind == "host" else view.node_names
+    left_out = {host_key(s.host) if kind == "host" else s.nodename
+                for s in view.left_out}
+    unknown = [name for name, key, found
+               in zip(names, keys, np.isin(keys, column))
+               if not found and key not in left_out]
     if not unknown:
         return ""
     text = f"; no compute {kind} is named " + ", ".join(

@@ -269,6 +269,26 @@ def test_a_refusal_by_the_other_hosts_counts_the_node_left_out(
     assert "(h1, generation 0): memory_mb: claim saw 4096" in message
 
 
+@pytest.mark.parametrize("target", [
+    {"requested_destination": {"host": "h1"}},
+    {"requested_destination": {"host": "h1", "node": "h1"}}])
+def test_a_node_left_out_after_a_disagreement_is_not_called_unknown(
+        register, engine, conf, make_driver, target):
+    # The requested host h1 is full and no filter looks at RAM: the claim
+    # refuses it (a disagreement) and the re-plan runs without it. h1
+    # exists: the refusal must say where it went, not that no compute
+    # host or node is named h1 (a typo, for the operator).
+    register(node("h1", memory_mb=4096), node("h2", memory_mb=4096))
+    set_node(engine, "h1", memory_mb_used=4096)
+    driver = _without_ram_filter(make_driver(), conf)
+    with pytest.raises(exception.NoValidHost) as e:
+        driver.select_destinations(
+            make_spec(flavor={"memory_mb": 2048, "root_gb": 1}, **target))
+    message = str(e.value)
+    assert "is named" not in message
+    assert "(h1, generation 0): memory_mb: claim saw 4096" in message
+
+
 def test_a_repeated_no_room_says_what_disagreed_not_lost_races(
         register, engine, conf, make_driver):
     register(node("h1", memory_mb=4096), node("h2", memory_mb=4096))
