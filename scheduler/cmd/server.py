@@ -170,16 +170,18 @@ class SchedulerWorker(cotyledon.Service):
             return
         # What runs, not what is listed: the filter driver adds the
         # capacity filters the list lacks (drivers.filter.with_capacity)
-        # and reads nova's spellings of weighers.
+        # and reads nova's spellings of weighers; the chance driver runs
+        # fixed filters and weighs nothing.
         fs = self.conf.filter_scheduler
-        driver = self._manager.driver if self._manager is not None else None
-        filters = ([f.name for f in driver.filters]
-                   if hasattr(driver, "filters") else fs.enabled_filters)
-        weighers = ([w.name for w in driver.weighers]
-                    if hasattr(driver, "weighers") else fs.weighers)
+        if self._manager is not None:
+            driver = self._manager.driver
+            filters = [f.name for f in getattr(driver, "filters", ())]
+            weighers = [w.name for w in getattr(driver, "weighers", ())]
+        else:
+            filters, weighers = fs.enabled_filters, fs.weighers
         LOG.info("Worker %d applied the configuration: filters %s; "
-                 "weighers %s", self.worker_id, ", ".join(filters),
-                 ", ".join(weighers))
+                 "weighers %s", self.worker_id, ", ".join(filters) or "none",
+                 ", ".join(weighers) or "none")
 
     def terminate(self) -> None:
         """SIGTERM: stop taking messages, let those in flight reply, exit.
