@@ -281,7 +281,7 @@ class FilterScheduler(Driver):
         :raises InvalidRequest: a rebuild that names no current host.
         """
         if spec.is_rebuild:
-            retry = db_retry.retrying(self.conf.scheduler.db_retries)
+            retry = db_retry.for_conf(self.conf)
             spec = self.rebuild_check_spec(spec, retry(claims.placements)(
                 self.engine, list(spec.instance_uuids)))
         else:
