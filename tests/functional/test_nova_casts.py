@@ -86,6 +86,19 @@ def _wait_for(what: str, ready) -> None:
 
 @pytest.mark.parametrize("database_url", ["postgresql", "mysql"],
                          indirect=True)
+def _serving_a_claim_on_h1(deployment, ttl: int = 0):
+    """``deployment`` with one node, h1, its server started, and VM's
+    claim on h1 (expiring in ``ttl`` seconds, or permanent)."""
+    deployment.add_nodes([node("h1")])
+    deployment.start_server()
+    row = node_row(deployment.engine, "h1")
+    claims.claim(deployment.engine, [claims.Claim(
+        consumer_uuid=VM, node_id=row.id, host="h1",
+        generation=row.generation, vcpus=1, memory_mb=1024, disk_gb=10)],
+        ttl=ttl)
+    return deployment
+
+
 def test_a_cast_while_the_database_is_away_is_one_line_and_the_next_applies(
         request, make_deployment, database_url):
     """A cast has no caller to answer: with the database away longer than
@@ -95,14 +108,9 @@ def test_a_cast_while_the_database_is_away_is_one_line_and_the_next_applies(
     the next cast is applied."""
     server = request.getfixturevalue(
         DATABASE_SERVERS[request.node.callspec.params["database_url"]])
-    deployment = make_deployment(scheduler__db_outage_timeout=2)
-    deployment.add_nodes([node("h1")])
-    deployment.start_server()
+    deployment = _serving_a_claim_on_h1(
+        make_deployment(scheduler__db_outage_timeout=2))
     engine = deployment.engine
-    row = node_row(engine, "h1")
-    claims.claim(engine, [claims.Claim(
-        consumer_uuid=VM, node_id=row.id, host="h1",
-        generation=row.generation, vcpus=1, memory_mb=1024, disk_gb=10)])
     server.kill()
     try:
         _cast(deployment, "delete_instance_info", host_name="h1",
@@ -134,15 +142,8 @@ def test_a_cast_sent_while_the_database_restarts_is_applied(
     db_outage_timeout) and release the claim."""
     server = request.getfixturevalue(
         DATABASE_SERVERS[request.node.callspec.params["database_url"]])
-    deployment = make_deployment()
-    deployment.add_nodes([node("h1")])
-    deployment.start_server()
+    deployment = _serving_a_claim_on_h1(make_deployment(), ttl=3600)
     engine = deployment.engine
-    row = node_row(engine, "h1")
-    claims.claim(engine, [claims.Claim(
-        consumer_uuid=VM, node_id=row.id, host="h1",
-        generation=row.generation, vcpus=1, memory_mb=1024, disk_gb=10)],
-        ttl=3600)
     assert claims.confirm(engine, [VM]) == 1
     # As systemctl stop does: a clean shutdown. (The fixture's SIGKILL may
     # lose the last commits: its servers do not flush each one.)
