@@ -84,8 +84,6 @@ def _wait_for(what: str, ready) -> None:
         time.sleep(0.2)
 
 
-@pytest.mark.parametrize("database_url", ["postgresql", "mysql"],
-                         indirect=True)
 def _serving_a_claim_on_h1(deployment, ttl: int = 0):
     """``deployment`` with one node, h1, its server started, and VM's
     claim on h1 (expiring in ``ttl`` seconds, or permanent)."""
@@ -99,6 +97,8 @@ def _serving_a_claim_on_h1(deployment, ttl: int = 0):
     return deployment
 
 
+@pytest.mark.parametrize("database_url", ["postgresql", "mysql"],
+                         indirect=True)
 def test_a_cast_while_the_database_is_away_is_one_line_and_the_next_applies(
         request, make_deployment, database_url):
     """A cast has no caller to answer: with the database away longer than
