@@ -199,9 +199,8 @@ class SchedulerManager:
                 f"stack_id: expected a uuid, got {stack_id!r}"[:200])
         stack_id = str(uuidlib.UUID(stack_id))
         trace.parsed(stack_id)
-        released = stack_placement.release(
-            self.engine, stack_id, self.conf.scheduler.db_retries,
-            self.conf.scheduler.db_outage_timeout)
+        released = stack_placement.release(self.engine, stack_id,
+                                           self._retry)
         LOG.debug("Released stack %s: %d claim(s)", stack_id, released)
         return released
 

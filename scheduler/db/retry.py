@@ -168,15 +168,16 @@ def retrying(attempts: int, outage: float = 0.0
                         raise
                     metrics.db_transient_error()
                     now = time.monotonic()
-                    if is_away(e) and away_since is None:
+                    away = is_away(e)
+                    if away and away_since is None:
                         away_since = now
-                    if not (is_away(e) and now - away_since < outage):
+                    if not (away and now - away_since < outage):
                         if remaining == 0:
                             raise
                         remaining -= 1
                     deadlock = isinstance(e, db_exc.DBDeadlock)
                     if not _pause(random.uniform(0, interval) if deadlock
-                                  else interval, is_away(e)):
+                                  else interval, away):
                         raise
                 else:
                     if away_since is not None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any
+from typing import Any, Callable
 
 from oslo_log import log as logging
 
@@ -222,12 +222,10 @@ def _claim(driver, stack: stacks.Stack, to_claim: list[claims.Claim],
         trace.add(trace.CLAIM, time.perf_counter() - started)
 
 
-def release(engine, stack_id: str, db_retries: int,
-            db_outage_timeout: float = 0.0) -> int:
-    """Release stack ``stack_id`` (see store.release); idempotent. The
-    retries as :func:`scheduler.db.retry.retrying`'s."""
-    return db_retry.retrying(db_retries, db_outage_timeout)(store.release)(
-        engine, stack_id)
+def release(engine, stack_id: str, retry: Callable) -> int:
+    """Release stack ``stack_id`` (see store.release), its transaction run
+    by ``retry`` (e.g. :func:`scheduler.db.retry.for_conf`'s); idempotent."""
+    return retry(store.release)(engine, stack_id)
 
 
 def _group_rules(specs) -> list[claims.GroupRule]:

@@ -6,6 +6,7 @@ import pytest
 from scheduler import admin
 from scheduler import claims
 from scheduler import exception
+from scheduler.db import retry as db_retry
 from scheduler.drivers.filter import FilterScheduler
 from scheduler.filters.compute import ComputeFilter
 from scheduler.stacks import placement
@@ -23,6 +24,8 @@ from tests.unit.conftest import fresh_host_manager
 SID = "5a0b0c0d-0000-4000-8000-0000000000b1"
 G = "eeeeeeee-0000-4000-8000-000000000001"
 F = {"memory_mb": 1024, "vcpus": 1, "root_gb": 1}
+#: A release run once, not retried.
+NO_RETRY = db_retry.retrying(0)
 
 
 def _stack(resources, stack_id=SID):
@@ -97,8 +100,8 @@ def test_a_changed_stack_under_the_same_id_is_refused_naming_the_change(
 def test_release_gives_everything_back_once(four_hosts, filter_driver,
                                             engine):
     placement.select(filter_driver, _stack(_three_tier()))
-    assert placement.release(engine, SID, 0) == 5
-    assert placement.release(engine, SID, 0) == 0
+    assert placement.release(engine, SID, NO_RETRY) == 5
+    assert placement.release(engine, SID, NO_RETRY) == 0
     assert allocation_rows(engine) == []
     assert all(node_row(engine, f"h{i}").memory_mb_used == 0
                for i in range(1, 5))
@@ -312,7 +315,7 @@ def test_a_stack_with_nothing_to_place_places_nothing(register,
     for _ in range(2):          # the second is the same stack again
         assert placement.select(filter_driver, stack)["resources"] == {}
     assert allocation_rows(filter_driver.engine) == []
-    assert placement.release(filter_driver.engine, SID, 0) == 0
+    assert placement.release(filter_driver.engine, SID, NO_RETRY) == 0
 
 
 @pytest.mark.parametrize("field", ["project_id", "user_id"])
@@ -376,8 +379,8 @@ def test_a_stack_naming_another_stacks_consumer_is_refused(
     again = placement.select(filter_driver, _stack(
         {"db": {"spec": spec_dict(flavor=F, instance_uuids=[X])}}))
     assert _hosts(again) == _hosts(first)
-    assert placement.release(engine, OTHER, 0) == 0
-    assert placement.release(engine, SID, 0) == 1
+    assert placement.release(engine, OTHER, NO_RETRY) == 0
+    assert placement.release(engine, SID, NO_RETRY) == 1
 
 
 def test_a_stack_naming_a_consumer_another_stack_lost_is_refused(
