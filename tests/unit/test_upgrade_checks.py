@@ -54,3 +54,19 @@ def test_a_value_that_does_not_read_fails_the_config_check_naming_it(
 def test_checks_are_named_in_order():
     assert [name for name, _ in upgrade_checks.Checks._upgrade_checks] == [
         "Database", "Schema revision", "Message broker", "Configuration"]
+
+
+def test_the_config_check_names_the_filters_that_run_added_ones_too():
+    """Nova 34's own list has no capacity filter; the pipeline adds them
+    (drivers.filter.with_capacity), and the check says so rather than
+    counting filters the operator did not list."""
+    conf = sched_conf.new_conf()
+    conf([], default_config_files=[])
+    conf.set_override("enabled_filters", ["ComputeFilter"],
+                      group="filter_scheduler")
+    conf.set_override("weighers", ["RAMWeigher"], group="filter_scheduler")
+    result = upgrade_checks.Checks(conf).check_config()
+    assert result.code == upgrade_checks.Code.SUCCESS
+    assert result.details == (
+        "driver filter_scheduler, filters ComputeFilter, RamFilter, "
+        "CoreFilter, DiskFilter; weighers RAMWeigher: all load")
