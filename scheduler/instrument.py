@@ -5,6 +5,9 @@
 - the caller's request context (``request_id``, ``global_request_id``,
   ``user``, ``project`` from the RPC context dict) as oslo.context's
   current context, so every log line of that request carries its ids;
+- one window for a database that cannot be reached, counted from its
+  start and shared by all its transactions
+  (:func:`scheduler.db.retry.serving`);
 - database failures the operator must fix (read-only, no schema, gone)
   turned into one ``ServiceUnavailable`` line on both sides instead of a
   traceback with SQL;
@@ -35,6 +38,7 @@ from scheduler import exception
 from scheduler import metrics
 from scheduler import notifications
 from scheduler import trace as trace_mod
+from scheduler.db import retry as db_retry
 from scheduler.nova import exception as nova_exception
 
 LOG = logging.getLogger(__name__)
@@ -85,7 +89,8 @@ def rpc_method(func: Callable[..., Any]) -> Callable[..., Any]:
         failure: BaseException | None = None
         try:
             try:
-                result = func(self, ctxt, *args, **kwargs)
+                with db_retry.serving():
+                    result = func(self, ctxt, *args, **kwargs)
             except _DB_ERRORS as e:
                 message = errors.describe(e, self.conf)
                 LOG.error("%s failed: %s", method, message)

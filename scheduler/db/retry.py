@@ -21,16 +21,20 @@ Two bounds: a deadlock, lock or serialization failure is retried
 never); a database that cannot be reached (:func:`is_away`: a lost or
 refused connection, a server starting up or shutting down) is retried for
 ``[scheduler] db_outage_timeout`` seconds, what a restart or a failover
-takes, however many attempts that is.
+takes, however many attempts that is. Within an RPC request or cast
+(:func:`serving`) those seconds are one window for all its transactions,
+counted from its start: neither its steps nor its wait behind another
+request's each get a window of their own.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import random
 import threading
 import time
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 from oslo_db import exception as db_exc
 from sqlalchemy import exc as sa_exc
@@ -71,6 +75,26 @@ MAX_RETRY_INTERVAL = 1.0
 #: the database gives up, so the worker drains and exits now, not after
 #: ``db_outage_timeout``.
 _stopping = threading.Event()
+
+#: ``since``: when this thread began serving its RPC request or cast
+#: (:func:`serving`), else None.
+_request = threading.local()
+
+
+@contextlib.contextmanager
+def serving() -> Iterator[None]:
+    """This thread serves one RPC request or cast until the block ends:
+    the ``outage`` window of every :func:`retrying` call in it counts from
+    now, not from each call's first error, so the request or cast waits
+    for a database that cannot be reached ``db_outage_timeout`` seconds
+    in all — however many transactions it runs, and however long it
+    queued behind other requests waiting for the same database."""
+    outer = getattr(_request, "since", None)
+    _request.since = time.monotonic() if outer is None else outer
+    try:
+        yield
+    finally:
+        _request.since = outer
 
 
 def stop() -> None:
@@ -141,8 +165,9 @@ def retrying(attempts: int, outage: float = 0.0
     to at most 1 s (a random part of it after a deadlock, as oslo.db does,
     so the two sides do not meet again): a database that cannot be reached
     (:func:`is_away`) until ``outage`` seconds have passed since the first
-    such error, beyond that and for any other transient error up to
-    ``attempts`` more times. Each transient error is counted
+    such error (inside :func:`serving`: since the request began), beyond
+    that and for any other transient error up to ``attempts`` more times.
+    Each transient error is counted
     (``scheduler_db_transient_errors_total``). The last error is re-raised
     as it is, for the caller to turn into its one line — also at once if
     the process begins stopping (:func:`stop`) while it waits for a
@@ -160,6 +185,9 @@ def retrying(attempts: int, outage: float = 0.0
             interval = RETRY_INTERVAL
             remaining = attempts
             away_since: float | None = None
+            # When the outage window began: the request's start, if this
+            # runs for one (serving), else this call's first error.
+            window_from = float("inf")
             while True:
                 try:
                     result = func(*args, **kwargs)
@@ -171,7 +199,9 @@ def retrying(attempts: int, outage: float = 0.0
                     away = is_away(e)
                     if away and away_since is None:
                         away_since = now
-                    if not (away and now - away_since < outage):
+                        window_from = getattr(_request, "since",
+                                              None) or now
+                    if not (away and now - window_from < outage):
                         if remaining == 0:
                             raise
                         remaining -= 1

@@ -342,3 +342,58 @@ def test_a_request_sent_while_the_database_restarts_is_placed_once(
     log = deployment.server_log()
     assert continued_lines(log) == [], log
     assert "the database answered again after" in log, log
+
+
+@pytest.mark.parametrize("database_url", ["postgresql", "mysql"],
+                         indirect=True)
+def test_requests_sent_during_a_long_outage_each_fail_within_the_window(
+        request, make_deployment, database_url):
+    """Requests arriving together while the database is away for longer
+    than [scheduler] db_outage_timeout: each refresh waits in the host
+    manager's one cycle, so the second request's window only began once
+    the first had given up, the third's once the second had: the Nth
+    caller was answered after N windows (nova's boots queued behind one
+    another for minutes). Each must be answered ServiceUnavailable within
+    one window (and db_retries' retries), having claimed nothing."""
+    server = request.getfixturevalue(
+        DATABASE_SERVERS[request.node.callspec.params["database_url"]])
+    outage = 5
+    deployment = make_deployment(scheduler__db_outage_timeout=outage)
+    deployment.add_nodes([node("only", memory_mb=8192, vcpus=8)])
+    deployment.start_server()
+    warm = deployment.api.select_destinations({}, {"flavor": FLAVOR})
+    assert deployment.api.release({}, [warm[0]["uuid"]]) == 1
+    outcomes: dict[int, tuple[float, Exception | None]] = {}
+
+    def call(i: int) -> None:
+        started = time.monotonic()
+        try:
+            vm = f"cdcdcdcd-0000-4000-8000-00000000010{i}"
+            deployment.api.select_destinations(
+                {}, {"flavor": FLAVOR, "instance_uuids": [vm]})
+            error = None
+        except Exception as e:
+            error = e
+        outcomes[i] = (time.monotonic() - started, error)
+    server._shut_down()
+    try:
+        callers = [threading.Thread(target=call, args=(i,))
+                   for i in range(3)]
+        for caller in callers:
+            caller.start()
+        for caller in callers:
+            caller.join(90)
+    finally:
+        server.start()
+    assert len(outcomes) == 3, outcomes
+    # The window, then db_retries' 5 retries at 1 s, then for each request
+    # queued behind another its own retries (~1.5 s of backoff, plus the
+    # refused connections) once its window is spent: not another window.
+    limit = outage + 5 + 3 * 2.5
+    for elapsed, error in outcomes.values():
+        assert isinstance(error, exception.ServiceUnavailable), outcomes
+        assert elapsed < limit, outcomes
+    deployment.engine.dispose()
+    assert deployment.allocations() == []
+    log = deployment.server_log()
+    assert continued_lines(log) == [], log

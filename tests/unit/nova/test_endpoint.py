@@ -286,3 +286,44 @@ def test_a_same_host_resize_confirm_with_its_commit_reply_lost_keeps_a_claim(
     [row] = allocation_rows(engine)
     assert (row.memory_mb, row.source_node_id) == (2048, None)
     assert node_row(engine, "h1").memory_mb_used == 2048
+
+
+def test_a_cast_waits_one_outage_window_in_all_not_one_per_step(
+        endpoint, engine, conf, monkeypatch, caplog):
+    """[scheduler] db_outage_timeout is how long a cast waits for a
+    database that cannot be reached. Each of a cast's transactions got a
+    window of its own: a database away for most of the window while the
+    cast read its claims, then away again for its release, held the cast
+    (and its executor thread) for two windows, more for casts of more
+    steps. The window is the cast's, counted from its arrival."""
+    from oslo_db import exception as db_exc
+
+    from scheduler import claims
+    from scheduler.db import retry
+    outage = conf.scheduler.db_outage_timeout
+    test_casts.claim(engine, "h1")
+    clock = {"now": 1000.0}
+
+    def pause(seconds: float, away: bool = True) -> bool:
+        clock["now"] += seconds
+        return True
+    monkeypatch.setattr(retry, "_pause", pause)
+    monkeypatch.setattr(retry.time, "monotonic", lambda: clock["now"])
+    real_holdings = claims.holdings
+
+    def away_for_most_of_the_window(*args, **kwargs):
+        if clock["now"] < 1000.0 + outage * 2 / 3:
+            raise db_exc.DBConnectionError("Lost connection to server")
+        return real_holdings(*args, **kwargs)
+
+    def away(*args, **kwargs):
+        raise db_exc.DBConnectionError("Lost connection to server")
+    monkeypatch.setattr(claims, "holdings", away_for_most_of_the_window)
+    monkeypatch.setattr(claims, "release", away)
+    caplog.set_level(logging.WARNING)
+    endpoint.delete_instance_info({}, host_name="h1",
+                                  instance_uuid=test_casts.VM)
+    assert "not applied" in caplog.text
+    # The window, then [scheduler] db_retries' retries, a second each.
+    waited = clock["now"] - 1000.0
+    assert waited <= outage + conf.scheduler.db_retries + 1, waited
