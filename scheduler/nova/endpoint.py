@@ -163,21 +163,47 @@ class NovaSchedulerEndpoint:
               ) -> None:
         # A cast has no caller to answer: bad input and a database away are
         # logged in one line each and the next cast carries on.
+        about = ""
+        dropped = failed = None
         try:
             if not isinstance(host_name, str) or not host_name:
                 raise exception.InvalidRequest(
                     "host_name: expected a host name")
             reported = read(value, host_name)
+            # Nova does not send a cast again: the line of one not applied
+            # names its instances, for the operator to set right.
+            about = " about " + _named(
+                reported[0] if isinstance(reported, tuple) else reported)
             # Each of its transactions retried alone (casts.Retry).
             changed = action(self.manager.engine, reported,
                              retry=self._retry)
         except exception.InvalidRequest as e:
-            LOG.warning("%s cast from %r dropped: %s", name, host_name, e)
+            dropped = str(e)
         except Exception as e:  # noqa: BLE001 - see above
-            LOG.warning("%s cast from %r not applied: %s", name, host_name,
-                        errors.one_line(e, self.conf))
+            failed = errors.one_line(e, self.conf)
+        # Logged outside the except clauses: oslo.log would append the
+        # exception's own text, the driver's message again, to the line.
+        if dropped is not None:
+            LOG.warning("%s cast from %r dropped: %s", name, host_name,
+                        dropped)
+        elif failed is not None:
+            LOG.warning("%s cast from %r%s not applied: %s", name,
+                        host_name, about, failed)
         else:
             # Computes send these every ~120 s: only a change is news.
             LOG.log(logging.INFO if changed else logging.DEBUG,
                     "%s from %s: %d claim(s) changed", name, host_name,
                     changed)
+
+
+#: At most this many instances are named in a cast's log line.
+NAMED_INSTANCES = 10
+
+
+def _named(where: dict[str, str]) -> str:
+    """The instances of a cast (uuid -> host), for its one log line: each
+    uuid, or the first :data:`NAMED_INSTANCES` and how many more."""
+    uuids = list(where)
+    more = len(uuids) - NAMED_INSTANCES
+    return "instance(s) " + ", ".join(uuids[:NAMED_INSTANCES]) + (
+        f" and {more} more" if more > 0 else "")

@@ -104,7 +104,8 @@ def test_a_cast_while_the_database_is_away_is_one_line_and_the_next_applies(
     """A cast has no caller to answer: with the database away longer than
     [scheduler] db_outage_timeout it is logged in one line naming the
     database and the fix, as a request's failure is (not the driver's
-    text, which spans lines on PostgreSQL), and once the database is back
+    text, which spans lines on PostgreSQL), and the instance and host it
+    was about (it named only the host), and once the database is back
     the next cast is applied."""
     server = request.getfixturevalue(
         DATABASE_SERVERS[request.node.callspec.params["database_url"]])
@@ -128,7 +129,12 @@ def test_a_cast_while_the_database_is_away_is_one_line_and_the_next_applies(
     log = deployment.server_log()
     assert continued_lines(log) == [], log
     [line] = [line for line in log.splitlines() if "not applied" in line]
-    assert "check [database] connection" in line, line
+    # The line ends with the fix: not the driver's message again after it.
+    assert line.endswith("check [database] connection and that the "
+                         "database server is up"), line
+    # Nova does not send it again: the operator must know which instance
+    # on which host still holds its claim.
+    assert VM in line and "'h1'" in line, line
 
 
 @pytest.mark.parametrize("database_url", ["postgresql", "mysql"],
