@@ -24,6 +24,7 @@ import jsonschema
 from scheduler import exception
 from scheduler.request_spec import _describe
 from scheduler.request_spec import check_utf8
+from scheduler.request_spec import HOST_HINTS
 from scheduler.request_spec import RequestSpec
 from scheduler.stacks import graph
 
@@ -116,8 +117,9 @@ class Stack:
         :raises InvalidRequest: naming the field (``stack.resources.web.
             spec.flavor.vcpus: ...``), an unknown reference
             (``stack.resources.web.depends_on: no resource named 'db'``), a
-            dependency cycle (``depends_on cycle: a -> b -> a``), or more
-            than ``max_instances`` instances in all.
+            dependency cycle (``depends_on cycle: a -> b -> a``), a host
+            hint naming an instance of the stack, or more than
+            ``max_instances`` instances in all.
         """
         if not isinstance(stack, dict):
             raise exception.InvalidRequest(
@@ -161,7 +163,7 @@ class Stack:
                 same_host=_names(raw, "same_host"),
                 different_host=_names(raw, "different_host"))
         _check_references(resources)
-        _check_consumers(resources)
+        _check_hints(resources, _check_consumers(resources))
         _check_groups(resources)
         order = graph.batches(
             {name: set(r.depends_on) | set(r.same_host)
@@ -277,7 +279,8 @@ def _check_references(resources: dict[str, Resource]) -> None:
                 f"same_host and in different_host")
 
 
-def _check_consumers(resources: dict[str, Resource]) -> None:
+def _check_consumers(resources: dict[str, Resource]) -> dict[str, str]:
+    """:returns: consumer uuid -> the resource it is an instance of."""
     owner: dict[str, str] = {}
     for name, r in resources.items():
         for u in r.spec.instance_uuids if r.spec else ():
@@ -286,6 +289,26 @@ def _check_consumers(resources: dict[str, Resource]) -> None:
                     f"stack.resources.{name}.spec.instance_uuids: {u} is "
                     f"also an instance of {owner[u]!r}")
             owner[u] = name
+    return owner
+
+
+def _check_hints(resources: dict[str, Resource],
+                 owner: dict[str, str]) -> None:
+    """No ``same_host`` / ``different_host`` hint names an instance of the
+    stack (``owner``: consumer uuid -> resource). A hint finds its
+    instances' hosts in the claims, and the stack's own hold none while it
+    is planned: such a different_host hint would be ignored (the two on one
+    host) and a same_host one leave no host. The stack's relations say it.
+    """
+    for name, r in resources.items():
+        for hint in HOST_HINTS if r.spec else ():
+            for u in r.spec.hinted_uuids(hint):
+                if u in owner:
+                    raise exception.InvalidRequest(
+                        f"stack.resources.{name}.spec.scheduler_hints."
+                        f"{hint}: {u} is an instance of resource "
+                        f"{owner[u]!r} of this stack (relate the two "
+                        f"resources with {hint} instead)")
 
 
 def _check_groups(resources: dict[str, Resource]) -> None:
@@ -359,6 +382,14 @@ def _diff(old: Any, new: Any, path: str, found: list[str]) -> None:
         # A flavor swapped for another changes all its fields: say so once.
         many = path.count(".") >= 2 and len(inner) > 2
         found.extend([f"{path} changed"] if many else inner)
+    elif (isinstance(old, list) and isinstance(new, list) and old != new
+          and _short(old) == _short(new)):
+        # Cut alike (instance uuids): both sides would read the same.
+        if len(old) != len(new):
+            found.append(f"{path}: {len(old)} -> {len(new)} items")
+        else:
+            for i, (before, after) in enumerate(zip(old, new)):
+                _diff(before, after, f"{path}.{i}", found)
     elif old != new:
         found.append(f"{path}: {_short(old)} -> {_short(new)}")
 

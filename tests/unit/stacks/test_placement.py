@@ -418,6 +418,27 @@ def test_a_stack_naming_a_consumer_claimed_alone_is_refused(
     assert store.definition(engine, SID) is None
 
 
+def test_a_different_host_hint_on_an_instance_of_the_stack_is_refused(
+        register, engine, conf):
+    """The hint resolves its instances from the claims, and the stack's own
+    are not claimed while it is planned: both servers were claimed on the
+    one host, the hint broken. The relation between resources says it."""
+    conf.set_override("enabled_filters", ["ComputeFilter", "RamFilter",
+                                          "DifferentHostFilter"],
+                      "filter_scheduler")
+    driver = FilterScheduler(conf, fresh_host_manager(conf, engine), engine)
+    register(node("h1"))
+    with pytest.raises(exception.InvalidRequest,
+                       match=r"^stack.resources.web2.spec.scheduler_hints."
+                             r"different_host: .* is an instance of "
+                             r"resource 'web1' of this stack"):
+        placement.select(driver, _stack({
+            "web1": {"spec": spec_dict(flavor=F, instance_uuids=[X])},
+            "web2": {"spec": spec_dict(
+                flavor=F, scheduler_hints={"different_host": [X]})}}))
+    assert allocation_rows(engine) == []
+
+
 def test_a_reload_while_a_stack_is_planned_does_not_mix_filter_sets(
         register, engine, filter_driver, conf, monkeypatch):
     """SIGHUP swaps the filters for the next request: a stack planned

@@ -82,6 +82,26 @@ def test_a_consumer_in_two_resources_is_refused():
             b={"spec": spec_dict(instance_uuids=[u])}))
 
 
+@pytest.mark.parametrize("hint", ["same_host", "different_host"])
+def test_a_hint_naming_an_instance_of_the_stack_is_refused(hint):
+    """The hints resolve instances from the claims, which a stack's own
+    instances do not hold while it is planned: a different_host hint on one
+    was ignored (both servers on one host), a same_host one left no host.
+    Between resources of the stack the relations say it."""
+    u = "aaaaaaaa-0000-4000-8000-000000000001"
+    derived = stacks.consumer_uuid(SID, "b", 1)
+    for named, owner in ((u, "a"), (derived.upper(), "b")):
+        with pytest.raises(exception.InvalidRequest) as e:
+            stacks.Stack.from_primitives(_stack(
+                a={"spec": spec_dict(instance_uuids=[u])},
+                b={"spec": spec_dict(num_instances=2)},
+                c={"spec": spec_dict(scheduler_hints={hint: [named]})}))
+        assert e.value.message == (
+            f"stack.resources.c.spec.scheduler_hints.{hint}: "
+            f"{named.lower()} is an instance of resource {owner!r} of this "
+            f"stack (relate the two resources with {hint} instead)")
+
+
 def test_too_many_instances_in_all_are_refused():
     with pytest.raises(exception.InvalidRequest,
                        match=r"^stack.resources: 6 instances in all, at "
@@ -128,6 +148,25 @@ def test_a_flavor_swapped_for_another_is_named_once():
         flavor={"name": "m1.medium", "memory_mb": 4096, "vcpus": 2})}))
     assert stacks.changes(old.definition, new.definition) == [
         "resources.web.spec.flavor changed"]
+
+
+def test_a_long_list_that_changed_says_how():
+    """Both sides of a long list are cut alike (a resource group's count
+    raised showed its uuids twice, the same): say what differs."""
+    old = stacks.Stack.from_primitives(_stack(
+        web={"spec": spec_dict(num_instances=2)}))
+    more = stacks.Stack.from_primitives(_stack(
+        web={"spec": spec_dict(num_instances=3)}))
+    assert stacks.changes(old.definition, more.definition) == [
+        "resources.web.spec.instance_uuids: 2 -> 3 items"]
+    given = [stacks.consumer_uuid(SID, "web", i) for i in range(2)] + [
+        "aaaaaaaa-0000-4000-8000-000000000001"]
+    swapped = stacks.Stack.from_primitives(_stack(
+        web={"spec": spec_dict(instance_uuids=given)}))
+    assert stacks.changes(more.definition, swapped.definition) == [
+        f"resources.web.spec.instance_uuids.2: "
+        f"\"{stacks.consumer_uuid(SID, 'web', 2)}\" -> "
+        f"\"aaaaaaaa-0000-4000-8000-000000000001\""]
 
 
 def test_a_huge_stack_is_refused_before_making_its_consumers(
