@@ -70,7 +70,10 @@ opts = [
                     "db_retries, then the caller gets one line naming the "
                     "lock). Sets PostgreSQL's lock_timeout (else unlimited), "
                     "MariaDB's innodb_lock_wait_timeout and SQLite's busy "
-                    "timeout."),
+                    "timeout. One round trip to a PostgreSQL or MariaDB "
+                    "server (connecting too) waits at most this plus 5 s "
+                    "for its answer: a server that stopped answering then "
+                    "counts as unreachable (db_outage_timeout)."),
     cfg.IntOpt("unconfirmed_claim_ttl", default=3600, min=0,
                help="Seconds a claim made by select_destinations stays "
                     "provisional: unless the caller confirms it (the "

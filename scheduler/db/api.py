@@ -21,6 +21,7 @@ from sqlalchemy.sql import expression
 from scheduler import exception
 from scheduler.db import compiled
 from scheduler.db import models
+from scheduler.db import response
 from scheduler.host_state import Aggregate
 
 COMPUTE_BINARY = "nova-compute"
@@ -42,10 +43,19 @@ def create_engine(conf: cfg.ConfigOpts) -> sa.Engine:
     settings, pre-ping, error translation). SQLite files run in WAL mode so
     readers do not block the writer; MySQL sessions run at READ COMMITTED;
     PostgreSQL sessions plan a prepared statement once. Every session
-    waits for a lock at most ``[scheduler] db_lock_timeout`` seconds.
+    waits for a lock at most ``[scheduler] db_lock_timeout`` seconds, and
+    for any answer of the server (connecting too) at most that plus a
+    margin (:mod:`scheduler.db.response`): a server that stops answering
+    ends a statement as a lost connection, not in a hang.
     :raises ConfigError: a MySQL server without ``DELETE ... RETURNING``
         (Oracle MySQL; MariaDB has it).
     """
+    url = engine_url(conf)
+    answer_timeout = response.timeout(conf)
+    if url.get_backend_name() == "postgresql" and \
+            url.get_driver_name() == "psycopg2":
+        # Before oslo.db's first connection, which tests the URL.
+        response.bound_psycopg2(answer_timeout)
     context = enginefacade.transaction_context()
     # thread_checkin off: oslo.db otherwise calls time.sleep(0) on every
     # connection check-in so that eventlet greenthreads get a turn. This
@@ -96,6 +106,15 @@ def create_engine(conf: cfg.ConfigOpts) -> sa.Engine:
             cursor.execute(
                 f"SET SESSION innodb_lock_wait_timeout = {lock_timeout}")
             cursor.close()
+
+        # PyMySQL's socket timeouts: it waits in recv() for ever by
+        # default. A timeout raises "Lost connection" (2013): retry.is_away.
+        # Options set in [database] connection_parameters win.
+        @sa.event.listens_for(engine, "do_connect")
+        def _mysql_timeouts(dialect, record, cargs, cparams):
+            if dialect.driver == "pymysql":
+                cparams.setdefault("read_timeout", answer_timeout)
+                cparams.setdefault("write_timeout", answer_timeout)
     if engine.dialect.name == "postgresql":
         generic_plans = compiled.prepares(engine.dialect)
 

@@ -66,6 +66,10 @@ AWAY = UNREACHABLE + (
     "the database system is not yet accepting connections",
     "too many clients", "remaining connection slots are reserved",
     "server shutdown in progress", "too many connections")
+#: ... of those, a round trip the server did not answer in time
+#: (:mod:`scheduler.db.response`; PyMySQL's socket timeouts): the attempt
+#: waited all that time for the database.
+UNANSWERED = ("timed out",)
 
 #: Seconds before the first retry; doubled after each, up to the maximum.
 RETRY_INTERVAL = 0.05
@@ -145,6 +149,15 @@ def is_away(exc: BaseException) -> bool:
     return any(t in text for t in AWAY)
 
 
+def is_unanswered(exc: BaseException) -> bool:
+    """True if ``exc`` is a round trip the server did not answer in time
+    (:data:`UNANSWERED`)."""
+    if isinstance(exc, db_exc.DBError):
+        exc = exc.inner_exception
+    return isinstance(exc, sa_exc.DBAPIError) and any(
+        t in str(exc.orig).lower() for t in UNANSWERED)
+
+
 def _name(func: Callable) -> str:
     """What the log calls ``func`` (also a functools.partial)."""
     while isinstance(func, functools.partial):
@@ -174,6 +187,12 @@ def retrying(attempts: int, outage: float = 0.0
     database that cannot be reached. The wait is
     in the caller's thread: other requests go on meanwhile.
 
+    A round trip the server did not answer in time (:data:`UNANSWERED`)
+    counts as away since its attempt began, and gets no more attempts once
+    ``outage`` is spent: each would wait the whole response timeout again
+    (with the defaults six more of 35 s, far past the callers' RPC
+    timeout).
+
     Not oslo.db's ``wrap_db_retry``: when its retries run out it logs the
     error with its traceback ("DB exceeded retry limit") before re-raising
     it, so a database outage put a traceback in the log for every request
@@ -189,6 +208,7 @@ def retrying(attempts: int, outage: float = 0.0
             # runs for one (serving), else this call's first error.
             window_from = float("inf")
             while True:
+                began = time.monotonic()
                 try:
                     result = func(*args, **kwargs)
                 except Exception as e:
@@ -197,12 +217,13 @@ def retrying(attempts: int, outage: float = 0.0
                     metrics.db_transient_error()
                     now = time.monotonic()
                     away = is_away(e)
+                    unanswered = away and is_unanswered(e)
                     if away and away_since is None:
-                        away_since = now
+                        away_since = began if unanswered else now
                         window_from = getattr(_request, "since",
-                                              None) or now
+                                              None) or away_since
                     if not (away and now - window_from < outage):
-                        if remaining == 0:
+                        if remaining == 0 or unanswered:
                             raise
                         remaining -= 1
                     deadlock = isinstance(e, db_exc.DBDeadlock)

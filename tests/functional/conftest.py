@@ -264,3 +264,32 @@ def node(host: str, vcpus: int = 4, memory_mb: int = 4096,
                       local_gb=local_gb, cpu_allocation_ratio=cpu_ratio,
                       ram_allocation_ratio=ram_ratio, zone=zone,
                       host_ip="192.0.2.1")
+
+
+def _server_pids(server) -> list[int]:
+    """The database server's process and its children (PostgreSQL serves
+    each connection from a backend of its own, which it makes a process
+    group leader: killpg on the postmaster's group misses them)."""
+    pids = [server._proc.pid]
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            # pid (comm) state ppid ...: comm may hold spaces.
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == server._proc.pid:
+            pids.append(int(stat.parent.name))
+    return pids
+
+
+def freeze(server) -> None:
+    """SIGSTOP the database server, every process of it. The kernel still
+    accepts and ACKs: the database stops answering without closing
+    anything, as a frozen host or a partition that drops packets."""
+    for pid in _server_pids(server):
+        os.kill(pid, signal.SIGSTOP)
+
+
+def thaw(server) -> None:
+    for pid in _server_pids(server):
+        os.kill(pid, signal.SIGCONT)

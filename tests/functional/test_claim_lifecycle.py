@@ -18,7 +18,9 @@ from scheduler.db import models
 from scheduler.nova import casts
 from tests.functional.conftest import continued_lines
 from tests.functional.conftest import DATABASE_SERVERS
+from tests.functional.conftest import freeze
 from tests.functional.conftest import node
+from tests.functional.conftest import thaw
 from tests.unit.fakes import node_row
 from tests.unit.fakes import recreate_node
 
@@ -395,5 +397,75 @@ def test_requests_sent_during_a_long_outage_each_fail_within_the_window(
         assert elapsed < limit, outcomes
     deployment.engine.dispose()
     assert deployment.allocations() == []
+    log = deployment.server_log()
+    assert continued_lines(log) == [], log
+
+
+@pytest.mark.parametrize("database_url", ["postgresql", "mysql"],
+                         indirect=True)
+def test_a_request_to_a_database_that_stops_answering_ends_in_one_line(
+        request, make_deployment, database_url):
+    """A database server that stops answering without closing its
+    connections (frozen, or a partition that drops packets) left a
+    statement waiting in recv() for ever: the request hung until the
+    caller's RPC timeout and held a worker thread. One round trip waits
+    at most [scheduler] db_lock_timeout plus a margin; then the database
+    counts as unreachable, [scheduler] db_outage_timeout applies and the
+    caller gets the one-line ServiceUnavailable naming the database. Once
+    the server answers again the next request is placed and nothing is
+    claimed twice."""
+    server = request.getfixturevalue(
+        DATABASE_SERVERS[request.node.callspec.params["database_url"]])
+    deployment = make_deployment(scheduler__db_lock_timeout=1,
+                                 scheduler__db_outage_timeout=2)
+    deployment.add_nodes([node("only", memory_mb=4096, vcpus=4)])
+    deployment.start_server()
+    warm = deployment.api.select_destinations({}, {"flavor": FLAVOR})
+    assert deployment.api.release({}, [warm[0]["uuid"]]) == 1
+    first = "cdcdcdcd-0000-4000-8000-000000000001"
+    outcome = {}
+
+    def call():
+        try:
+            outcome["placed"] = deployment.api.select_destinations(
+                {}, {"flavor": FLAVOR, "instance_uuids": [first]})
+        except Exception as e:
+            outcome["error"] = e
+    freeze(server)
+    try:
+        started = time.monotonic()
+        caller = threading.Thread(target=call)
+        caller.start()
+        # Its round trip, 1 s + the margin, perhaps after the periodic
+        # refresh's (which holds the host table meanwhile). db_outage_timeout
+        # counts from the round trip's start, and a round trip that timed
+        # out is not tried again past it (db_retries more of 6 s each).
+        caller.join(40)
+        took = time.monotonic() - started
+    finally:
+        thaw(server)
+    caller.join(60)
+    assert not caller.is_alive()
+    assert took < 16, (took, outcome)
+    error = outcome.get("error")
+    assert isinstance(error, exception.ServiceUnavailable), outcome
+    # The line (oslo.messaging appends the server's traceback to a remote
+    # exception's text).
+    line = str(error).splitlines()[0]
+    assert line.startswith("cannot open database "), line
+    assert "timed out" in line and line.endswith(
+        "check [database] connection and that the database server is up"), \
+        line
+
+    second = "cdcdcdcd-0000-4000-8000-000000000002"
+    placed = deployment.api.select_destinations(
+        {}, {"flavor": FLAVOR, "instance_uuids": [second]})
+    assert [p["uuid"] for p in placed] == [second]
+    deployment.engine.dispose()
+    held = {c.consumer_uuid for c in deployment.allocations()}
+    assert second in held and held <= {first, second}, held
+    only = deployment.nodes()["only"]
+    assert (only.memory_mb_used, only.vcpus_used) == (
+        2048 * len(held), len(held))
     log = deployment.server_log()
     assert continued_lines(log) == [], log

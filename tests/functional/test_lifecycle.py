@@ -16,6 +16,8 @@ import pytest
 
 from tests.fixtures._net import http_get
 from tests.functional.conftest import DATABASE_SERVERS
+from tests.functional.conftest import freeze
+from tests.functional.conftest import thaw
 
 #: Generous bounds: they prove "does not hang", they measure nothing.
 WAIT = 60
@@ -566,6 +568,44 @@ def test_sigterm_while_a_request_waits_for_the_database_exits_promptly(
         caller.join(WAIT)
     finally:
         server.start()
+    assert not caller.is_alive()
+    assert "check [database] connection" in str(outcome.get("error")), \
+        outcome
+    log = deployment.server_log()
+    assert "Traceback" not in log, log
+
+
+@pytest.mark.parametrize("database_url", ["postgresql", "mysql"],
+                         indirect=True)
+def test_sigterm_while_a_request_waits_for_a_frozen_database_exits_promptly(
+        request, make_deployment, database_url):
+    """A request whose statement waits for a database server that stopped
+    answering (frozen: its connections stay open) must not hold the
+    shutdown: the server exits 0 within seconds, the request is answered
+    with its one line, and the log has no traceback."""
+    server = request.getfixturevalue(
+        DATABASE_SERVERS[request.node.callspec.params["database_url"]])
+    deployment = make_deployment(scheduler__db_lock_timeout=3,
+                                 scheduler__db_outage_timeout=120)
+    deployment.fleet(3)
+    proc = deployment.start_server()
+    deployment.api.select_destinations({}, {"flavor": FLAVOR})
+    freeze(server)
+    try:
+        caller, outcome = _call_in_background(deployment, {"flavor": FLAVOR})
+        time.sleep(2)
+        assert caller.is_alive(), outcome      # its statement waits
+        started = time.monotonic()
+        os.killpg(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=WAIT) == 0, deployment.server_log()
+        took = time.monotonic() - started
+        caller.join(WAIT)
+    finally:
+        thaw(server)
+    # The round trips' bound (3 s + the margin; the request's perhaps after
+    # the periodic refresh's), not db_outage_timeout nor the graceful
+    # shutdown timeout.
+    assert took < 20, took
     assert not caller.is_alive()
     assert "check [database] connection" in str(outcome.get("error")), \
         outcome

@@ -268,6 +268,43 @@ def test_the_outage_window_ends_then_the_attempts_remain(clock):
     assert len(calls) == len(clock.slept) + 1
 
 
+def _unanswered() -> db_exc.DBConnectionError:
+    """A round trip the server did not answer within its bound
+    (scheduler.db.response; PyMySQL's read_timeout reads the same)."""
+    return db_exc.DBConnectionError(_operational(Exception(
+        "could not receive data from server: timed out after 35 s "
+        "([scheduler] db_lock_timeout + 5 s); lost connection")))
+
+
+@pytest.mark.parametrize("error", [
+    _unanswered,
+    lambda: db_exc.DBConnectionError(_operational(Exception(
+        "(2013, 'Lost connection to MySQL server during query (timed "
+        "out)')")))])
+def test_a_round_trip_unanswered_past_the_outage_window_is_not_tried_again(
+        clock, error):
+    """A database server that stopped answering: each attempt waits the
+    whole response timeout (35 s by default). db_retries more of them
+    after db_outage_timeout kept a request four minutes, far past its
+    caller's RPC timeout; the window counts from the attempt's start."""
+    calls = []
+
+    def work():
+        calls.append(clock.now)
+        clock.now += 35
+        raise error()
+    with pytest.raises(db_exc.DBConnectionError):
+        retry.retrying(5, outage=30)(work)()
+    assert len(calls) == 1
+    calls.clear()
+    with pytest.raises(db_exc.DBConnectionError):
+        retry.retrying(5, outage=100)(work)()
+    # Within the window it is retried: away since 0, 35 + 35 + 35 > 100.
+    assert len(calls) == 3
+    assert retry.is_unanswered(_unanswered())
+    assert not retry.is_unanswered(db_exc.DBConnectionError(_refused()))
+
+
 def test_deadlocks_stay_bounded_by_attempts_within_an_outage(clock):
     work, calls = _flaky(1000, db_exc.DBDeadlock)
     with pytest.raises(db_exc.DBDeadlock):
