@@ -141,21 +141,26 @@ def is_away(exc: BaseException) -> bool:
     server starting up or shutting down."""
     if isinstance(exc, db_exc.DBConnectionError):
         return True
-    if isinstance(exc, db_exc.DBError):
-        exc = exc.inner_exception
-    if not isinstance(exc, sa_exc.DBAPIError):
-        return False
-    text = str(exc.orig).lower()
+    text = _driver_text(exc)
     return any(t in text for t in AWAY)
 
 
 def is_unanswered(exc: BaseException) -> bool:
     """True if ``exc`` is a round trip the server did not answer in time
     (:data:`UNANSWERED`)."""
+    text = _driver_text(exc)
+    return any(t in text for t in UNANSWERED)
+
+
+def _driver_text(exc: BaseException) -> str:
+    """The database driver's own message in ``exc`` (under oslo.db's and
+    SQLAlchemy's wrappers), lower-cased; empty if it is not a driver's
+    error."""
     if isinstance(exc, db_exc.DBError):
         exc = exc.inner_exception
-    return isinstance(exc, sa_exc.DBAPIError) and any(
-        t in str(exc.orig).lower() for t in UNANSWERED)
+    if not isinstance(exc, sa_exc.DBAPIError):
+        return ""
+    return str(exc.orig).lower()
 
 
 def _name(func: Callable) -> str:

@@ -163,17 +163,12 @@ class NovaSchedulerEndpoint:
               ) -> None:
         # A cast has no caller to answer: bad input and a database away are
         # logged in one line each and the next cast carries on.
-        about = ""
-        dropped = failed = None
+        reported = dropped = failed = None
         try:
             if not isinstance(host_name, str) or not host_name:
                 raise exception.InvalidRequest(
                     "host_name: expected a host name")
             reported = read(value, host_name)
-            # Nova does not send a cast again: the line of one not applied
-            # names its instances, for the operator to set right.
-            about = " about " + _named(
-                reported[0] if isinstance(reported, tuple) else reported)
             # Each of its transactions retried alone (casts.Retry).
             changed = action(self.manager.engine, reported,
                              retry=self._retry)
@@ -187,6 +182,10 @@ class NovaSchedulerEndpoint:
             LOG.warning("%s cast from %r dropped: %s", name, host_name,
                         dropped)
         elif failed is not None:
+            # Nova does not send a cast again: the line of one not applied
+            # names its instances, for the operator to set right.
+            about = "" if reported is None else " about " + _named(
+                reported[0] if isinstance(reported, tuple) else reported)
             LOG.warning("%s cast from %r%s not applied: %s", name,
                         host_name, about, failed)
         else:
