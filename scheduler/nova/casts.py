@@ -34,8 +34,10 @@ maps that onto our claims:
   are released.
 
 Being reported on the source of a move says nothing by itself: nova
-reports a migrating instance there both before it leaves and after a live
-migration has finished. Only a host's own periodic list
+lists a moving instance there until it arrives, and reports a
+live-migrating one there both before it leaves and after it has left (such
+a report, in task state ``migrating``, is not read at all: it can be
+served after a later move was claimed). Only a host's own periodic list
 (``sync_instance_info``) naming it on its source *after* its destination
 was confirmed means the move was reverted. Unlisted claims are left alone:
 an instance being built is not listed yet.
@@ -74,6 +76,15 @@ def _once(func: Callable[..., Any]) -> Callable[..., Any]:
 #: confirm or revert.
 RESIZED = "resized"
 
+#: The ``task_state`` of an instance being live-migrated (nova's
+#: ``task_states.MIGRATING``). Only its source reports it so: before it
+#: leaves, and in ``_post_live_migration``, after it has left, from the
+#: source's own copy of the instance (still naming the source). That last
+#: report can be served after a later move of the instance was claimed
+#: (a cast and a call travel on different queues): taken as where the
+#: instance runs, it would pull that claim back onto the host it left.
+MIGRATING = "migrating"
+
 
 def instances_reported(instance_info: Any, host_name: str
                        ) -> tuple[dict[str, str], frozenset[str]]:
@@ -82,7 +93,9 @@ def instances_reported(instance_info: Any, host_name: str
     primitive, read in one pass (a compute's ``init_host`` reports every
     instance it has). An instance's own ``host`` field, when it has one,
     wins over the reporting host. Resized means in :data:`RESIZED`:
-    finish_resize's report, not another's. Uuids are as claims store them
+    finish_resize's report, not another's. An instance being
+    live-migrated (task state :data:`MIGRATING`) is left out: its source's
+    report says nothing about where it runs. Uuids are as claims store them
     (MariaDB's comparison ignores case, so another spelling would find a
     claim under a key not asked for).
 
@@ -90,6 +103,8 @@ def instances_reported(instance_info: Any, host_name: str
     """
     where, resized = {}, set()
     for uuid, data in _instances(instance_info):
+        if data.get("task_state") == MIGRATING:
+            continue
         host = data.get("host")
         where[uuid] = host if isinstance(host, str) and host else host_name
         if data.get("vm_state") == RESIZED:

@@ -122,9 +122,10 @@ def _client(req: dict):
     return client
 
 
-def _instances(ctxt, host: str, uuids: list[str],
-               vm_state: str | None = None) -> objects.InstanceList:
-    state = {"vm_state": vm_state} if vm_state else {}
+def _instances(ctxt, host: str, uuids: list[str], vm_state: str | None,
+               task_state: str | None) -> objects.InstanceList:
+    state = {k: v for k, v in (("vm_state", vm_state),
+                               ("task_state", task_state)) if v}
     return objects.InstanceList(ctxt, objects=[
         objects.Instance(ctxt, uuid=u, host=host, **state) for u in uuids])
 
@@ -158,7 +159,7 @@ def handle(ctxt, req: dict) -> dict:
     if op == "update_instance_info":
         client.update_instance_info(ctxt, req["host"], _instances(
             ctxt, req.get("instance_host", req["host"]), req["uuids"],
-            req.get("vm_state")))
+            req.get("vm_state"), req.get("task_state")))
     elif op == "sync_instance_info":
         client.sync_instance_info(ctxt, req["host"], req["uuids"])
     elif op == "delete_instance_info":

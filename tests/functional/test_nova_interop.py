@@ -99,10 +99,11 @@ def nova(nova_python, rabbitmq, tmp_path_factory):
 
 @pytest.fixture
 def cloud(make_deployment):
-    """Our server as nova's scheduler: three hosts of 4 GB / 4 vCPUs."""
+    """Our server as nova's scheduler: three hosts of 4 GB / 4 vCPUs,
+    logging at debug (see :func:`served`)."""
     deployment = make_deployment(DEFAULT__control_exchange=EXCHANGE,
                                  scheduler__topic="scheduler",
-                                 nova__cell_uuid=CELL)
+                                 nova__cell_uuid=CELL, DEFAULT__debug="true")
     deployment.add_nodes([node(h, vcpus=4, memory_mb=4096, local_gb=100)
                           for h in ("c1", "c2", "c3")])
     deployment.start_server()
@@ -122,6 +123,12 @@ def wait_for(check, what: str, timeout: float = 15):
 
 def used(cloud, host: str) -> int:
     return cloud.nodes()[host].memory_mb_used
+
+
+def served(cloud, cast: str, host: str) -> int:
+    """How many ``cast`` casts from ``host`` the server has finished (its
+    debug line says so even when nothing changed)."""
+    return cloud.server_log().count(f" {cast} from {host}: ")
 
 
 def boot(nova, flavor=SMALL, count=1, **request):
@@ -238,7 +245,8 @@ def test_a_finished_live_migration_gives_the_source_back(nova, cloud):
     # _post_live_migration on the source reports the instance (its copy
     # may still name the source); then the destination's periodic list
     # names it. Live migration has no confirm step: nothing else comes.
-    nova("update_instance_info", host=source, uuids=[instance])
+    nova("update_instance_info", host=source, uuids=[instance],
+         task_state="migrating")
     nova("sync_instance_info", host=target, uuids=[instance])
     wait_for(lambda: cloud.allocations()[0].expires_at is None,
              "destination confirmed")
@@ -275,7 +283,8 @@ def test_deleted_right_after_its_live_migration_it_holds_no_host(
     # _post_live_migration's report from the source (its copy names the
     # source); then the instance is deleted (or shelve-offloaded) on the
     # destination before that host's periodic list named it.
-    nova("update_instance_info", host=source, uuids=[instance])
+    nova("update_instance_info", host=source, uuids=[instance],
+         task_state="migrating")
     nova("delete_instance_info", host=target, uuid=instance)
     wait_for(lambda: not cloud.allocations(), "claim released")
     assert (used(cloud, source), used(cloud, target)) == (0, 0)
@@ -304,7 +313,8 @@ def test_offloaded_after_a_rolled_back_live_migration_it_holds_no_host(
 def test_resized_right_after_its_live_migration_it_moves_from_where_it_is(
         nova, cloud):
     instance, source, target = _live_migrated(nova)
-    nova("update_instance_info", host=source, uuids=[instance])
+    nova("update_instance_info", host=source, uuids=[instance],
+         task_state="migrating")
     # Live-migrated (its destination's next list is still to come), then
     # resized at once: compute/api.py ignores the host it is on.
     [[resized, *_]] = nova("select", flavor=BIG, instance_uuids=[instance],
@@ -322,10 +332,30 @@ def test_resized_right_after_its_live_migration_it_moves_from_where_it_is(
     assert cloud.manage("allocations", "audit", check=False).returncode == 0
 
 
+def test_a_live_migrations_last_report_served_late_leaves_a_resize_claimed(
+        nova, cloud):
+    instance, source, target = _live_migrated(nova)
+    # Resized at once, and _post_live_migration's report from the source
+    # (its own copy: on the source, still migrating) is served only after
+    # the resize's claim: a cast and a call travel on different queues.
+    [[resized, *_]] = nova("select", flavor=BIG, instance_uuids=[instance],
+                           ignore_hosts=[target])["selections"]
+    third = resized["service_host"]
+    nova("update_instance_info", host=source, uuids=[instance],
+         task_state="migrating")
+    wait_for(lambda: served(cloud, "update_instance_info", source) == 2,
+             "the source's second report served")
+    # It pulled the resize back onto the source: (3072, 1024, 0).
+    assert (used(cloud, source), used(cloud, target), used(cloud, third)
+            ) == (0, 1024, 3072)
+    assert cloud.manage("allocations", "audit", check=False).returncode == 0
+
+
 def test_resized_in_place_right_after_its_live_migration_it_frees_the_source(
         nova, cloud):
     instance, source, target = _live_migrated(nova)
-    nova("update_instance_info", host=source, uuids=[instance])
+    nova("update_instance_info", host=source, uuids=[instance],
+         task_state="migrating")
     # Live-migrated (its destination's next list is still to come), then
     # resized where it is (allow_resize_to_same_host: compute/api.py
     # ignores no host; the user named the host it is on).

@@ -236,6 +236,38 @@ def test_seen_on_a_third_host_while_moving_moves_the_destination(
     assert node_row(engine, "h1").memory_mb_used == 0
 
 
+def reported(host, **fields):
+    """What ``casts.seen`` is told by an ``update_instance_info`` from
+    ``host`` about an Instance primitive with ``fields``."""
+    return casts.instances_reported(
+        {"nova_object.name": "Instance",
+         "nova_object.data": {"uuid": VM, "host": host, **fields}}, host)
+
+
+@pytest.mark.parametrize("moved_by", ["scheduler", "forced"])
+def test_a_live_migrations_last_report_from_its_source_moves_no_claim(
+        register, engine, moved_by):
+    """_post_live_migration reports the source's own copy of the
+    instance (on the source, still migrating) after it has left. Served
+    after the instance's next move was claimed (a cast and a call travel
+    on different queues), it pulled that claim back onto the source."""
+    register(node("h1"), node("h2"), node("h3"))
+    claim(engine, "h1")
+    if moved_by == "scheduler":
+        claim(engine, "h2", move=[VM], confirm_on_arrival=True)
+    casts.listed(engine, {VM: "h2"})    # arrived: the claim is on h2 alone
+    claim(engine, "h3", move=[VM], memory_mb=2048)      # resized at once
+    before = allocation_rows(engine)
+
+    assert reported("h1", task_state="migrating") == ({}, frozenset())
+    assert casts.seen(engine, *reported("h1", task_state="migrating")) == 0
+    assert allocation_rows(engine) == before
+    assert {h: node_row(engine, h).memory_mb_used
+            for h in ("h1", "h2", "h3")} == {"h1": 0, "h2": 1024, "h3": 2048}
+    # A report from the host it runs on in no task is still read.
+    assert casts.seen(engine, *reported("h3", vm_state="resized")) == 1
+
+
 def test_seen_on_an_unknown_host_changes_nothing(nodes, engine):
     claim(engine, "h1")
     assert casts.seen(engine, {VM: "nowhere"}) == 0
