@@ -8,24 +8,27 @@ the same stack always gives the same answer.
 """
 from __future__ import annotations
 
-from typing import Collection, Mapping
+from typing import Mapping
 
 from scheduler import exception
 
 
-def batches(deps: Mapping[str, Collection[str]]) -> list[list[str]]:
-    """Creation batches for ``deps`` (resource name -> the names it depends
-    on; every name referenced must be a key).
+def batches(deps: Mapping[str, Mapping[str, str]]) -> list[list[str]]:
+    """Creation batches for ``deps`` (resource name -> {a name it waits
+    for: the field that says so, ``depends_on``, ``same_host`` or
+    ``different_host``}; every name referenced must be a key).
 
     :returns: lists of names, each resource after all its dependencies,
         names sorted within a batch.
-    :raises InvalidRequest: on a dependency cycle, naming its path
-        (``depends_on cycle: a -> b -> a``: a depends on b, b on a).
+    :raises InvalidRequest: on a cycle, naming its path and the fields
+        that make it (``depends_on cycle: a -> b -> a``: a depends on b, b
+        on a; ``different_host cycle: ...`` when the relations make it: a
+        relation orders the two, so it is named on one side only).
     """
-    waiting = {name: len(set(on)) for name, on in deps.items()}
+    waiting = {name: len(on) for name, on in deps.items()}
     dependents: dict[str, list[str]] = {name: [] for name in deps}
     for name, on in deps.items():
-        for dep in set(on):
+        for dep in on:
             dependents[dep].append(name)
     ready = sorted(name for name, n in waiting.items() if n == 0)
     out: list[list[str]] = []
@@ -40,12 +43,18 @@ def batches(deps: Mapping[str, Collection[str]]) -> list[list[str]]:
         ready = sorted(following)
     left = {name for name, n in waiting.items() if n > 0}
     if left:
-        path = " -> ".join(_cycle(deps, left))
-        raise exception.InvalidRequest(f"depends_on cycle: {path}")
+        path = _cycle(deps, left)
+        fields = sorted({deps[a][b] for a, b in zip(path, path[1:])})
+        hint = "" if fields == ["depends_on"] else (
+            " (a relation orders the two resources it relates: name it "
+            "on one of them only)")
+        raise exception.InvalidRequest(
+            f"{'/'.join(fields)} cycle: {' -> '.join(path)}{hint}")
     return out
 
 
-def _cycle(deps: Mapping[str, Collection[str]], left: set[str]) -> list[str]:
+def _cycle(deps: Mapping[str, Mapping[str, str]], left: set[str]
+           ) -> list[str]:
     """One cycle among ``left`` (the resources Kahn could not order), as a
     path that ends where it starts. Every one of them still waits for a
     dependency that is also left, so following the smallest such

@@ -165,9 +165,8 @@ class Stack:
         _check_references(resources)
         _check_hints(resources, _check_consumers(resources))
         _check_groups(resources)
-        order = graph.batches(
-            {name: set(r.depends_on) | set(r.same_host)
-             | set(r.different_host) for name, r in resources.items()})
+        order = graph.batches({name: _edges(r)
+                               for name, r in resources.items()})
         return cls(stack_id=stack_id, resources=resources, order=order,
                    definition=_definition(stack_id, project_id, user_id,
                                           resources),
@@ -250,6 +249,16 @@ def _with_consumers(stack_id: str, name: str, parsed: RequestSpec | None,
     return dataclasses.replace(parsed, instance_uuids=tuple(
         consumer_uuid(stack_id, name, i)
         for i in range(parsed.num_instances)))
+
+
+def _edges(r: Resource) -> dict[str, str]:
+    """The resources ``r`` waits for, each with the field that names it
+    (``depends_on`` first: a relation also named there is a dependency)."""
+    edges: dict[str, str] = {}
+    for field in ("depends_on",) + RELATIONS:
+        for name in getattr(r, field):
+            edges.setdefault(name, field)
+    return edges
 
 
 def _check_references(resources: dict[str, Resource]) -> None:
