@@ -46,8 +46,10 @@ _SEQUENCE_GRANT = ("USAGE on the sequences of the scheduler's tables (a grant "
                    "that owns them (e.g. sudo -u scheduler)")
 #: ... "the database server cannot be reached".
 _UNREACHABLE = db_retry.UNREACHABLE
-#: ... "the database file or server cannot be opened".
-_CANNOT_OPEN = ("unable to open database file", "no such file") + _UNREACHABLE
+#: ... "the database file or server cannot be opened" (a server that did
+#: not answer in time included: PyMySQL's "(timed out)").
+_CANNOT_OPEN = ("unable to open database file", "no such file") + \
+    _UNREACHABLE + db_retry.UNANSWERED
 
 #: ... "a lock another session holds outlasted [scheduler]
 #: db_lock_timeout" (SQLite's busy timeout, MariaDB's 1205, PostgreSQL's

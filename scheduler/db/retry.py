@@ -52,8 +52,11 @@ SQLITE_BUSY = ("database is locked", "database table is locked")
 #: (lock_not_available: ``[scheduler] db_lock_timeout``).
 _PG_TRANSIENT = ("40001", "55P03")
 
-#: The database server cannot be reached.
-UNREACHABLE = ("could not connect", "connection refused", "can't connect")
+#: The database server cannot be reached (libpq says "timeout expired"
+#: when its ``connect_timeout`` runs out: a server that accepts and never
+#: answers).
+UNREACHABLE = ("could not connect", "connection refused", "can't connect",
+               "timeout expired")
 #: The database server is away or busy for now (:func:`is_away`):
 #: unreachable, gone, refusing new sessions while it starts up, shuts down
 #: or recovers (PostgreSQL's 57P03; MariaDB's 1053), or out of connection

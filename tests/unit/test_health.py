@@ -59,3 +59,25 @@ def test_ready_once_when_workers_consume_and_the_database_answers(
 
     monitor.stopping()
     assert received(systemd) == ["STOPPING=1\nSTATUS=stopping"]
+
+
+@pytest.mark.parametrize("url", ["postgresql+psycopg2://u:p@127.0.0.1:{}/d",
+                                 "mysql+pymysql://u:p@127.0.0.1:{}/d"])
+def test_a_database_server_that_never_answers_is_named_as_unreachable(
+        conf, monkeypatch, url):
+    """A server that accepts and never answers (frozen, or behind a
+    partition the kernel still ACKs for): the probe's line said
+    "database ... failed: ... timeout expired; check [database]
+    connection", as if the URL were wrong."""
+    monkeypatch.setattr(health, "DB_CONNECT_TIMEOUT", 1)
+    silent = socket.create_server(("127.0.0.1", 0))
+    try:
+        conf.set_override("connection",
+                          url.format(silent.getsockname()[1]),
+                          group="database")
+        line = health.DatabaseProbe(conf).problem()
+    finally:
+        silent.close()
+    assert line.startswith("cannot open database "), line
+    assert line.endswith("check [database] connection and that the "
+                         "database server is up"), line
