@@ -191,11 +191,17 @@ def seen(engine: sa.Engine, where: dict[str, str],
 def listed(engine: sa.Engine, where: dict[str, str],
            retry: Retry = _once) -> int:
     """A host's own list of its instances (``sync_instance_info``: nova
-    reads it by the instance's host in its database, so it is never stale):
-    as :func:`seen`, and a move whose destination was already confirmed
-    but whose instance is listed on its source again was reverted (nova's
-    same-cell resize revert sends no cast of its own). ``retry`` runs each
-    transaction (:data:`Retry`).
+    reads it by the instance's host in its database, so it names no stale
+    copy of an instance; but it is read when sent, from a replica where
+    nova has one, and served when a scheduler gets to it): as :func:`seen`,
+    and a move whose destination was already confirmed but whose instance
+    is listed on its source again was reverted (nova's same-cell resize
+    revert sends no cast of its own). A source's list read before its
+    instance left and served after its destination reported it is read
+    the same way, a revert (or, after a live migration, the claim moved
+    back): nothing in it tells the two apart (the strict xfails in
+    tests/unit/nova/test_casts.py). ``retry`` runs each transaction
+    (:data:`Retry`).
     :returns: how many claims changed.
     """
     held = retry(claims.holdings)(engine, list(where))
