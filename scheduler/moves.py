@@ -96,21 +96,36 @@ def confirmed_on_arrival(spec: RequestSpec) -> bool:
 def arrived(spec: RequestSpec, held: HeldClaim,
             holding: MoveHolding) -> bool:
     """Whether ``spec``, a new request for a consumer holding ``held``
-    (where: ``holding``), says the consumer's move with no confirm step
-    (:func:`confirmed_on_arrival`) is over, before its destination's next
-    list did.
+    (where: ``holding``), says the consumer's move is over on its
+    destination before a cast did.
 
     Nova moves an instance again only once its last move is over, and then
     ignores the host it is on (a live migration, an evacuation, a resize
     not to the same host): ignoring the move's destination, the request
-    says it arrived. A request that ignores no host at all says so too
-    when it is a move (a resize where the instance is), taken to have
-    arrived as moves do: one rolled back just before is told by nothing
-    nova sends. A request ignoring the move's source is a re-try of that
-    move itself (nova's live migration and evacuation always ignore it):
-    the consumer never left.
+    says it is over there.
+
+    - A move with no confirm step (:func:`confirmed_on_arrival`) is over
+      once it arrived, before its destination's next list says so. A
+      request that ignores no host at all says so too when it is a move (a
+      resize where the instance is), taken to have arrived as moves do:
+      one rolled back just before is told by nothing nova sends.
+    - A move that waits for the user's confirm or revert (a resize, a cold
+      migration) is over only then, and nova's API moves a resized
+      instance no further until it is. A request of nova's (``move``
+      unsaid) ignoring the destination says it was confirmed there: the
+      confirm's cast (``delete_instance_info`` from the source, sent after
+      the instance is saved active on the destination) may be served
+      after it, since casts and calls travel on different queues. Our own
+      API's callers confirm their moves themselves, and one ignoring the
+      destination moves away from it.
+
+    A request ignoring the move's source is a re-try of that move itself
+    (nova's live migration and evacuation always ignore it) or a new move
+    after a revert: either way the consumer never left.
     """
-    if not holding.confirm_on_arrival or _named(holding.source_host,
-                                                spec.ignore_hosts):
+    if holding.source_host is None or _named(holding.source_host,
+                                             spec.ignore_hosts):
         return False
-    return _named(holding.host, spec.ignore_hosts) or is_move(spec, held)
+    if holding.confirm_on_arrival:
+        return _named(holding.host, spec.ignore_hosts) or is_move(spec, held)
+    return spec.move is None and _named(holding.host, spec.ignore_hosts)

@@ -266,10 +266,9 @@ class Driver:
 
     def _end_arrived_moves(self, spec: RequestSpec,
                            held: dict[str, sa.Row]) -> dict[str, sa.Row]:
-        """``held``, after confirming the moves with no confirm step that
-        ``spec`` says are over (:func:`scheduler.moves.arrived`): the new
-        request moves the consumer from where it arrived, not from the
-        source it left."""
+        """``held``, after confirming the moves that ``spec`` says are
+        over (:func:`scheduler.moves.arrived`): the new request moves the
+        consumer from where it arrived, not from the source it left."""
         if not any(row.source_node_id is not None for row in held.values()):
             return held
         retry = db_retry.for_conf(self.conf)

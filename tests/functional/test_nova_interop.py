@@ -351,6 +351,38 @@ def test_a_live_migrations_last_report_served_late_leaves_a_resize_claimed(
     assert cloud.manage("allocations", "audit", check=False).returncode == 0
 
 
+def test_resized_again_before_its_confirm_was_served_it_moves_from_where_it_is(
+        nova, cloud):
+    [instance], [[booted, *_]] = boot(nova)
+    source = booted["service_host"]
+    nova("update_instance_info", host=source, uuids=[instance])
+    [[resized, *_]] = nova("select", flavor=BIG, instance_uuids=[instance],
+                           ignore_hosts=[source])["selections"]
+    target = resized["service_host"]
+    nova("update_instance_info", host=target, uuids=[instance],
+         vm_state="resized")                        # finish_resize
+    wait_for(lambda: cloud.allocations()[0].expires_at is None,
+             "destination confirmed")
+    # Confirmed: confirm_resize saves the instance active on the target,
+    # then the source casts delete_instance_info. The user resizes again
+    # at once (compute/api.py ignores the host it is on), and that call
+    # is served before the cast.
+    [[again, *_]] = nova("select", flavor=SMALL, instance_uuids=[instance],
+                         ignore_hosts=[target])["selections"]
+    nova("delete_instance_info", host=source, uuid=instance)
+    wait_for(lambda: served(cloud, "delete_instance_info", source) == 1,
+             "the confirm's cast served")
+    # The new move's source is where the instance runs until its confirm:
+    # it kept the first source, and the late cast left the target
+    # uncharged.
+    [claim] = cloud.allocations()
+    assert claim.source_node_id == cloud.nodes()[target].id
+    used_mb = {h: used(cloud, h) for h in ("c1", "c2", "c3")}
+    assert used_mb[target] == 3072 and used_mb[again["service_host"]] == 1024
+    assert sum(used_mb.values()) == 3072 + 1024
+    assert cloud.manage("allocations", "audit", check=False).returncode == 0
+
+
 def test_resized_in_place_right_after_its_live_migration_it_frees_the_source(
         nova, cloud):
     instance, source, target = _live_migrated(nova)

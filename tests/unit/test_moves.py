@@ -79,9 +79,23 @@ def _nova(**fields) -> RequestSpec:
 def test_a_request_ignoring_where_a_live_migration_went_says_it_arrived():
     held, holding = _live_migrated()
     assert moves.arrived(_nova(ignore_hosts=["h2"]), held, holding)
-    # A move waiting for its confirm (a resize) is not over by arriving.
+
+
+def test_a_request_ignoring_where_a_resize_went_says_it_was_confirmed():
+    """Nova's API moves a resized instance no further until it is
+    confirmed or reverted, and then ignores the host it is on: the
+    destination, once confirmed (the confirm's cast may come later)."""
     held, holding = _live_migrated(confirm_on_arrival=False)
-    assert not moves.arrived(_nova(ignore_hosts=["h2"]), held, holding)
+    assert moves.arrived(_nova(ignore_hosts=["h2"]), held, holding)
+    # Reverted: nova ignores the source. Ignoring nothing
+    # (allow_resize_to_same_host) says neither.
+    assert not moves.arrived(_nova(ignore_hosts=["h1"]), held, holding)
+    assert not moves.arrived(
+        _nova(flavor={**FLAVOR, "memory_mb": 2048}), held, holding)
+    # Our own API's caller confirms its moves: ignoring the destination,
+    # it moves away from it.
+    assert not moves.arrived(_spec(move=True, ignore_hosts=["h2"]), held,
+                             holding)
 
 
 def test_a_resize_in_place_ignoring_no_host_says_it_arrived():

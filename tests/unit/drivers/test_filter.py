@@ -766,6 +766,33 @@ def test_a_move_without_a_confirm_step_moved_on_starts_where_nova_says(
         "h2": 1024 if source == "h2" else 0, "h3": 1024}
 
 
+def test_a_resize_moved_on_before_its_confirm_was_served_starts_where_it_is(
+        register, engine, filter_driver):
+    """confirm_resize saves the instance active on h2 before h1 casts
+    delete_instance_info; the user resizes again at once, and nova's
+    request ignores the host it is on. The new move kept h1 as its source
+    and, once the late cast confirmed that, h2, where the instance runs
+    until the new resize is confirmed, was charged nothing."""
+    register(node("h1"), node("h2"), node("h3"))
+    filter_driver.select_destinations(_nova(instance_uuids=[U[0]],
+                                            force_hosts=["h1"]))
+    # Resized to h2 (with alternates: it waits for the user's confirm).
+    filter_driver.select_destinations(dataclasses.replace(_spec(
+        memory_mb=2048, instance_uuids=[U[0]], force_hosts=["h2"],
+        ignore_hosts=["h1"], return_alternates=True), move=None))
+
+    [dest] = filter_driver.select_destinations(dataclasses.replace(_spec(
+        memory_mb=3072, instance_uuids=[U[0]], ignore_hosts=["h2"],
+        return_alternates=True), move=None))
+
+    assert dest["host"] in ("h1", "h3")
+    [row] = allocation_rows(engine)
+    assert row.source_node_id == node_row(engine, "h2").id
+    used = {h: node_row(engine, h).memory_mb_used for h in ("h1", "h2", "h3")}
+    assert used[dest["host"]] == 3072 and used["h2"] == 2048
+    assert sum(used.values()) == 3072 + 2048
+
+
 def test_rank_of_a_rebuild_check_is_the_check_select_makes(register,
                                                            filter_driver):
     # A rebuild (nova's _nova_check_type) checks the instance's current

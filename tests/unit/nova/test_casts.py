@@ -538,30 +538,6 @@ def test_a_shelve_offload_served_after_the_unshelve_keeps_its_claim(
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "known, not fixable in claims or casts: the next resize's claim, made "
-    "while the confirm is unserved, keeps the first move's source "
-    "(claims.claim: a live migration's re-try must); only the driver sees "
-    "that the request ignores the destination (instance.host), so the "
-    "move it continues was confirmed (as moves.arrived does for moves "
-    "with no confirm step)"))
-def test_a_confirm_served_after_the_next_resize_was_claimed(register,
-                                                            engine):
-    """confirm_resize saves the instance ACTIVE on h2 before it casts
-    delete_instance_info from h1; the user resizes again at once (to
-    h3): the new move's source must be h2, where the instance runs until
-    that resize's own confirm."""
-    register(node("h1"), node("h2"), node("h3"))
-    claim(engine, "h1")
-    casts.seen(engine, {VM: "h1"})                  # built
-    claim(engine, "h2", move=[VM], memory_mb=2048)  # resize 1
-    casts.seen(engine, {VM: "h2"}, {VM})            # finish_resize
-    claim(engine, "h3", move=[VM], memory_mb=4096)  # resize 2
-    casts.gone(engine, {VM: "h1"}, ttl=60)          # confirm 1, late
-    assert {h: node_row(engine, h).memory_mb_used
-            for h in ("h1", "h2", "h3")} == {"h1": 0, "h2": 2048, "h3": 4096}
-
-
-@pytest.mark.xfail(strict=True, reason=(
     "known, not fixable from nova's casts alone: a list read before the "
     "live migration switched instance.host (post_live_migration_at_"
     "destination) names no task state and no time; a list naming an "
