@@ -22,8 +22,9 @@ def batches(deps: Mapping[str, Mapping[str, str]]) -> list[list[str]]:
         names sorted within a batch.
     :raises InvalidRequest: on a cycle, naming its path and the fields
         that make it (``depends_on cycle: a -> b -> a``: a depends on b, b
-        on a; ``different_host cycle: ...`` when the relations make it: a
-        relation orders the two, so it is named on one side only).
+        on a; ``depends_on/different_host cycle: ...`` with a relation on
+        it; two resources relating each other are told that a relation
+        orders the two, so it is named on one side only).
     """
     waiting = {name: len(on) for name, on in deps.items()}
     dependents: dict[str, list[str]] = {name: [] for name in deps}
@@ -45,9 +46,10 @@ def batches(deps: Mapping[str, Mapping[str, str]]) -> list[list[str]]:
     if left:
         path = _cycle(deps, left)
         fields = sorted({deps[a][b] for a, b in zip(path, path[1:])})
-        hint = "" if fields == ["depends_on"] else (
-            " (a relation orders the two resources it relates: name it "
-            "on one of them only)")
+        # Two resources relating each other: one side says it all.
+        hint = " (a relation orders the two resources it relates: name " \
+            "it on one of them only)" if len(path) == 3 and \
+            "depends_on" not in fields else ""
         raise exception.InvalidRequest(
             f"{'/'.join(fields)} cycle: {' -> '.join(path)}{hint}")
     return out

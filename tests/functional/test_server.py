@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import oslo_messaging as messaging
 
@@ -47,6 +48,12 @@ def test_two_workers_both_serve_and_stop_cleanly_on_sigterm(
     deployment = make_deployment(scheduler__workers=2)
     deployment.fleet(20)
     proc = deployment.start_server()
+    # Serving begins with the first worker that consumes; the second may
+    # still be loading its host table.
+    deadline = time.monotonic() + 30
+    while "Ready: 2/2 workers consuming" not in deployment.server_log():
+        assert time.monotonic() < deadline, deployment.server_log()[-3000:]
+        time.sleep(0.2)
 
     results = [deployment.api.select_destinations({}, {"flavor": FLAVOR})
                for _ in range(20)]

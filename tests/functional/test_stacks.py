@@ -255,7 +255,7 @@ resources:
     refused = deployment.client("stack", "rank", str(template))
     assert refused.returncode == 1
     assert refused.stderr.splitlines() == [
-        "ERROR: depends_on cycle: app -> db -> web -> app"]
+        "ERROR: depends_on/different_host cycle: app -> db -> web -> app"]
     assert deployment.allocations() == []
     assert deployment.api.ping({})
 
