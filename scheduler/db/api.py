@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import datetime
+import time
 from typing import Any, NamedTuple, Sequence
 
 from oslo_config import cfg
@@ -146,9 +147,10 @@ def create_engine(conf: cfg.ConfigOpts) -> sa.Engine:
         @sa.event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_connection, record):
             cursor = dbapi_connection.cursor()
-            cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute(f"PRAGMA busy_timeout={lock_timeout * 1000}")
             cursor.close()
+            _sqlite_wal(dbapi_connection, engine.dialect.loaded_dbapi,
+                        lock_timeout)
         _sqlite_begin_directly(engine)
     if engine.dialect.name in ("mysql", "postgresql"):
         # oslo.db made and pooled a connection, to test the URL, before the
@@ -156,6 +158,30 @@ def create_engine(conf: cfg.ConfigOpts) -> sa.Engine:
         # its session settings.
         engine.dispose()
     return engine
+
+
+def _sqlite_wal(dbapi_connection: Any, dbapi: Any, lock_timeout: int) -> None:
+    """Put the file in WAL mode (a no-op once it is), trying again for up
+    to ``lock_timeout`` seconds while SQLite says it is locked.
+
+    Two connections switching a new file at once (two 'db sync' started
+    together) deadlock: each holds a read lock and wants the other's gone.
+    SQLite answers one of them "database is locked" at once, without
+    waiting in its busy handler; that one tries again once the other has
+    switched, and finds the file in WAL mode.
+    """
+    deadline = time.monotonic() + lock_timeout
+    while True:
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except dbapi.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() >= deadline:
+                raise
+        finally:
+            cursor.close()
+        time.sleep(0.01)
 
 
 def _sqlite_begin_directly(engine: sa.Engine) -> None:

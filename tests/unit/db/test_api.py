@@ -2,6 +2,8 @@
 databases (a file, as the service uses, and in memory)."""
 from __future__ import annotations
 
+import multiprocessing
+
 from oslo_db.sqlalchemy import engines as oslo_engines
 import pytest
 import sqlalchemy as sa
@@ -16,6 +18,41 @@ def _pragma(engine: sa.Engine, name: str):
 
 def test_a_sqlite_file_runs_in_wal_mode(engine):
     assert _pragma(engine, "journal_mode") == "wal"
+
+
+# Forked: two threads of one process do not meet SQLite's deadlock.
+@pytest.mark.filterwarnings("ignore:Using fork:DeprecationWarning")
+def test_two_processes_opening_a_new_file_at_once_both_get_wal(conf,
+                                                               tmp_path):
+    # Two 'db sync' started together: both switch the new file to WAL at
+    # once, which SQLite answers with "database is locked" for one of them
+    # at once (no busy wait); most rounds did before the retry.
+    fork = multiprocessing.get_context("fork")
+    for attempt in range(20):
+        conf.set_override("connection",
+                          f"sqlite:///{tmp_path}/race-{attempt}.sqlite",
+                          group="database")
+        engine = db_api.create_engine(conf)
+        barrier, answers = fork.Barrier(2), fork.Queue()
+        workers = [fork.Process(target=_connect_at_once,
+                                args=(engine, barrier, answers))
+                   for _ in range(2)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(timeout=60)
+        engine.dispose()
+        assert [answers.get(timeout=5), answers.get(timeout=5)] == \
+            ["wal", "wal"], f"attempt {attempt}"
+
+
+def _connect_at_once(engine: sa.Engine, barrier, answers) -> None:
+    barrier.wait()
+    try:
+        with engine.connect() as conn:
+            answers.put(conn.exec_driver_sql("PRAGMA journal_mode").scalar())
+    except Exception as error:
+        answers.put(repr(error))
 
 
 @pytest.mark.parametrize("synchronous, level", [(True, 2), (False, 0)])
