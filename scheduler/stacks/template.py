@@ -19,7 +19,8 @@ What is read, as Heat reads it:
   ``same_host`` / ``different_host`` naming a resource of the template
   (``{get_resource: web1}``) are relations within the stack and
   ``group: {get_resource: G}`` puts the server in the
-  ``OS::Nova::ServerGroup`` G (its ``policies``);
+  ``OS::Nova::ServerGroup`` G (its ``policies``, anti-affinity if none,
+  as Heat defaults them);
 - an ``OS::Heat::ResourceGroup`` whose ``resource_def`` is an
   ``OS::Nova::Server`` is placed as ``count`` (default 1) such servers,
   one resource of that many instances;
@@ -44,6 +45,8 @@ from scheduler.stacks.stack import CONSUMER_NAMESPACE
 SERVER = "OS::Nova::Server"
 SERVER_GROUP = "OS::Nova::ServerGroup"
 RESOURCE_GROUP = "OS::Heat::ResourceGroup"
+#: An OS::Nova::ServerGroup's ``policies`` when it gives none (Heat's).
+DEFAULT_GROUP_POLICIES = ("anti-affinity",)
 RELATIONS = ("same_host", "different_host")
 #: A condition's truth: (condition, where it is) -> bool (_conditions).
 Truth = Callable[[Any, str], bool]
@@ -287,13 +290,15 @@ def _server_group(name: str, body: dict, types: dict[str, str],
                   truth: Truth | None = None) -> dict[str, Any]:
     """The instance_group of the servers in group resource ``name``: its
     uuid derived from the stack and the name, its policy from
-    ``policies`` (or the newer ``policy``)."""
+    ``policies`` (or the newer ``policy``); neither is anti-affinity, as
+    Heat's ``policies`` default."""
     where = f"resources.{name}.properties"
     props = _mapping(_resolve(body.get("properties") or {}, where, values,
                               types, set(), truth), where)
     policies = props.get("policies")
-    if policies is None and props.get("policy") is not None:
-        policies = [props["policy"]]
+    if policies is None:
+        policies = ([props["policy"]] if props.get("policy") is not None
+                    else list(DEFAULT_GROUP_POLICIES))
     if not isinstance(policies, list) or len(policies) != 1:
         raise exception.InvalidRequest(
             f"{where}.policies: expected one policy")

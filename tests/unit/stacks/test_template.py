@@ -493,3 +493,25 @@ resources:
                        match=r"^stack.resources.s.spec.scheduler_hints.group"
                              r": .* is not a server group uuid"):
         Stack.from_primitives(raw)
+
+
+@pytest.mark.parametrize("group", [
+    "{type: OS::Nova::ServerGroup}",
+    "{type: OS::Nova::ServerGroup, properties: {name: web}}",
+])
+def test_a_server_group_without_policies_is_anti_affinity_as_in_heat(group):
+    # Heat's OS::Nova::ServerGroup defaults ``policies`` to
+    # [anti-affinity]: such a template was refused ("expected one policy").
+    raw = _stack(f"""
+heat_template_version: 2018-08-31
+resources:
+  g: {group}
+  s:
+    type: OS::Nova::Server
+    properties:
+      flavor: m1.small
+      scheduler_hints: {{group: {{get_resource: g}}}}
+""")
+    assert raw["resources"]["s"]["spec"]["instance_group"]["policies"] == [
+        "anti-affinity"]
+    assert Stack.from_primitives(raw).order == [["g"], ["s"]]
