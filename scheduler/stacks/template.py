@@ -9,7 +9,8 @@ What is read, as Heat reads it:
   constraints as Heat does (:mod:`scheduler.stacks.parameters`);
 - ``conditions`` (``equals``, ``not``, ``and``, ``or``, ``contains``,
   ``get_param``, a condition's name, true/false) and each resource's
-  ``condition``: a resource whose condition is false is not in the stack;
+  ``condition``: a resource whose condition is false is not in the stack
+  (a ``depends_on`` naming it is dropped, as Heat allows);
   ``{if: [condition, a, b]}`` in properties is ``a`` or ``b``;
 - ``resources``: each resource's ``depends_on`` (a name or a list) and
   every ``{get_resource: name}`` and ``{get_attr: [name, ...]}`` in its
@@ -117,11 +118,15 @@ def to_stack(template: Any, stack_id: str,
         raise exception.InvalidRequest(
             "resources: expected a mapping of at least one resource")
     # Heat creates no resource whose condition is false: neither do we
-    # place it (references to it are then to no such resource, as in Heat).
+    # place it (get_resource / get_attr of it are then to no such resource;
+    # a depends_on naming it is dropped, as Heat allows dependencies on a
+    # resource defined under a condition).
     truth = _conditions(template.get("conditions") or {}, values)
-    resources = {name: body for name, body in resources.items()
+    declared = resources
+    resources = {name: body for name, body in declared.items()
                  if not isinstance(body, dict) or "condition" not in body
                  or truth(body["condition"], f"resources.{name}.condition")}
+    disabled = frozenset(map(str, declared)) - set(map(str, resources))
     types = {}
     for name, body in resources.items():
         if not isinstance(body, dict) or not isinstance(body.get("type"),
@@ -136,7 +141,7 @@ def to_stack(template: Any, stack_id: str,
     out = {}
     for name, body in resources.items():
         out[str(name)] = _resource(str(name), body, types, values, flavors,
-                                   groups, truth)
+                                   groups, truth, disabled)
     return {"stack_id": stack_id, "project_id": project_id,
             "user_id": user_id, "resources": out}
 
@@ -310,7 +315,10 @@ def _server_group(name: str, body: dict, types: dict[str, str],
 def _resource(name: str, body: dict, types: dict[str, str],
               values: dict[str, Any], flavors: dict[str, dict[str, Any]],
               groups: dict[str, dict[str, Any]],
-              truth: Truth | None = None) -> dict[str, Any]:
+              truth: Truth | None = None,
+              disabled: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """Resource ``name`` of the stack; ``disabled``: the template's
+    resources whose condition is false (not dependencies)."""
     where = f"resources.{name}"
     depends = body.get("depends_on") or []
     if isinstance(depends, str):
@@ -323,7 +331,8 @@ def _resource(name: str, body: dict, types: dict[str, str],
                               f"{where}.properties", values, types, refs,
                               truth), f"{where}.properties")
     out: dict[str, Any] = {"spec": None,
-                           "depends_on": sorted(set(map(str, depends)))}
+                           "depends_on": sorted(set(map(str, depends))
+                                                - disabled)}
     count = 1
     where = f"{where}.properties"
     if body["type"] == RESOURCE_GROUP:

@@ -327,6 +327,25 @@ def test_a_resource_whose_condition_is_false_is_not_placed(env, placed):
     assert sorted(Stack.from_primitives(raw).placed) == placed
 
 
+@pytest.mark.parametrize("env, order", [
+    ("dev", [["spare", "web"], ["after"]]),
+    ("prod", [["web"], ["standby"], ["after"]]),
+])
+def test_depends_on_a_resource_whose_condition_is_false_is_dropped(env,
+                                                                   order):
+    # Heat allows dependencies on a resource defined under a condition
+    # (rsrc_defn.dependencies: "conditionally defined, allow dependencies
+    # on it"); with the condition false it was refused, "no resource
+    # named 'standby'".
+    text = _CONDITIONAL + """  after:
+    type: OS::Nova::Server
+    depends_on: [standby, spare, web]
+    properties: {flavor: m1.tiny}
+"""
+    raw = _stack(text, parameters={"env": env})
+    assert Stack.from_primitives(raw).order == order
+
+
 def test_an_unknown_condition_is_named():
     with pytest.raises(exception.InvalidRequest) as e:
         _stack(_CONDITIONAL.replace("condition: is_prod",
