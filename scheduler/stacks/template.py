@@ -16,7 +16,8 @@ What is read, as Heat reads it:
   every ``{get_resource: name}`` and ``{get_attr: [name, ...]}`` in its
   properties are dependencies;
 - ``OS::Nova::Server`` is placed: ``flavor`` (a name from the flavors
-  file), ``image``, ``availability_zone``, ``scheduler_hints``, where
+  file), ``image``, ``availability_zone`` (nova's ``zone:host:node``
+  forcing too), ``scheduler_hints``, where
   ``same_host`` / ``different_host`` naming a resource of the template
   (``{get_resource: web1}``) are relations within the stack and
   ``group: {get_resource: G}`` puts the server in the
@@ -366,7 +367,8 @@ def _resource(name: str, body: dict, types: dict[str, str],
     if image is not None:
         spec["image"] = {"name": str(image)}
     if props.get("availability_zone") is not None:
-        spec["availability_zone"] = props["availability_zone"]
+        spec.update(_zone(props["availability_zone"],
+                          f"{where}.availability_zone"))
     group = hints.pop("group", None)
     if _is_get_resource(group):
         if group["get_resource"] not in groups:
@@ -380,6 +382,30 @@ def _resource(name: str, body: dict, types: dict[str, str],
         spec["scheduler_hints"] = hints
     out["spec"] = spec
     out["depends_on"] = sorted(set(out["depends_on"]) | refs)
+    return out
+
+
+def _zone(value: Any, where: str) -> dict[str, Any]:
+    """A server's ``availability_zone`` as nova's API reads it (Heat
+    passes it on): an admin's ``zone:host``, ``zone:host:node`` or
+    ``zone::node`` forces the host or node, in that zone if one is named.
+    :returns: the spec's ``availability_zone``, ``force_hosts`` and
+        ``force_nodes`` it gives."""
+    if not isinstance(value, str) or ":" not in value:
+        return {"availability_zone": value}   # the spec's schema checks it
+    parts = value.split(":")
+    if len(parts) > 3:
+        raise exception.InvalidRequest(
+            f"{where}: expected zone, zone:host, zone:host:node or "
+            f"zone::node, got {value[:60]!r}")
+    zone, host, node = parts + [""] * (3 - len(parts))
+    out: dict[str, Any] = {}
+    if zone:
+        out["availability_zone"] = zone
+    if host:
+        out["force_hosts"] = [host]
+    if node:
+        out["force_nodes"] = [node]
     return out
 
 

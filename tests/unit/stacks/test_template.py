@@ -534,3 +534,41 @@ resources:
     assert raw["resources"]["s"]["spec"]["instance_group"]["policies"] == [
         "anti-affinity"]
     assert Stack.from_primitives(raw).order == [["g"], ["s"]]
+
+
+@pytest.mark.parametrize("zone, placed", [
+    ("nova", {"availability_zone": "nova"}),
+    ("nova:h1", {"availability_zone": "nova", "force_hosts": ["h1"]}),
+    ("nova:h1:n1", {"availability_zone": "nova", "force_hosts": ["h1"],
+                    "force_nodes": ["n1"]}),
+    ("nova::n1", {"availability_zone": "nova", "force_nodes": ["n1"]}),
+    (":h1", {"force_hosts": ["h1"]}),
+])
+def test_a_zone_naming_a_host_forces_it_as_nova_reads_it(zone, placed):
+    # Heat hands availability_zone to nova, whose API reads an admin's
+    # zone:host, zone:host:node and zone::node as forced host and node:
+    # the whole text was taken as the zone's name, a zone no host is in.
+    raw = _stack(f"""
+heat_template_version: 2018-08-31
+resources:
+  s:
+    type: OS::Nova::Server
+    properties: {{flavor: m1.small, availability_zone: "{zone}"}}
+""")
+    spec = raw["resources"]["s"]["spec"]
+    assert {k: spec[k] for k in ("availability_zone", "force_hosts",
+                                 "force_nodes") if k in spec} == placed
+    Stack.from_primitives(raw)
+
+
+def test_a_zone_with_too_many_colons_is_named():
+    with pytest.raises(exception.InvalidRequest) as e:
+        _stack("""
+heat_template_version: 2018-08-31
+resources:
+  s:
+    type: OS::Nova::Server
+    properties: {flavor: m1.small, availability_zone: "a:b:c:d"}
+""")
+    assert e.value.message.startswith(
+        "resources.s.properties.availability_zone: "), e.value.message
