@@ -63,7 +63,10 @@ def select(driver, stack: stacks.Stack,
     conf = driver.conf
     retry = db_retry.for_conf(conf)
     consumers = stack.consumers
-    for _ in range(conf.scheduler.claim_retries + 1):
+    # Each time a concurrent send claimed first, the stack is read again:
+    # what it holds then answers this one, whatever retries are left.
+    lost = 0
+    while True:
         stored = retry(store.definition)(driver.engine, stack.stack_id)
         if stored is not None and stored != stack.definition:
             raise exception.InvalidRequest(
@@ -80,9 +83,12 @@ def select(driver, stack: stacks.Stack,
                 name: [held_destination(held[u])
                        for u in r.spec.instance_uuids]
                 for name, r in stack.placed.items()}, dry_run)
+        if lost > conf.scheduler.claim_retries:
+            break
         if stored is None and not _unclaimed(driver, stack, held, retry):
             # A concurrent send of this stack placed it since the stack
             # was read: look again at what it holds.
+            lost += 1
             continue
         # What is left of an earlier placement of this stack is replaced in
         # the same transaction.
@@ -93,11 +99,11 @@ def select(driver, stack: stacks.Stack,
             return result
         # A concurrent send of this stack (or of its consumers) won: look
         # again at what it holds.
+        lost += 1
     trace.refused(trace.CLAIM_REFUSAL)
     raise exception.NoValidHost(
         f"No valid host for stack {stack.stack_id}: its consumers were "
-        f"claimed concurrently {conf.scheduler.claim_retries + 1} times in "
-        f"a row")
+        f"claimed concurrently {lost} times in a row")
 
 
 def _unclaimed(driver, stack: stacks.Stack, held: dict[str, Any],

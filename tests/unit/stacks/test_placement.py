@@ -492,3 +492,28 @@ def test_a_concurrent_send_of_a_stack_naming_its_consumers_is_not_refused(
     again = placement.select(filter_driver, _stack(resources))
     assert _hosts(again) == _hosts(first)
     assert [r.consumer_uuid for r in allocation_rows(engine)] == [X]
+
+
+def test_a_send_that_lost_to_its_duplicate_gets_the_stack_without_retries(
+        four_hosts, conf, engine, monkeypatch):
+    """With [scheduler] claim_retries = 0 the send that finds the stack
+    claimed under it by its duplicate (rpcapi re-sends a stack on a
+    timeout) answers what the stack holds, as a single request does; it
+    was refused: "its consumers were claimed concurrently 1 times"."""
+    conf.set_override("claim_retries", 0, group="scheduler")
+    driver = FilterScheduler(conf, fresh_host_manager(conf, engine), engine)
+    other = FilterScheduler(conf, fresh_host_manager(conf, engine), engine)
+    real_plan = placement.planner.plan
+    first = []
+
+    def duplicate_claims_meanwhile(driver_planning, *args, **kwargs):
+        # This send read no stack and planned; its duplicate, in another
+        # scheduler, commits the whole stack before this one claims.
+        if driver_planning is driver and not first:
+            first.append(placement.select(other, _stack(_three_tier())))
+        return real_plan(driver_planning, *args, **kwargs)
+    monkeypatch.setattr(placement.planner, "plan",
+                        duplicate_claims_meanwhile)
+    again = placement.select(driver, _stack(_three_tier()))
+    assert _hosts(again) == _hosts(first[0])
+    assert len(allocation_rows(engine)) == 5
