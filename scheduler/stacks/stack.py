@@ -131,7 +131,7 @@ class Stack:
                                         error.absolute_path)])
             raise exception.InvalidRequest(f"{path}: {_describe(error)}")
         _check_unicode(stack)
-        stack_id = str(uuidlib.UUID(stack["stack_id"].strip()))
+        stack_id = canonical_id(stack["stack_id"])
         project_id = stack.get("project_id")
         user_id = stack.get("user_id")
         given = stack["resources"]
@@ -189,6 +189,16 @@ def _names(raw: dict, field: str) -> tuple:
     if all(isinstance(v, str) for v in values):
         return tuple(sorted(set(values)))
     return tuple(values)
+
+
+def canonical_id(stack_id: Any) -> Any:
+    """``stack_id`` as the stack is known by (lower case, with dashes), so
+    that everything derived from it is the same however it was written;
+    anything not a uuid as it is, for validation to name."""
+    try:
+        return str(uuidlib.UUID(stack_id.strip()))
+    except (AttributeError, TypeError, ValueError):
+        return stack_id
 
 
 def consumer_uuid(stack_id: str, name: str, index: int) -> str:

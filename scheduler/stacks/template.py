@@ -42,6 +42,7 @@ import yaml
 
 from scheduler import exception
 from scheduler.stacks.parameters import parameter_values
+from scheduler.stacks.stack import canonical_id
 from scheduler.stacks.stack import CONSUMER_NAMESPACE
 
 SERVER = "OS::Nova::Server"
@@ -106,6 +107,8 @@ def to_stack(template: Any, stack_id: str,
     """
     if not isinstance(template, dict):
         raise exception.InvalidRequest("template: expected a mapping")
+    # The server groups' uuids and OS::stack_id derive from it.
+    stack_id = canonical_id(stack_id)
     if "heat_template_version" not in template:
         raise exception.InvalidRequest(
             "heat_template_version: missing (not a HOT template?)")

@@ -572,3 +572,22 @@ resources:
 """)
     assert e.value.message.startswith(
         "resources.s.properties.availability_zone: "), e.value.message
+
+
+def test_one_stack_id_written_two_ways_is_one_stack():
+    # The group's uuid was derived from the id as written: the same stack
+    # sent again with its id in capitals (or without dashes) was "already
+    # placed with another definition".
+    text = """
+heat_template_version: 2018-08-31
+resources:
+  g: {type: OS::Nova::ServerGroup, properties: {policies: [anti-affinity]}}
+  s:
+    type: OS::Nova::Server
+    properties: {flavor: m1.small, scheduler_hints: {group: {get_resource: g}}}
+"""
+    written = [SID, SID.upper(), SID.replace("-", "")]
+    stacks = [Stack.from_primitives(template.to_stack(yaml.safe_load(text),
+                                                      sid, FLAVORS))
+              for sid in written]
+    assert {s.definition for s in stacks} == {stacks[0].definition}
