@@ -58,7 +58,8 @@ class HostState:
     #: lower-cased; an element may be None.
     supported_instances: tuple[tuple[str | None, str | None, str | None],
                                ...] = ()
-    #: metric name -> value (nova's monitor metrics, e.g. ``cpu.percent``).
+    #: metric name -> value (nova's monitor metrics, e.g. ``cpu.percent``),
+    #: as nova's scheduler reads them: CPU percentages in percent.
     metrics: dict[str, float] = dataclasses.field(default_factory=dict)
     #: the node's ``cpu_info`` JSON object.
     cpu_info: dict[str, Any] = dataclasses.field(default_factory=dict)

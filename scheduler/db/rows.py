@@ -97,10 +97,21 @@ def _supported_instances(raw: str | None) -> tuple:
     return tuple(out)
 
 
+#: nova's CPU percent metrics: its compute stores them divided by 100 (a
+#: fraction of one) and its scheduler reads them back in percent.
+PERCENT_METRICS = frozenset((
+    "cpu.percent", "cpu.user.percent", "cpu.kernel.percent",
+    "cpu.idle.percent", "cpu.iowait.percent"))
+
+
 def _metrics(raw: str | None) -> Mapping[str, float]:
     """nova's monitor metrics, ``[{"name": ..., "value": ..., ...}, ...]``,
-    as name -> value; entries without a name or a finite number are
-    dropped."""
+    as name -> value, the value as nova's scheduler holds it: the CPU
+    percent metrics (:data:`PERCENT_METRICS`), which the column holds as a
+    fraction (0.9), in percent (90), as nova's
+    ``MonitorMetricList.from_json`` reads them (so the MetricsWeigher
+    weighs what nova's does). Entries without a name or a finite number
+    are dropped."""
     out: dict[str, float] = {}
     if not raw or raw == "[]":
         return EMPTY
@@ -115,6 +126,8 @@ def _metrics(raw: str | None) -> Mapping[str, float]:
             value = float(value)
         except (TypeError, ValueError):
             continue
+        if name in PERCENT_METRICS:
+            value *= 100
         if math.isfinite(value):
             out[name] = value
     return out

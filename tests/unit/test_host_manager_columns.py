@@ -38,7 +38,7 @@ def test_supported_instances(register, engine, host_manager):
 
 def test_metrics(register, engine, host_manager):
     raw = json.dumps([
-        {"name": "cpu.percent", "value": 12.5, "timestamp": "2015-01-01",
+        {"name": "cpu.percent", "value": 0.125, "timestamp": "2015-01-01",
          "source": "libvirt.LibvirtDriver"},
         {"name": "cpu.frequency", "value": 1600},
         {"name": "as.text", "value": "3"},
@@ -95,3 +95,33 @@ def test_consumed_keeps_the_parsed_columns(register, engine, host_manager):
     assert after.metrics == {"m": 1.0}
     assert after.cpu_info == {"arch": "x86_64"}
     assert after.failed_builds == 2
+
+
+def test_percent_metrics_are_read_in_percent_as_nova_weighs_them(
+        conf, register, engine, host_manager):
+    """nova's compute stores its CPU percent metrics divided by 100
+    (``MonitorMetric.to_dict``: 90 % is 0.9 in the column); nova's
+    scheduler multiplies them back when it reads the column
+    (``MonitorMetricList.from_json``), so its MetricsWeigher weighs 90,
+    not 0.9. Read otherwise, a percent weighs a hundredth of what it does
+    in nova beside the other metrics and weight_of_unavailable, and the
+    ranking changes."""
+    from scheduler.weighers.base import weigh_hosts
+    from scheduler.weighers.metrics import MetricsWeigher
+    from tests.unit.fakes import make_spec
+
+    register(node("busy"), node("idle"))
+    for host, percent, mhz in (("busy", 0.9, 3000), ("idle", 0.1, 2000)):
+        set_node(engine, host, metrics=json.dumps([
+            {"name": "cpu.percent", "value": percent},
+            {"name": "cpu.frequency", "value": mhz}]))
+    states = {s.host: s for s in host_manager.host_states()}
+    assert states["busy"].metrics["cpu.percent"] == pytest.approx(90.0)
+    assert states["busy"].metrics["cpu.frequency"] == 3000.0
+    # nova: busy -90 + 3 = -87, idle -10 + 2 = -8: the idle host wins.
+    conf.set_override("weight_setting",
+                      ["cpu.percent=-1.0", "cpu.frequency=0.001"],
+                      group="metrics")
+    weighed = weigh_hosts([MetricsWeigher(conf)], list(states.values()),
+                          make_spec())
+    assert [w.host.host for w in weighed] == ["idle", "busy"]
