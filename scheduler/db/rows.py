@@ -46,7 +46,12 @@ def host_state(row: NodeRow, service: sa.Row,
         service_disabled=bool(service.disabled),
         disabled_reason=service.disabled_reason,
         aggregates=aggregates,
-        num_instances=_int(stats.get("num_instances", row.running_vms)),
+        # running_vms: what the agent reports (nova's compute writes its
+        # num_instances stat there too) plus this service's claims since;
+        # the stat alone would forget a claimed instance at the next
+        # refresh, where nova's scheduler still counts it.
+        num_instances=_int(stats.get("num_instances")
+                           if row.running_vms is None else row.running_vms),
         num_io_ops=_int(stats.get("io_workload", row.current_workload)),
         host_ip=row.host_ip,
         hypervisor_type=sys.intern(row.hypervisor_type)

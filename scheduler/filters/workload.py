@@ -1,9 +1,11 @@
 """NumInstancesFilter, IoOpsFilter and their aggregate variants: the host
 must be below a maximum number of instances / concurrent I/O operations.
 
-``num_instances`` and ``num_io_ops`` come from the node's stats
-(``num_instances``, ``io_workload``) and grow by one with every instance
-planned onto the host, so these run for every instance of a request.
+``num_instances`` is the node's ``running_vms`` (the agent's count, which
+this service's claims keep current; the ``num_instances`` stat if it is
+NULL), ``num_io_ops`` its ``io_workload`` stat; both grow by one with every
+instance planned onto the host, so these run for every instance of a
+request.
 
 - NumInstancesFilter: ``num_instances < [filter_scheduler]
   max_instances_per_host`` (50).

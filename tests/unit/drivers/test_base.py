@@ -3,6 +3,7 @@ with its own threads, a claim that checks what the planner checked, and a
 NoRoom that is not a race reported as the bug it is."""
 from __future__ import annotations
 
+import json
 import sys
 import threading
 
@@ -416,6 +417,31 @@ def test_a_claim_planned_on_a_failed_claim_keeps_max_instances_per_host(
     results = _plan_on_a_claim_that_then_fails(
         make_driver(), monkeypatch, other_server, 512, 512)
     assert node_row(engine, "h1").running_vms <= 2, results
+
+
+def test_a_claim_counts_against_max_instances_per_host_beside_agent_stats(
+        register, engine, conf, make_driver):
+    """nova's compute reports its instance count twice, as the
+    ``num_instances`` stat and as ``running_vms`` (nova's
+    resource_tracker: ``running_vms = stats.num_instances``); a claim
+    keeps ``running_vms`` current, not the agent's stats. nova's
+    scheduler counts the instance it just placed until the compute
+    reports again (HostState.consume_from_request); read from the stat,
+    the claimed instance was forgotten at the next refresh and a second
+    boot went to a host already at max_instances_per_host."""
+    conf.set_override("enabled_filters", ["NumInstancesFilter"],
+                      "filter_scheduler")
+    conf.set_override("max_instances_per_host", 1, "filter_scheduler")
+    register(node("h1", memory_mb=8192))
+    set_node(engine, "h1", running_vms=0, stats=json.dumps(
+        {"num_instances": "0", "io_workload": "0"}))
+    driver = make_driver()
+    driver.select_destinations(make_spec(
+        instance_uuids=["00000000-0000-4000-8000-000000000001"]))
+    with pytest.raises(exception.NoValidHost) as e:
+        driver.select_destinations(make_spec(
+            instance_uuids=["00000000-0000-4000-8000-000000000002"]))
+    assert "NumInstancesFilter removed 1" in str(e.value)
 
 
 def test_instances_on_one_node_assume_one_claim_on_it(register, engine,
