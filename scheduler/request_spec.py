@@ -15,6 +15,7 @@ from typing import Any
 import uuid as uuidlib
 
 import jsonschema
+from oslo_utils import strutils
 
 from scheduler import exception
 from scheduler.host_state import disk_gb_of
@@ -44,22 +45,68 @@ CPU_POLICY_IMAGE_PROP = "hw_cpu_policy"
 _UNPINNED = (None, "", "shared")
 
 
+def _given(value: Any) -> bool:
+    return value not in (None, "")
+
+
+def _true(value: Any) -> bool:
+    return strutils.bool_from_string(value)
+
+
+#: Extra specs that nova 34's scheduler turns into placement traits or
+#: resources by itself (``ResourceRequest._translate_*`` in
+#: nova/scheduler/utils.py, and its always-on request filters in
+#: nova/scheduler/request_filter.py), with the values that do: a vTPM,
+#: required secure boot, a maxphysaddr mode, memory encryption, a packed
+#: virtqueue, ephemeral encryption, a virtio sound card. No host here
+#: reports traits, so such a request is refused like ``trait:*``.
+TRAIT_EXTRA_SPECS: Mapping[str, Any] = {
+    "hw:tpm_version": _given,
+    "os:secure_boot": lambda value: value == "required",
+    "hw:maxphysaddr_mode": _given,
+    "hw:mem_encryption": _true,
+    "hw:virtio_packed_ring": _true,
+    "hw:ephemeral_encryption": _true,
+    "hw:sound_model": lambda value: value == "virtio",
+}
+#: The image properties nova 34 turns into traits the same way (and
+#: stateless firmware, an image property only, which nova reads only for
+#: a UEFI image): property -> predicate on (value, all the properties).
+TRAIT_IMAGE_PROPS: Mapping[str, Any] = {
+    "hw_tpm_version": lambda value, props: _given(value),
+    "os_secure_boot": lambda value, props: value == "required",
+    "hw_maxphysaddr_mode": lambda value, props: _given(value),
+    "hw_mem_encryption": lambda value, props: _true(value),
+    "hw_firmware_stateless": lambda value, props: (
+        _true(value) and props.get("hw_firmware_type") == "uefi"),
+    "hw_virtio_packed_ring": lambda value, props: _true(value),
+    "hw_ephemeral_encryption": lambda value, props: _true(value),
+    "hw_sound_model": lambda value, props: value == "virtio",
+}
+
+
 def unsupported_extra_spec(key: str, value: Any) -> bool:
     """Whether flavor extra spec ``key`` = ``value`` asks for something
     this scheduler does not model (see ``UNSUPPORTED_EXTRA_SPECS``)."""
     if key == CPU_POLICY_EXTRA_SPEC:
         return value not in _UNPINNED
+    if key in TRAIT_EXTRA_SPECS:
+        return TRAIT_EXTRA_SPECS[key](value)
     return key.startswith(UNSUPPORTED_EXTRA_SPECS)
 
 
-def unsupported_image_property(key: str, value: Any) -> bool:
-    """Whether image property ``key`` = ``value`` asks for something this
-    scheduler does not model; an unset (None, empty, false) one asks for
-    nothing."""
+def unsupported_image_property(key: str, value: Any,
+                               props: Mapping[str, Any] | None = None
+                               ) -> bool:
+    """Whether image property ``key`` = ``value`` (of the image's
+    ``props``) asks for something this scheduler does not model; an unset
+    (None, empty, false) one asks for nothing."""
     if value in (None, "", False):
         return False
     if key == CPU_POLICY_IMAGE_PROP:
         return value not in _UNPINNED
+    if key in TRAIT_IMAGE_PROPS:
+        return TRAIT_IMAGE_PROPS[key](value, props or {})
     return key.startswith(UNSUPPORTED_IMAGE_PROPS)
 
 
@@ -547,7 +594,7 @@ def _check_supported(spec: dict[str, Any]) -> None:
                 f"pinning, huge pages or PCI)")
     props = (spec.get("image") or {}).get("properties") or {}
     for key, value in props.items():
-        if unsupported_image_property(key, value):
+        if unsupported_image_property(key, value, props):
             raise exception.InvalidRequest(
                 f"spec.image.properties.{key[:60]}: not supported by this "
                 f"scheduler (no placement traits, NUMA, CPU pinning or huge "

@@ -209,7 +209,7 @@ def _plain_properties(props: Any, field: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in props.items():
         if value and request_spec_module.unsupported_image_property(
-                key, value):
+                key, value, props):
             raise Unsupported(f"{field}.properties.{key}: not supported by "
                               f"this scheduler")
         if isinstance(value, (list, tuple)):

@@ -636,6 +636,55 @@ def test_image_properties_for_pinning_or_huge_pages_are_refused(key, value):
         f"spec.image.properties.{key}: not supported by this scheduler")
 
 
+# nova 34 turns these into placement traits or resources itself
+# (nova/scheduler/utils.py ResourceRequest._translate_*, and the always-on
+# request filters in nova/scheduler/request_filter.py): a vTPM, required
+# secure boot, a maxphysaddr mode, memory encryption, stateless firmware,
+# a packed virtqueue, ephemeral encryption, a virtio sound card. No host
+# here reports traits, so placing such an instance anywhere is wrong.
+@pytest.mark.parametrize("key,value", [
+    ("hw:tpm_version", "2.0"), ("os:secure_boot", "required"),
+    ("hw:maxphysaddr_mode", "passthrough"), ("hw:mem_encryption", "true"),
+    ("hw:virtio_packed_ring", "yes"), ("hw:ephemeral_encryption", "True"),
+    ("hw:sound_model", "virtio")])
+def test_extra_specs_nova_turns_into_traits_are_refused(key, value):
+    with pytest.raises(exception.InvalidRequest) as caught:
+        RequestSpec.from_primitives(spec_dict(flavor={"extra_specs": {
+            key: value}}))
+    assert caught.value.message.startswith(
+        f"spec.flavor.extra_specs.{key}: not supported by this scheduler")
+
+
+@pytest.mark.parametrize("key,value", [
+    ("hw_tpm_version", "1.2"), ("os_secure_boot", "required"),
+    ("hw_maxphysaddr_mode", "emulate"), ("hw_mem_encryption", True),
+    ("hw_firmware_stateless", "true"), ("hw_virtio_packed_ring", "1"),
+    ("hw_ephemeral_encryption", "yes"), ("hw_sound_model", "virtio")])
+def test_image_properties_nova_turns_into_traits_are_refused(key, value):
+    with pytest.raises(exception.InvalidRequest) as caught:
+        RequestSpec.from_primitives(spec_dict(image={
+            "id": "i", "properties": {key: value,
+                                      "hw_firmware_type": "uefi"}}))
+    assert caught.value.message.startswith(
+        f"spec.image.properties.{key}: not supported by this scheduler")
+
+
+def test_values_that_ask_nova_for_no_trait_are_accepted():
+    spec = RequestSpec.from_primitives(spec_dict(
+        flavor={"extra_specs": {
+            "os:secure_boot": "optional", "hw:mem_encryption": "false",
+            "hw:virtio_packed_ring": "no", "hw:sound_model": "ich9",
+            "hw:tpm_model": "tpm-crb"}},
+        image={"id": "i", "properties": {
+            "os_secure_boot": "disabled", "hw_mem_encryption": False,
+            "hw_firmware_stateless": False, "hw_sound_model": "sb16",
+            "hw_virtio_packed_ring": "false"}}))
+    assert len(spec.flavor.extra_specs) == 5
+    # nova reads stateless firmware only for a UEFI image
+    RequestSpec.from_primitives(spec_dict(image={"id": "i", "properties": {
+        "hw_firmware_stateless": True, "hw_firmware_type": "bios"}}))
+
+
 def test_a_shared_cpu_policy_is_accepted():
     spec = RequestSpec.from_primitives(spec_dict(
         flavor={"extra_specs": {"hw:cpu_policy": "shared"}},

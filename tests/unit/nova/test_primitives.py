@@ -101,6 +101,17 @@ def test_extra_specs_asking_for_pinning_or_huge_pages_are_refused(key, value):
         primitives.spec_from_request_spec(primitive)
 
 
+@pytest.mark.parametrize("key,value", [("hw:tpm_version", "2.0"),
+                                       ("os:secure_boot", "required")])
+def test_extra_specs_nova_turns_into_traits_are_refused(key, value):
+    primitive = spec_obj()
+    flavor = primitive["nova_object.data"]["flavor"]["nova_object.data"]
+    flavor["extra_specs"] = {key: value}
+    with pytest.raises(primitives.Unsupported,
+                       match=f"spec_obj.flavor.extra_specs.{key}"):
+        primitives.spec_from_request_spec(primitive)
+
+
 def test_empty_numa_pci_and_trait_fields_are_no_request():
     # What nova sends on every plain boot (see the sample): accepted.
     data = SAMPLES["spec_obj"]["nova_object.data"]
