@@ -609,6 +609,22 @@ def test_image_properties_for_traits_or_numa_are_refused(key):
         f"spec.image.properties.{key}: not supported by this scheduler")
 
 
+def _refused_extra_spec(key: str, value) -> None:
+    with pytest.raises(exception.InvalidRequest) as caught:
+        RequestSpec.from_primitives(spec_dict(flavor={"extra_specs": {
+            key: value}}))
+    assert caught.value.message.startswith(
+        f"spec.flavor.extra_specs.{key}: not supported by this scheduler")
+
+
+def _refused_image_property(key: str, properties: dict) -> None:
+    with pytest.raises(exception.InvalidRequest) as caught:
+        RequestSpec.from_primitives(spec_dict(image={
+            "id": "i", "properties": properties}))
+    assert caught.value.message.startswith(
+        f"spec.image.properties.{key}: not supported by this scheduler")
+
+
 # nova 34 gives such an instance a NUMA topology (hardware.
 # numa_get_constraints: pinned CPUs, huge pages, persistent memory) and asks
 # placement for PCPU: NUMATopologyFilter then needs a host NUMA topology,
@@ -618,22 +634,14 @@ def test_image_properties_for_traits_or_numa_are_refused(key):
     ("hw:cpu_thread_policy", "require"), ("hw:mem_page_size", "large"),
     ("hw:pmem", "SMALL")])
 def test_extra_specs_for_pinning_huge_pages_or_pmem_are_refused(key, value):
-    with pytest.raises(exception.InvalidRequest) as caught:
-        RequestSpec.from_primitives(spec_dict(flavor={"extra_specs": {
-            key: value}}))
-    assert caught.value.message.startswith(
-        f"spec.flavor.extra_specs.{key}: not supported by this scheduler")
+    _refused_extra_spec(key, value)
 
 
 @pytest.mark.parametrize("key,value", [
     ("hw_cpu_policy", "dedicated"), ("hw_cpu_policy", "mixed"),
     ("hw_cpu_thread_policy", "isolate"), ("hw_mem_page_size", "2MB")])
 def test_image_properties_for_pinning_or_huge_pages_are_refused(key, value):
-    with pytest.raises(exception.InvalidRequest) as caught:
-        RequestSpec.from_primitives(spec_dict(image={
-            "id": "i", "properties": {key: value}}))
-    assert caught.value.message.startswith(
-        f"spec.image.properties.{key}: not supported by this scheduler")
+    _refused_image_property(key, {key: value})
 
 
 # nova 34 turns these into placement traits or resources itself
@@ -648,11 +656,7 @@ def test_image_properties_for_pinning_or_huge_pages_are_refused(key, value):
     ("hw:virtio_packed_ring", "yes"), ("hw:ephemeral_encryption", "True"),
     ("hw:sound_model", "virtio")])
 def test_extra_specs_nova_turns_into_traits_are_refused(key, value):
-    with pytest.raises(exception.InvalidRequest) as caught:
-        RequestSpec.from_primitives(spec_dict(flavor={"extra_specs": {
-            key: value}}))
-    assert caught.value.message.startswith(
-        f"spec.flavor.extra_specs.{key}: not supported by this scheduler")
+    _refused_extra_spec(key, value)
 
 
 @pytest.mark.parametrize("key,value", [
@@ -661,12 +665,7 @@ def test_extra_specs_nova_turns_into_traits_are_refused(key, value):
     ("hw_firmware_stateless", "true"), ("hw_virtio_packed_ring", "1"),
     ("hw_ephemeral_encryption", "yes"), ("hw_sound_model", "virtio")])
 def test_image_properties_nova_turns_into_traits_are_refused(key, value):
-    with pytest.raises(exception.InvalidRequest) as caught:
-        RequestSpec.from_primitives(spec_dict(image={
-            "id": "i", "properties": {key: value,
-                                      "hw_firmware_type": "uefi"}}))
-    assert caught.value.message.startswith(
-        f"spec.image.properties.{key}: not supported by this scheduler")
+    _refused_image_property(key, {key: value, "hw_firmware_type": "uefi"})
 
 
 def test_values_that_ask_nova_for_no_trait_are_accepted():
