@@ -8,11 +8,15 @@ dict per instance.
 from __future__ import annotations
 
 from typing import Any
+import uuid as uuidlib
 
 #: Versions of the objects we write; nova 34 reads them as they are.
 SELECTION_VERSION = "1.1"
 LIMITS_VERSION = "1.0"
 _LIMIT_KEYS = ("vcpu", "memory_mb", "disk_gb")
+#: The namespace of the node uuids derived by :func:`node_uuid` (fixed:
+#: every worker and server derives the same uuid for a node).
+_NODE_NAMESPACE = uuidlib.UUID("5b0f6c3e-2f0d-4a8e-9c41-7d2e8b1a9f60")
 
 
 def _primitive(name: str, version: str, data: dict[str, Any]
@@ -35,6 +39,26 @@ def limits_primitive(limits: dict[str, float] | None
     return _primitive("SchedulerLimits", LIMITS_VERSION, data)
 
 
+def node_uuid(choice: dict[str, Any], cell_uuid: str) -> str:
+    """The uuid nova knows the node of ``choice`` by: its own, else one
+    derived from the cell, host and node name.
+
+    Nova's ``Selection.compute_node_uuid`` cannot be None (a reply with one
+    such Selection, chosen or alternate, is unreadable to nova's conductor,
+    after the claim was made), and nova gives every node a uuid when it
+    creates it; our ``compute_nodes.uuid`` is nullable and an agent may
+    leave it empty. The derived one is the same in every reply, from every
+    worker and server, and names no other node of the cell.
+    """
+    given = choice.get("compute_node_uuid") or (
+        choice.get("allocation") or {}).get("compute_node_uuid")
+    if given:
+        return given
+    return str(uuidlib.uuid5(
+        _NODE_NAMESPACE,
+        f"{cell_uuid}\n{choice['host']}\n{choice['nodename']}"))
+
+
 def selection_primitive(choice: dict[str, Any], cell_uuid: str
                         ) -> dict[str, Any]:
     """A ``Selection`` 1.1 primitive for one chosen or alternate host (our
@@ -43,10 +67,8 @@ def selection_primitive(choice: dict[str, Any], cell_uuid: str
     ``availability_zone`` is left unset: nova then looks the host's zone
     up in its own aggregates, which is where a nova deployment keeps it.
     """
-    node_uuid = choice.get("compute_node_uuid") or (
-        choice.get("allocation") or {}).get("compute_node_uuid")
     return _primitive("Selection", SELECTION_VERSION, {
-        "compute_node_uuid": node_uuid,
+        "compute_node_uuid": node_uuid(choice, cell_uuid),
         "service_host": choice["host"],
         "nodename": choice["nodename"],
         "cell_uuid": cell_uuid,

@@ -6,6 +6,7 @@ import copy
 import json
 import logging
 from pathlib import Path
+import uuid
 
 import oslo_messaging as messaging
 import pytest
@@ -16,6 +17,7 @@ from scheduler.nova.exception import NoValidHost
 from tests.unit.fakes import allocation_rows
 from tests.unit.fakes import node
 from tests.unit.fakes import node_row
+from tests.unit.fakes import set_node
 from tests.unit.nova import test_casts
 
 CELL = "8f1b1c52-6c2d-4f0e-9d51-3c1e8f0a7b21"
@@ -69,6 +71,32 @@ def test_a_boot_gets_selection_primitives_and_claims(endpoint, engine):
     assert {chosen["nova_object.data"]["service_host"],
             alternate["nova_object.data"]["service_host"]} == {"h1", "h2"}
     assert [r.consumer_uuid for r in allocation_rows(engine)] == [VM]
+
+
+def test_a_node_without_a_uuid_is_named_by_one_nova_can_read(
+        endpoint, engine):
+    """nova 34's Selection.compute_node_uuid is a UUIDField that cannot be
+    None (nova/objects/selection.py:43): one null Selection, chosen or
+    alternate, and nova's conductor cannot read the reply at all, after
+    the claim was made. Nova gives every node a uuid when it creates it
+    (nova/objects/compute_node.py:345); an agent feeding our table may
+    not. Such a node is named by a uuid derived from its host and node,
+    the same in every reply (a re-send's too)."""
+    for host in ("h1", "h2"):
+        set_node(engine, host, uuid=None)
+    kwargs = dict(spec_obj=spec_obj(), instance_uuids=[VM],
+                  return_objects=True, return_alternates=True)
+    [[chosen, alternate]] = endpoint.select_destinations({}, **kwargs)
+    [[again]] = endpoint.select_destinations({}, **kwargs)
+
+    named = {s["nova_object.data"]["service_host"]:
+             s["nova_object.data"]["compute_node_uuid"]
+             for s in (chosen, alternate)}
+    assert None not in named.values(), named
+    assert len(set(named.values())) == 2
+    assert all(str(uuid.UUID(u)) == u for u in named.values())
+    assert again["nova_object.data"]["compute_node_uuid"] == named[
+        again["nova_object.data"]["service_host"]]
 
 
 def test_without_a_cell_uuid_nova_is_refused_naming_the_option(
