@@ -156,6 +156,19 @@ def test_nova_boots_one_and_gets_selection_objects(nova, cloud):
     assert used(cloud, chosen["service_host"]) == 1024
 
 
+def test_nodes_without_a_uuid_are_named_by_uuids_nova_can_read(nova, cloud):
+    """nova's Selection.compute_node_uuid cannot be None: a reply naming
+    a node whose row has no uuid, chosen or alternate, was unreadable to
+    nova's client (ValueError), after the claim was made."""
+    with cloud.engine.begin() as conn:
+        conn.execute(models.compute_nodes.update().values(uuid=None))
+    uuids, [[chosen, *alternates]] = boot(nova)
+
+    named = [s["compute_node_uuid"] for s in (chosen, *alternates)]
+    assert len(named) == 3 and len(set(named)) == 3 and None not in named
+    assert [a.consumer_uuid for a in cloud.allocations()] == uuids
+
+
 def test_nova_boots_an_anti_affinity_group_on_distinct_hosts(nova, cloud):
     group = {"uuid": str(uuid.uuid4()), "policy": "anti-affinity"}
     _, selections = boot(nova, count=3, group=group,
