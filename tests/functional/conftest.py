@@ -145,9 +145,14 @@ class Deployment:
         """Move every claim's deadline ``seconds`` closer, as if that much
         of its TTL had passed. :returns: the one deadline they shared."""
         a = models.allocations
-        with self.engine.begin() as conn:
+        # Read, then write in a transaction of its own: on SQLite a
+        # transaction that read first cannot write once the server has
+        # committed since (a heartbeat), and SQLite says "database is
+        # locked" at once.
+        with self.engine.connect() as conn:
             [deadline] = set(conn.execute(sa.select(a.c.expires_at))
                              .scalars())
+        with self.engine.begin() as conn:
             conn.execute(a.update().values(
                 expires_at=deadline - datetime.timedelta(seconds=seconds)))
         return deadline
