@@ -735,10 +735,34 @@ def release(engine: sa.Engine, consumer_uuids: list[str]) -> int:
 
 def release_in(conn: sa.Connection, consumer_uuids: list[str]) -> int:
     """:func:`release` inside the caller's transaction ``conn`` (both
-    sides of a move in flight)."""
+    sides of a move in flight).
+
+    A move's end (:func:`confirm_move`, :func:`revert_move`,
+    :func:`expire`, :func:`relocate`) deletes the consumer's row and
+    inserts its new one. On PostgreSQL a DELETE that waited for such a
+    transaction finds the old row gone and cannot see the new one (its
+    snapshot is older): it would release nothing and leave the claim held
+    for good. So consumers it did not find are looked for again, each
+    statement a snapshot of its own, until none of them holds a committed
+    claim."""
     rows = _delete_consumers(conn, consumer_uuids)
+    missing = set(consumer_uuids) - {r.consumer_uuid for r in rows}
+    while missing:
+        held = conn.execute(_HELD, {"b_uuids": sorted(missing)}).all()
+        if not held:
+            break
+        # Each round that deletes nothing lost to another commit.
+        again = _delete_consumers(conn, [consumer for consumer, in held])
+        rows += again
+        missing -= {r.consumer_uuid for r in again}
     _give_back(conn, freed_by(rows))
     return len(rows)
+
+
+#: Which of ``b_uuids`` hold a claim (release_in's second look).
+_HELD = sa.select(models.allocations.c.consumer_uuid).where(
+    models.allocations.c.consumer_uuid.in_(
+        sa.bindparam("b_uuids", expanding=True)))
 
 
 def confirm(engine: sa.Engine, consumer_uuids: list[str]) -> int:
