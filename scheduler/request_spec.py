@@ -69,20 +69,14 @@ TRAIT_EXTRA_SPECS: Mapping[str, Any] = {
     "hw:ephemeral_encryption": _true,
     "hw:sound_model": lambda value: value == "virtio",
 }
-#: The image properties nova 34 turns into traits the same way (and
-#: stateless firmware, an image property only, which nova reads only for
-#: a UEFI image): property -> predicate on (value, all the properties).
+#: The image properties nova 34 turns into traits the same way: each extra
+#: spec's twin (``hw:tpm_version`` -> ``hw_tpm_version``), asking when the
+#: extra spec would.
 TRAIT_IMAGE_PROPS: Mapping[str, Any] = {
-    "hw_tpm_version": lambda value, props: _given(value),
-    "os_secure_boot": lambda value, props: value == "required",
-    "hw_maxphysaddr_mode": lambda value, props: _given(value),
-    "hw_mem_encryption": lambda value, props: _true(value),
-    "hw_firmware_stateless": lambda value, props: (
-        _true(value) and props.get("hw_firmware_type") == "uefi"),
-    "hw_virtio_packed_ring": lambda value, props: _true(value),
-    "hw_ephemeral_encryption": lambda value, props: _true(value),
-    "hw_sound_model": lambda value, props: value == "virtio",
-}
+    key.replace(":", "_", 1): asks for key, asks in TRAIT_EXTRA_SPECS.items()}
+#: Stateless firmware, an image property only, which nova reads only for a
+#: UEFI image.
+FIRMWARE_STATELESS_PROP = "hw_firmware_stateless"
 
 
 def unsupported_extra_spec(key: str, value: Any) -> bool:
@@ -105,8 +99,10 @@ def unsupported_image_property(key: str, value: Any,
         return False
     if key == CPU_POLICY_IMAGE_PROP:
         return value not in _UNPINNED
+    if key == FIRMWARE_STATELESS_PROP:
+        return _true(value) and (props or {}).get("hw_firmware_type") == "uefi"
     if key in TRAIT_IMAGE_PROPS:
-        return TRAIT_IMAGE_PROPS[key](value, props or {})
+        return TRAIT_IMAGE_PROPS[key](value)
     return key.startswith(UNSUPPORTED_IMAGE_PROPS)
 
 
