@@ -29,6 +29,7 @@ from scheduler.db import retry as db_retry
 from scheduler.host_manager import HostManager
 from scheduler.request_spec import RequestSpec
 from scheduler.stacks import placement as stack_placement
+from scheduler.stacks.stack import canonical_id
 from scheduler.stacks.stack import Stack
 
 LOG = logging.getLogger(__name__)
@@ -193,11 +194,10 @@ class SchedulerManager:
     @instrument.rpc_method
     def release_stack(self, ctxt: Any, stack_id: Any = None) -> int:
         """Release every claim of the stack and forget it; idempotent.
-        :returns: how many claims were released now."""
-        if not isinstance(stack_id, str) or not _is_uuid(stack_id):
-            raise exception.InvalidRequest(
-                f"stack_id: expected a uuid, got {stack_id!r}"[:200])
-        stack_id = str(uuidlib.UUID(stack_id))
+        :returns: how many claims were released now.
+        :raises InvalidRequest: ``stack_id`` is not a uuid as select_stack
+            reads one (:func:`scheduler.stacks.stack.canonical_id`)."""
+        stack_id = canonical_id(stack_id)
         trace.parsed(stack_id)
         released = stack_placement.release(self.engine, stack_id,
                                            self._retry)

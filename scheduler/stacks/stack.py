@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from typing import Any
 import uuid as uuidlib
 
@@ -45,9 +46,8 @@ SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
     "required": ["stack_id", "resources"],
     "properties": {
-        "stack_id": {"type": "string", "pattern":
-                     "^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?"
-                     "[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"},
+        # Read by canonical_id alone, as release_stack reads its argument.
+        "stack_id": {},
         "project_id": {"type": ["string", "null"], "maxLength": 255},
         "user_id": {"type": ["string", "null"], "maxLength": 255},
         "resources": {
@@ -131,7 +131,7 @@ class Stack:
                                         error.absolute_path)])
             raise exception.InvalidRequest(f"{path}: {_describe(error)}")
         _check_unicode(stack)
-        stack_id = canonical_id(stack["stack_id"])
+        stack_id = canonical_id(stack["stack_id"], "stack.stack_id")
         project_id = stack.get("project_id")
         user_id = stack.get("user_id")
         given = stack["resources"]
@@ -191,14 +191,31 @@ def _names(raw: dict, field: str) -> tuple:
     return tuple(values)
 
 
-def canonical_id(stack_id: Any) -> Any:
+def canonical_id(stack_id: Any, field: str = "stack_id") -> str:
     """``stack_id`` as the stack is known by (lower case, with dashes), so
-    that everything derived from it is the same however it was written;
-    anything not a uuid as it is, for validation to name."""
-    try:
-        return str(uuidlib.UUID(stack_id.strip()))
-    except (AttributeError, TypeError, ValueError):
-        return stack_id
+    that everything derived from it (consumer and group uuids, the row)
+    is the same however it was written.
+
+    The one rule for reading a stack id, for every method that takes one
+    (select_stack, rank_stack, release_stack, a template's): a string of
+    32 hex digits, in either case, with or without the dashes of
+    8-4-4-4-12; nothing around it.
+
+    :raises InvalidRequest: ``{field}: expected a uuid ...`` for anything
+        else.
+    """
+    # Not uuid.UUID's own reading: it also takes braces, "urn:uuid:" and
+    # dashes anywhere, which select_stack never took; one call must not
+    # accept an id another refuses.
+    if not isinstance(stack_id, str) or not _UUID.fullmatch(stack_id):
+        raise exception.InvalidRequest(
+            f"{field}: expected a uuid (32 hex digits, dashes optional), "
+            f"got {stack_id!r}"[:200])
+    return str(uuidlib.UUID(stack_id))
+
+
+_UUID = re.compile("[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?"
+                   "[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}")
 
 
 def consumer_uuid(stack_id: str, name: str, index: int) -> str:

@@ -194,6 +194,40 @@ def test_release_stack_validates_the_stack_id(manager, bad):
     assert e.message.startswith("stack_id: expected a uuid")
 
 
+HEX = U[0].replace("-", "")
+
+
+@pytest.mark.parametrize("bad", [
+    "{" + HEX + "}", "{" + U[0] + "}", "urn:" + HEX, U[0] + "\n",
+    " " + U[0], 7, None])
+def test_select_and_release_stack_refuse_a_stack_id_alike(
+        register, engine, manager, bad):
+    """One rule reads a stack id: release_stack took ``{hex}`` and
+    ``urn:hex`` (as uuid.UUID does) that select_stack refused, and
+    select_stack took a trailing newline release_stack refused."""
+    register(node("h1"))
+    stack = {"stack_id": bad, "resources": {"a": {"spec": _spec([U[1]])}}}
+    selected = _raised(manager.select_stack, {}, stack=stack)
+    released = _raised(manager.release_stack, {}, stack_id=bad)
+    assert isinstance(selected, exception.InvalidRequest)
+    assert isinstance(released, exception.InvalidRequest)
+    assert released.message == (
+        f"stack_id: expected a uuid (32 hex digits, dashes optional), "
+        f"got {bad!r}")
+    assert selected.message == f"stack.{released.message}"
+    assert allocation_rows(engine) == []
+
+
+@pytest.mark.parametrize("written", [U[0].upper(), HEX, HEX.upper()])
+def test_a_stack_id_select_stack_takes_release_stack_takes_too(
+        register, engine, manager, written):
+    register(node("h1"))
+    stack = {"stack_id": written, "resources": {"a": {"spec": _spec([U[1]])}}}
+    assert manager.select_stack({}, stack=stack)["stack_id"] == U[0]
+    assert manager.release_stack({}, stack_id=written) == 1
+    assert allocation_rows(engine) == []
+
+
 def test_select_stack_validates_at_the_edge_and_claims_nothing(
         register, engine, manager):
     register(node("h1"))

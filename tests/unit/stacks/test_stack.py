@@ -56,7 +56,8 @@ def test_the_stack_project_is_the_specs_unless_they_say():
     (_stack(a={"spec": spec_dict(), "colour": "red"}),
      "stack.resources.a: Additional properties are not allowed"),
     ({"stack_id": "not-a-uuid", "resources": {"a": {"spec": None}}},
-     "stack.stack_id: 'not-a-uuid' does not match"),
+     "stack.stack_id: expected a uuid (32 hex digits, dashes optional), "
+     "got 'not-a-uuid'"),
     ({"stack_id": SID, "resources": {}},
      "stack.resources: {} should be non-empty"),
     (_stack(a={"spec": spec_dict(), "depends_on": ["b"]},
