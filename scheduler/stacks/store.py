@@ -91,6 +91,15 @@ def claim(engine: sa.Engine, stack: Stack, to_claim: list[claims.Claim], *,
 def release(engine: sa.Engine, stack_id: str) -> int:
     """Forget stack ``stack_id`` and release every claim it holds, in one
     transaction; an unknown or released stack is not an error.
+
+    The stack's claims are the claims its consumers hold: the consumer
+    uuids of its stored definition, whichever request made each claim.
+    The schema records membership no other way (an allocation names its
+    consumer, not the request that claimed it; the ``stacks`` row names
+    the uuids), so a claim another request made for one of those uuids,
+    after the stack's own was released, is released too. That is also how
+    a stack's server re-claimed alone looks (nova's unshelve claims the
+    same instance uuid again), which must go with its stack.
     :returns: the number of claims released.
     """
     t = models.stacks

@@ -111,6 +111,22 @@ def test_release_gives_everything_back_once(four_hosts, filter_driver,
     assert len(allocation_rows(engine)) == 1
 
 
+def test_release_gives_back_what_the_stacks_consumers_hold_whoever_claimed(
+        four_hosts, filter_driver, engine):
+    """Pins store.release's contract: a stack's claims are those its
+    consumer uuids hold. A stack's server shelved (claim released) then
+    unshelved (claimed again by select_destinations, nova's way) is still
+    the stack's server; the schema records no more than the uuid, so it
+    cannot tell that claim from another request's that took the uuid."""
+    placement.select(filter_driver, _stack(
+        {"db": {"spec": spec_dict(flavor=F, instance_uuids=[X])}}))
+    claims.release(engine, [X])
+    filter_driver.select_destinations(make_spec(flavor=F,
+                                                instance_uuids=[X]))
+    assert placement.release(engine, SID, NO_RETRY) == 1
+    assert allocation_rows(engine) == []
+
+
 def test_a_stack_that_lost_some_claims_is_placed_again(four_hosts,
                                                        filter_driver,
                                                        engine):
