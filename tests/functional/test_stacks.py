@@ -355,3 +355,33 @@ def test_a_stack_naming_another_stacks_instance_is_refused_over_rpc(
     assert deployment.api.release_stack({}, other["stack_id"]) == 0
     assert deployment.api.release_stack({}, first["stack_id"]) == 1
     _audit_clean(deployment)
+
+
+def test_a_stack_id_in_braces_is_refused_by_select_and_release_alike(
+        make_deployment):
+    """release_stack read ``{uuid}`` (as uuid.UUID does) and released the
+    stack select_stack refused that id for: one id, two answers."""
+    deployment = make_deployment()
+    _fleet(deployment, hosts=1)
+    deployment.start_server()
+    sid = "5a0b0c0d-0000-4000-8000-0000000000c5"
+    flavor = {"memory_mb": 512, "vcpus": 1, "root_gb": 1}
+    stack = {"stack_id": sid, "resources": {"a": {"spec": {"flavor": flavor}}}}
+    deployment.api.select_stack({}, stack)
+    braced = "{" + sid.replace("-", "") + "}"
+    answers = []
+    for call in (lambda: deployment.api.select_stack(
+                     {}, {**stack, "stack_id": braced}),
+                 lambda: deployment.api.release_stack({}, braced)):
+        try:
+            call()
+        except exception.InvalidRequest as e:
+            answers.append(e.message)
+        else:
+            raise AssertionError(f"{braced} was taken for a stack id")
+    refusal = (f"stack_id: expected a uuid (32 hex digits, dashes "
+               f"optional), got {braced!r}")
+    assert answers == [f"stack.{refusal}", refusal]
+    assert len(deployment.allocations()) == 1
+    assert deployment.api.release_stack({}, sid.upper()) == 1
+
