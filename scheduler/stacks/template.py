@@ -19,10 +19,11 @@ What is read, as Heat reads it:
   file), ``image``, ``availability_zone`` (nova's ``zone:host:node``
   forcing too), ``scheduler_hints``, where
   ``same_host`` / ``different_host`` naming a resource of the template
-  (``{get_resource: web1}``) are relations within the stack and
-  ``group: {get_resource: G}`` puts the server in the
-  ``OS::Nova::ServerGroup`` G (its ``policies``, anti-affinity if none,
-  as Heat defaults them);
+  by its id (``{get_resource: web1}`` or ``{get_attr: [web1, show,
+  id]}``) are relations within the stack (any other get_attr there is
+  refused) and ``group`` naming an ``OS::Nova::ServerGroup`` G so puts
+  the server in G (its ``policies``, anti-affinity if none, as Heat
+  defaults them);
 - an ``OS::Heat::ResourceGroup`` whose ``resource_def`` is an
   ``OS::Nova::Server`` is placed as ``count`` (default 1) such servers,
   one resource of that many instances;
@@ -356,7 +357,7 @@ def _resource(name: str, body: dict, types: dict[str, str],
                           f"{where}.scheduler_hints"))
     for relation in RELATIONS:
         local, own = _split(hints.pop(relation, None),
-                            f"{where}.scheduler_hints.{relation}")
+                            f"{where}.scheduler_hints.{relation}", types)
         if local:
             out[relation] = local
             refs -= set(local)   # a relation is a dependency already
@@ -373,12 +374,13 @@ def _resource(name: str, body: dict, types: dict[str, str],
         spec.update(_zone(props["availability_zone"],
                           f"{where}.availability_zone"))
     group = hints.pop("group", None)
-    if _is_get_resource(group):
-        if group["get_resource"] not in groups:
+    named = _id_of(group, types)
+    if named is not None:
+        if named not in groups:
             raise exception.InvalidRequest(
                 f"{where}.scheduler_hints.group: "
-                f"{group['get_resource']!r} is not an {SERVER_GROUP}")
-        spec["instance_group"] = dict(groups[group["get_resource"]])
+                f"{named!r} is not an {SERVER_GROUP}")
+        spec["instance_group"] = dict(groups[named])
     elif group is not None:
         hints["group"] = group
     if hints:
@@ -433,16 +435,55 @@ def _mapping(value: Any, where: str) -> dict:
     return value
 
 
-def _split(value: Any, where: str) -> tuple[list[str], list[Any]]:
-    """A same_host/different_host hint: resources of the template (from
-    get_resource), and anything else (instance uuids, kept as the spec's
-    own hint)."""
+def _split(value: Any, where: str,
+           types: dict[str, str]) -> tuple[list[str], list[Any]]:
+    """A same_host/different_host hint: the resources of the template it
+    names by their id (:func:`_id_of`), and anything else (instance
+    uuids, kept as the spec's own hint).
+
+    :raises InvalidRequest: a ``get_attr`` that does not give a server's
+        id (an address, a name): nova would be handed no instance uuid.
+    """
     if value is None:
         return [], []
-    items = value if isinstance(value, list) else [value]
-    local = [v["get_resource"] for v in items if _is_get_resource(v)]
-    own = [v for v in items if not _is_get_resource(v)]
+    local, own = [], []
+    for v in value if isinstance(value, list) else [value]:
+        name = _id_of(v, types)
+        if name is not None:
+            local.append(name)
+        elif isinstance(v, dict) and list(v) == ["get_attr"]:
+            raise exception.InvalidRequest(
+                f"{where}: get_attr {str(v['get_attr'])[:60]} is not a "
+                f"server's id (name a server of the stack with "
+                f"{{get_resource: NAME}} or {{get_attr: [NAME, show, id]}})")
+        else:
+            own.append(v)
     return local, own
+
+
+#: The types whose Heat ``show`` attribute is nova's own record of the
+#: resource (Heat's ``entity`` "servers", "server_groups"), so that its
+#: ``id`` is the resource's id, what get_resource gives.
+_SHOWN_BY_NOVA = (SERVER, SERVER_GROUP)
+
+
+def _id_of(value: Any, types: dict[str, str]) -> str | None:
+    """The resource of the template whose id ``value`` is, as Heat
+    resolves it, else None: ``{get_resource: R}`` (R's reference id) and
+    ``{get_attr: [R, show, id]}`` of an ``OS::Nova::Server`` or
+    ``OS::Nova::ServerGroup`` R.
+
+    No other get_attr of a server gives its id: OS::Nova::Server has no
+    ``id`` attribute (Heat refuses ``[R, id]``), and its others are
+    addresses, names and consoles. :func:`_resolve` has checked R exists.
+    """
+    if _is_get_resource(value):
+        return value["get_resource"]
+    if isinstance(value, dict) and list(value) == ["get_attr"]:
+        arg = value["get_attr"]
+        if arg[1:] == ["show", "id"] and types[arg[0]] in _SHOWN_BY_NOVA:
+            return arg[0]
+    return None
 
 
 def _is_get_resource(value: Any) -> bool:

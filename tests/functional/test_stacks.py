@@ -385,3 +385,35 @@ def test_a_stack_id_in_braces_is_refused_by_select_and_release_alike(
     assert len(deployment.allocations()) == 1
     assert deployment.api.release_stack({}, sid.upper()) == 1
 
+
+def test_a_hint_naming_a_server_by_get_attr_show_id_is_a_relation(
+        make_deployment, tmp_path):
+    # Heat resolves {get_attr: [web1, show, id]} to web1's server id, as
+    # {get_resource: web1}: the template was refused ("not an instance
+    # uuid").
+    deployment = make_deployment()
+    _fleet(deployment, hosts=4)
+    deployment.start_server()
+    template = tmp_path / "by-attr.yaml"
+    template.write_text("""
+heat_template_version: 2018-08-31
+resources:
+  web1: {type: OS::Nova::Server, properties: {flavor: m1.small}}
+  web2:
+    type: OS::Nova::Server
+    properties:
+      flavor: m1.small
+      scheduler_hints: {same_host: {get_attr: [web1, show, id]}}
+  web3:
+    type: OS::Nova::Server
+    properties:
+      flavor: m1.small
+      scheduler_hints:
+        different_host: [{get_attr: [web1, show, id]}]
+""")
+    result = _place(deployment, str(template))
+    assert result["order"] == [["web1"], ["web2", "web3"]]
+    hosts = _hosts(result)
+    assert hosts["web2"] == hosts["web1"]
+    assert hosts["web3"] != hosts["web1"]
+    _audit_clean(deployment)

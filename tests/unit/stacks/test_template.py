@@ -591,3 +591,58 @@ resources:
                                                       sid, FLAVORS))
               for sid in written]
     assert {s.definition for s in stacks} == {stacks[0].definition}
+
+
+_HINTED = """
+heat_template_version: 2018-08-31
+resources:
+  port: {type: OS::Neutron::Port}
+  g: {type: OS::Nova::ServerGroup, properties: {policies: [affinity]}}
+  srv1: {type: OS::Nova::Server, properties: {flavor: m1.tiny}}
+  srv2:
+    type: OS::Nova::Server
+    properties:
+      flavor: m1.tiny
+      scheduler_hints: {HINT}
+"""
+
+
+def _hinted(hint):
+    return _stack(_HINTED.replace("{HINT}", hint))
+
+
+@pytest.mark.parametrize("relation", ["same_host", "different_host"])
+@pytest.mark.parametrize("ref", ["{get_attr: [srv1, show, id]}",
+                                 "[{get_attr: [srv1, show, id]}]"])
+def test_get_attr_of_a_server_s_id_is_a_relation_as_get_resource_is(
+        relation, ref):
+    # Heat's show attribute of an OS::Nova::Server is nova's record of the
+    # server, whose id is what get_resource gives: the hint names srv1 as
+    # surely. It was left to the spec, refused as "not an instance uuid".
+    raw = _hinted(f"{{{relation}: {ref}}}")
+    same = _hinted(f"{{{relation}: {{get_resource: srv1}}}}")
+    assert raw["resources"]["srv2"][relation] == ["srv1"]
+    assert "scheduler_hints" not in raw["resources"]["srv2"]["spec"]
+    assert Stack.from_primitives(raw).definition == \
+        Stack.from_primitives(same).definition
+
+
+def test_get_attr_of_a_server_group_s_id_names_the_group():
+    raw = _hinted("{group: {get_attr: [g, show, id]}}")
+    same = _hinted("{group: {get_resource: g}}")
+    assert raw["resources"]["srv2"]["spec"]["instance_group"]["policies"] \
+        == ["affinity"]
+    assert raw == same
+
+
+@pytest.mark.parametrize("arg", [
+    "[srv1, first_address]", "[srv1, name]", "[srv1, show]",
+    "[srv1, show, name]", "[srv1, show, id, 0]", "[port, show, id]"])
+def test_a_get_attr_that_is_not_a_server_s_id_is_refused_naming_it(arg):
+    with pytest.raises(exception.InvalidRequest) as e:
+        _hinted(f"{{different_host: [{{get_attr: {arg}}}]}}")
+    assert e.value.message == (
+        f"resources.srv2.properties.scheduler_hints.different_host: "
+        f"get_attr {yaml.safe_load(arg)!r} is not a server's id (name a "
+        f"server of the stack with {{get_resource: NAME}} or "
+        f"{{get_attr: [NAME, show, id]}})")
