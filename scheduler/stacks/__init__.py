@@ -1,7 +1,8 @@
 """Stacks: a whole Heat stack's servers placed at once, atomically.
 
 - ``graph``: the dependency graph and Heat's creation batches (Kahn).
-- ``stack``: the ``select_stack`` request, validated; consumer ids; what
+- ``stack``: the ``select_stack`` request, validated; the one reading of
+  a stack id (``canonical_id``, release_stack's too); consumer ids; what
   changed between two definitions.
 - ``planner``: every resource planned on one view of the hosts, relations
   and groups kept, hardest first with repairs.
@@ -9,5 +10,5 @@
   whole stack.
 - ``placement``: select / rank / release, idempotent, retried on races.
 - ``template``: a HOT template (what ``scheduler-client stack`` reads) as a
-  ``select_stack`` request.
+  ``select_stack`` request; which references name a resource's id.
 """
