@@ -70,6 +70,69 @@ def test_concurrent_claims_of_one_group_wait_for_each_other_not_deadlock(
     assert generation == HOSTS
 
 
+def _moving(engine: sa.Engine, ttl: int = 0) -> str:
+    """A consumer claimed on h0 (1 vCPU, 512 MB, 1 GB) and moving to h1
+    (2 vCPUs, 1024 MB, 2 GB), the move provisional for ``ttl`` seconds."""
+    n = models.compute_nodes
+    with engine.connect() as conn:
+        nodes = {r.host: r for r in conn.execute(sa.select(n))}
+    consumer = str(uuid.uuid4())
+    claims.claim(engine, [claims.Claim(consumer, nodes["h0"].id, "h0",
+                                       nodes["h0"].generation, 1, 512, 1)])
+    claims.claim(engine, [claims.Claim(consumer, nodes["h1"].id, "h1",
+                                       nodes["h1"].generation, 2, 1024, 2)],
+                 move=[consumer], ttl=ttl)
+    return consumer
+
+
+def _after_a_move_end(engine: sa.Engine, consumer: str, end: str,
+                      name: str, call, ttl: int = 0) -> dict[str, int]:
+    """Run the move's ``end`` (``claims.<end>``, ``ttl`` for its new
+    claim) and then ``call(engine, [consumer])`` at once, queued for the
+    consumer's row in that order: what each returned, by ``end`` and
+    ``name``."""
+    a = models.allocations
+    outcome: dict[str, int] = {}
+
+    def run(name, call, **kwargs):
+        # Retried as the service retries them: on MariaDB the two
+        # deadlock and one of them goes again.
+        outcome[name] = retry.retrying(5)(call)(engine, [consumer], **kwargs)
+
+    locker = engine.connect()
+    with locker.begin():
+        # Hold the row (PostgreSQL, MariaDB) so that the move's end and
+        # then the other writer queue for it, in that order.
+        locker.execute(sa.select(a.c.id).where(a.c.consumer_uuid == consumer)
+                       .with_for_update()).all()
+        ending = threading.Thread(target=run, args=(end, getattr(claims, end)),
+                                  kwargs={"ttl": ttl})
+        writing = threading.Thread(target=run, args=(name, call))
+        ending.start()
+        time.sleep(0.5)
+        writing.start()
+        time.sleep(0.5)
+    locker.close()
+    ending.join(30)
+    writing.join(30)
+    return outcome
+
+
+def _usage(engine: sa.Engine) -> list[tuple[str, int, int, int]]:
+    n = models.compute_nodes
+    with engine.connect() as conn:
+        return [(r.host, r.vcpus_used, r.memory_mb_used, r.local_gb_used)
+                for r in conn.execute(sa.select(n).order_by(n.c.host))]
+
+
+def _used(host: str | None = None, size: tuple[int, int, int] = (0, 0, 0)
+          ) -> list[tuple[str, int, int, int]]:
+    """Every node's usage (as :func:`_usage` reads it): ``size`` on
+    ``host``, nothing elsewhere."""
+    return [(f"h{i}", *(size if f"h{i}" == host else (0, 0, 0)))
+            for i in range(HOSTS)]
+
+
 @pytest.mark.parametrize("end", ["revert_move", "confirm_move"])
 def test_a_release_that_waited_for_a_move_to_end_releases_the_claim(
         engine, end):
@@ -79,44 +142,9 @@ def test_a_release_that_waited_for_a_move_to_end_releases_the_claim(
     the claim stayed held for good (``revert_move`` then release: 0
     released, the source claim left, usage 1 vCPU on h0). Whichever runs
     first, nothing may be left."""
-    n = models.compute_nodes
-    with engine.connect() as conn:
-        nodes = {r.host: r for r in conn.execute(sa.select(n))}
-    consumer = str(uuid.uuid4())
-    claims.claim(engine, [claims.Claim(consumer, nodes["h0"].id, "h0",
-                                       nodes["h0"].generation, 1, 512, 1)])
-    claims.claim(engine, [claims.Claim(consumer, nodes["h1"].id, "h1",
-                                       nodes["h1"].generation, 2, 1024, 2)],
-                 move=[consumer])
-    a = models.allocations
-    outcome: dict[str, int] = {}
-
-    def run(name, call):
-        # Retried as the service retries them: on MariaDB the two
-        # deadlock and one of them goes again.
-        outcome[name] = retry.retrying(5)(call)(engine, [consumer])
-
-    locker = engine.connect()
-    with locker.begin():
-        # Hold the row (PostgreSQL, MariaDB) so that the move's end and
-        # then the release queue for it, in that order.
-        locker.execute(sa.select(a.c.id).where(a.c.consumer_uuid == consumer)
-                       .with_for_update()).all()
-        ending = threading.Thread(target=run,
-                                  args=(end, getattr(claims, end)))
-        releasing = threading.Thread(target=run,
-                                     args=("release", claims.release))
-        ending.start()
-        time.sleep(0.5)
-        releasing.start()
-        time.sleep(0.5)
-    locker.close()
-    ending.join(30)
-    releasing.join(30)
+    consumer = _moving(engine)
+    outcome = _after_a_move_end(engine, consumer, end, "release",
+                                claims.release)
     assert claims.placements(engine, [consumer]) == {}, outcome
-    with engine.connect() as conn:
-        assert [(r.host, r.vcpus_used, r.memory_mb_used, r.local_gb_used)
-                for r in conn.execute(sa.select(n).order_by(n.c.host))] == [
-            ("h0", 0, 0, 0), ("h1", 0, 0, 0)] + [
-            (f"h{i}", 0, 0, 0) for i in range(2, HOSTS)], outcome
+    assert _usage(engine) == _used(), outcome
     assert outcome["release"] + outcome[end] >= 1
