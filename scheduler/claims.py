@@ -735,34 +735,69 @@ def release(engine: sa.Engine, consumer_uuids: list[str]) -> int:
 
 def release_in(conn: sa.Connection, consumer_uuids: list[str]) -> int:
     """:func:`release` inside the caller's transaction ``conn`` (both
-    sides of a move in flight).
-
-    A move's end (:func:`confirm_move`, :func:`revert_move`,
-    :func:`expire`, :func:`relocate`) deletes the consumer's row and
-    inserts its new one. On PostgreSQL a DELETE that waited for such a
-    transaction finds the old row gone and cannot see the new one (its
-    snapshot is older): it would release nothing and leave the claim held
-    for good. So consumers it did not find are looked for again, each
-    statement a snapshot of its own, until none of them holds a committed
-    claim."""
-    rows = _delete_consumers(conn, consumer_uuids)
-    missing = set(consumer_uuids) - {r.consumer_uuid for r in rows}
-    while missing:
-        held = conn.execute(_HELD, {"b_uuids": sorted(missing)}).all()
-        if not held:
-            break
-        # Each round that deletes nothing lost to another commit.
-        again = _delete_consumers(conn, [consumer for consumer, in held])
-        rows += again
-        missing -= {r.consumer_uuid for r in again}
+    sides of a move in flight). A release that waited for a move's end
+    still releases the claim (:func:`_until_none_missed`)."""
+    rows = _until_none_missed(conn, consumer_uuids, _delete_consumers)
     _give_back(conn, freed_by(rows))
     return len(rows)
 
 
-#: Which of ``b_uuids`` hold a claim (release_in's second look).
-_HELD = sa.select(models.allocations.c.consumer_uuid).where(
-    models.allocations.c.consumer_uuid.in_(
-        sa.bindparam("b_uuids", expanding=True)))
+def _looking(*where) -> sa.Select:
+    """A second look of :func:`_until_none_missed`: the consumer and the
+    row id of the claims of the consumers ``b_uuids`` that match
+    ``where``, the condition of the writer that looks."""
+    allocs = models.allocations
+    return sa.select(allocs.c.consumer_uuid, allocs.c.id).where(
+        allocs.c.consumer_uuid.in_(sa.bindparam("b_uuids", expanding=True)),
+        *where)
+
+
+#: Which of ``b_uuids`` hold a claim.
+_HELD = _looking()
+
+
+def _until_none_missed(conn: sa.Connection, consumer_uuids: list[str],
+                       act: Callable[[sa.Connection, list[str]],
+                                     list[sa.Row]],
+                       look: sa.Select = _HELD,
+                       params: dict | None = None) -> list[sa.Row]:
+    """``act(conn, uuids)`` for ``consumer_uuids``, and again for those it
+    missed while they hold a claim it would act on: every row it returned
+    (each with a ``consumer_uuid``; the consumers it acted on).
+
+    ``act`` writes the claims of ``uuids`` that match its condition, and
+    ``look`` (:func:`_looking`, binds ``params`` besides ``b_uuids``)
+    selects the claims that match the same condition, or it would miss
+    what ``look`` finds, round after round.
+
+    A move's end (:func:`confirm_move`, :func:`revert_move`,
+    :func:`expire`, :func:`relocate`) deletes the consumer's row and
+    inserts its new one. On PostgreSQL (READ COMMITTED) a statement that
+    waited for such a transaction on the row's lock finds the old row gone
+    and cannot see the new one (its snapshot is older): it acts on
+    nothing, though the consumer held a claim throughout. So consumers it
+    missed are looked for again, each statement a snapshot of its own.
+
+    The loop ends: a round runs only if its look found a claim that no
+    earlier look found, and then either acts on its consumer (each
+    consumer once) or lost it to yet another transaction's commit (a
+    move's end again, inserting a new row). A claim found again that
+    ``act`` did not act on (a look that disagrees with ``act``) stops it
+    rather than spin.
+    """
+    done = act(conn, consumer_uuids)
+    missed = set(consumer_uuids) - {r.consumer_uuid for r in done}
+    seen: set[int] = set()
+    while missed:
+        held = conn.execute(look, {**(params or {}),
+                                   "b_uuids": sorted(missed)}).all()
+        if seen.issuperset(r.id for r in held):
+            break
+        seen.update(r.id for r in held)
+        again = act(conn, [r.consumer_uuid for r in held])
+        done += again
+        missed -= {r.consumer_uuid for r in again}
+    return done
 
 
 def confirm(engine: sa.Engine, consumer_uuids: list[str]) -> int:
