@@ -966,6 +966,24 @@ def revert_move(engine: sa.Engine, consumer_uuids: list[str],
         return _revert(conn, _moving(consumer_uuids), ttl)
 
 
+def _relocatable() -> tuple[sa.ColumnElement[bool], ...]:
+    """The claims :func:`relocate` moves onto the node ``b_node_id``: not
+    a move's onto its own source, nor a claim there already unless its
+    move to there expired."""
+    allocs = models.allocations
+    node_id = sa.bindparam("b_node_id", type_=sa.Integer)
+    return (sa.or_(allocs.c.source_node_id.is_(None),
+                   allocs.c.source_node_id != node_id),
+            sa.or_(allocs.c.compute_node_id != node_id,
+                   allocs.c.expired_node_id == node_id))
+
+
+#: relocate's DELETE of the claims of ``b_uuids`` it moves, and its second
+#: look, for the same claims.
+_RELOCATE = _deleting(sa.and_(_of_consumers(), *_relocatable()))
+_RELOCATABLE = _looking(*_relocatable())
+
+
 def relocate(engine: sa.Engine, consumer_uuids: list[str],
              host: str, resumable: Collection[str]) -> int:
     """The consumers run on ``host``, not where their claims are: move the
@@ -984,24 +1002,25 @@ def relocate(engine: sa.Engine, consumer_uuids: list[str],
     for a resize on one host) — when it is in ``resumable``; another is
     moved as any claim, its expired move forgotten. Only to a
     host with exactly one compute node (with several, which one is
-    unknown).
+    unknown). A claim whose move ended while this waited for it is
+    relocated too (:func:`_until_none_missed`).
     :returns: how many claims were relocated.
     """
     if not consumer_uuids:
         return 0
-    allocs, nodes = models.allocations, models.compute_nodes
+    nodes = models.compute_nodes
     with engine.begin() as conn:
         node_ids = conn.execute(sa.select(nodes.c.id).where(
             nodes.c.host == host, nodes.c.deleted == 0)).scalars().all()
         if len(node_ids) != 1:
             return 0
         [node_id] = node_ids
-        rows = _delete(conn, sa.and_(
-            allocs.c.consumer_uuid.in_(consumer_uuids),
-            sa.or_(allocs.c.source_node_id.is_(None),
-                   allocs.c.source_node_id != node_id),
-            sa.or_(allocs.c.compute_node_id != node_id,
-                   allocs.c.expired_node_id == node_id)))
+        params = {"b_node_id": node_id}
+        rows = _until_none_missed(
+            conn, consumer_uuids,
+            lambda conn, uuids: conn.execute(_RELOCATE, {
+                **params, "b_uuids": uuids}).all(),
+            _RELOCATABLE, params)
         resumed = [r for r in rows if r.expired_node_id == node_id
                    and r.consumer_uuid in resumable]
         moved = [r for r in rows if r.expired_node_id != node_id

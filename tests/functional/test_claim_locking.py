@@ -1,6 +1,6 @@
 """Claims of one server group serialize on the group's row, on every
-database, without deadlocking each other; a release, a confirm or a renew
-waiting for a move's end still acts on the claim."""
+database, without deadlocking each other; a release, a confirm, a renew or a
+relocate waiting for a move's end still acts on the claim."""
 from __future__ import annotations
 
 import datetime
@@ -202,3 +202,26 @@ def test_a_renew_that_waited_for_a_move_to_end_renews_the_claim(
     if isinstance(expires_at, str):     # SQLite hands back text
         expires_at = datetime.datetime.fromisoformat(expires_at)
     assert expires_at - now > datetime.timedelta(minutes=50), outcome
+
+
+@pytest.mark.parametrize("end", ["revert_move", "confirm_move"])
+def test_a_relocate_that_waited_for_a_move_to_end_relocates_the_claim(
+        engine, end):
+    """A move ends, then the instance turns up on h2 (relocate), queued
+    behind the end on the row's lock. The relocate used to find the old
+    row gone and, on PostgreSQL, not see the new one: it moved nothing,
+    and the claim stayed where the instance is not (h2 holding it
+    uncounted)."""
+    consumer = _moving(engine)
+    outcome = _after_a_move_end(
+        engine, consumer, end, "relocate",
+        lambda engine, uuids: claims.relocate(engine, uuids, "h2",
+                                              resumable=()))
+    # In either order the consumer holds a claim off h2 when relocate
+    # runs.
+    assert outcome == {end: 1, "relocate": 1}
+    held = claims.holdings(engine, [consumer])[consumer]
+    assert (held.host, held.source_host, held.provisional) == (
+        "h2", None, False), outcome
+    _, size = _END[end]
+    assert _usage(engine) == _used("h2", size), outcome
