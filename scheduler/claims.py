@@ -886,20 +886,36 @@ def renew(engine: sa.Engine, consumer_uuids: list[str], ttl: int) -> int:
             _RENEW.look, params))
 
 
-def _moving(consumer_uuids: list[str]):
-    allocs = models.allocations
-    return sa.and_(allocs.c.consumer_uuid.in_(consumer_uuids),
-                   allocs.c.source_node_id.is_not(None))
+#: A claim moving: it holds a source besides its destination.
+_IS_MOVING = models.allocations.c.source_node_id.is_not(None)
+#: A move's end's DELETE of the moving claims of ``b_uuids``, and its
+#: second look, for the same claims.
+_DELETE_MOVING = _deleting(sa.and_(_of_consumers(), _IS_MOVING))
+_MOVING_LOOK = _looking(_IS_MOVING)
 
 
-def _revert(conn: sa.Connection, where, ttl: int = 0,
+def _take_moving(conn: sa.Connection,
+                 consumer_uuids: list[str]) -> list[sa.Row]:
+    """Delete the consumers' moving claims, for their move's end to insert
+    what they become: the deleted rows. Also one that a :func:`relocate`
+    (which keeps the source) re-inserted while this waited for it
+    (:func:`_until_none_missed`): its end would be lost, the source held
+    for good."""
+    return _until_none_missed(
+        conn, consumer_uuids,
+        lambda conn, uuids: conn.execute(_DELETE_MOVING,
+                                         {"b_uuids": uuids}).all(),
+        _MOVING_LOOK)
+
+
+def _revert(conn: sa.Connection, rows: list[sa.Row], ttl: int = 0,
             expired: bool = False) -> int:
-    """Revert the moves matching ``where``: give the destinations back and
-    make the sources the claims again (confirmed, or provisional for
-    ``ttl`` seconds). ``expired``: nothing said the moves ended, their
-    time ran out; a move waiting for its confirm remembers the destination
-    it gave back (``expired_*``, see :func:`relocate`)."""
-    rows = _delete(conn, where)
+    """Revert the moves of ``rows`` (moving claims, deleted): give the
+    destinations back and make the sources the claims again (confirmed, or
+    provisional for ``ttl`` seconds). ``expired``: nothing said the moves
+    ended, their time ran out; a move waiting for its confirm remembers
+    the destination it gave back (``expired_*``, see :func:`relocate`).
+    :returns: how many moves were reverted."""
     _give_back(conn, _held(rows))
     expires_at = _deadline(conn, ttl) if rows else None
     _reinsert(conn, rows, lambda r: {
@@ -944,7 +960,7 @@ def confirm_move(engine: sa.Engine, consumer_uuids: list[str],
     if not consumer_uuids:
         return 0
     with engine.begin() as conn:
-        rows = _delete(conn, _moving(consumer_uuids))
+        rows = _take_moving(conn, consumer_uuids)
         _give_back(conn, _sources(rows))
         expires_at = _deadline(conn, ttl) if rows else None
         _reinsert(conn, rows, lambda r: {"expires_at": expires_at,
@@ -963,7 +979,7 @@ def revert_move(engine: sa.Engine, consumer_uuids: list[str],
     if not consumer_uuids:
         return 0
     with engine.begin() as conn:
-        return _revert(conn, _moving(consumer_uuids), ttl)
+        return _revert(conn, _take_moving(conn, consumer_uuids), ttl)
 
 
 def _relocatable() -> tuple[sa.ColumnElement[bool], ...]:
@@ -1054,8 +1070,8 @@ def expire(engine: sa.Engine) -> int:
     expired = sa.and_(allocs.c.expires_at.is_not(None),
                       allocs.c.expires_at < db.utcnow())
     with engine.begin() as conn:
-        reverted = _revert(conn, sa.and_(
-            expired, allocs.c.source_node_id.is_not(None)), expired=True)
+        reverted = _revert(conn, _delete(conn, sa.and_(expired, _IS_MOVING)),
+                           expired=True)
         rows = _delete(conn, expired)
         _give_back(conn, _held(rows))
     return reverted + len(rows)

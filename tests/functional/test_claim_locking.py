@@ -1,9 +1,11 @@
 """Claims of one server group serialize on the group's row, on every
 database, without deadlocking each other; a release, a confirm, a renew or a
-relocate waiting for a move's end still acts on the claim."""
+relocate waiting for a move's end still acts on the claim, and a move's end
+waiting for a relocate still ends the move."""
 from __future__ import annotations
 
 import datetime
+import functools
 import threading
 import time
 import uuid
@@ -93,13 +95,23 @@ def _after_a_move_end(engine: sa.Engine, consumer: str, end: str,
     claim) and then ``call(engine, [consumer])`` at once, queued for the
     consumer's row in that order: what each returned, by ``end`` and
     ``name``."""
+    return _in_turn(engine, consumer, end,
+                    functools.partial(getattr(claims, end), ttl=ttl),
+                    name, call)
+
+
+def _in_turn(engine: sa.Engine, consumer: str, first: str, first_call,
+             name: str, call) -> dict[str, int]:
+    """Run ``first_call(engine, [consumer])`` and then ``call(engine,
+    [consumer])`` at once, queued for the consumer's row in that order:
+    what each returned, by ``first`` and ``name``."""
     a = models.allocations
     outcome: dict[str, int] = {}
 
-    def run(name, call, **kwargs):
+    def run(name, call):
         # Retried as the service retries them: on MariaDB the two
         # deadlock and one of them goes again.
-        outcome[name] = retry.retrying(5)(call)(engine, [consumer], **kwargs)
+        outcome[name] = retry.retrying(5)(call)(engine, [consumer])
 
     locker = engine.connect()
     with locker.begin():
@@ -107,8 +119,7 @@ def _after_a_move_end(engine: sa.Engine, consumer: str, end: str,
         # then the other writer queue for it, in that order.
         locker.execute(sa.select(a.c.id).where(a.c.consumer_uuid == consumer)
                        .with_for_update()).all()
-        ending = threading.Thread(target=run, args=(end, getattr(claims, end)),
-                                  kwargs={"ttl": ttl})
+        ending = threading.Thread(target=run, args=(first, first_call))
         writing = threading.Thread(target=run, args=(name, call))
         ending.start()
         time.sleep(0.5)
@@ -225,3 +236,29 @@ def test_a_relocate_that_waited_for_a_move_to_end_relocates_the_claim(
         "h2", None, False), outcome
     _, size = _END[end]
     assert _usage(engine) == _used("h2", size), outcome
+
+
+@pytest.mark.parametrize("end", ["revert_move", "confirm_move"])
+def test_a_move_end_that_waited_for_a_relocate_ends_the_move(engine, end):
+    """A moving claim (h0 -> h1) is relocated to h2, where nova's
+    conductor built it on an alternate host; the move keeps its source.
+    Then the move's end, queued behind the relocate on the row's lock.
+    The end used to find the old row gone and, on PostgreSQL, not see the
+    new one: it ended nothing, and both h0 and h2 stayed held for one
+    instance (confirm), or the instance's claim stayed on h2 (revert)."""
+    consumer = _moving(engine)
+    outcome = _in_turn(
+        engine, consumer, "relocate",
+        lambda engine, uuids: claims.relocate(engine, uuids, "h2",
+                                              resumable=()),
+        end, getattr(claims, end))
+    assert outcome == {"relocate": 1, end: 1}
+    held = claims.holdings(engine, [consumer])[consumer]
+    # Relocated first, the move ends from h2: confirmed there, or reverted
+    # to h0. On MariaDB the two may deadlock and the end go first: the
+    # claim it leaves is then relocated to h2, at the size it kept.
+    hosts, size = {"revert_move": ({"h0", "h2"}, (1, 512, 1)),
+                   "confirm_move": ({"h2"}, (2, 1024, 2))}[end]
+    assert held.host in hosts, outcome
+    assert (held.source_host, held.provisional) == (None, False), outcome
+    assert _usage(engine) == _used(held.host, size), outcome
