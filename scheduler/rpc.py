@@ -53,6 +53,29 @@ def quiet_listener_polling(wake: float = LISTENER_WAKE) -> bool:
     return True
 
 
+def check_server_options(conf: cfg.ConfigOpts) -> None:
+    """oslo.messaging's ``[DEFAULT] executor_thread_pool_size``, declared
+    without a bound, is one an RPC server can use: below 1 the worker's
+    server failed to start on "ValueError: max_workers must be greater
+    than zero", naming no option.
+
+    :raises ConfigError: naming the option, its value and the file.
+    """
+    from oslo_messaging import server as messaging_server
+
+    from scheduler import exception
+
+    conf.register_opts(messaging_server._pool_opts)
+    value = conf.executor_thread_pool_size
+    if value >= 1:
+        return
+    location = conf.get_location("executor_thread_pool_size")
+    where = f" in {location.detail}" if location and location.detail else ""
+    raise exception.ConfigError(
+        f"[DEFAULT] executor_thread_pool_size = {value}{where}: must be at "
+        f"least 1; fix the value in the configuration file")
+
+
 def get_transport(conf: cfg.ConfigOpts) -> messaging.Transport:
     return messaging.get_rpc_transport(conf,
                                        allowed_remote_exmods=ALLOWED_EXMODS)

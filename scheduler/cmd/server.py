@@ -288,7 +288,7 @@ def check_startup(conf, config_given: bool = True) -> None:
     do not load, a database that is missing, without our schema or that
     this user may not write, a broker that does not answer within
     ``[scheduler] broker_startup_timeout`` or refuses the login, an HTTP
-    listen address that is malformed.
+    listen address that is malformed, an RPC thread pool of no thread.
 
     :raises ConfigError: naming the option or the database, and the fix.
     :raises broker.BrokerUnavailable: naming the broker (BrokerRefused
@@ -296,6 +296,7 @@ def check_startup(conf, config_given: bool = True) -> None:
     """
     check_config(conf)
     plugins.check_driver(conf)
+    rpc.check_server_options(conf)
     if conf.scheduler.http_listen:
         http.parse_address(conf.scheduler.http_listen)
     cmd.check_database(conf, config_given=config_given)

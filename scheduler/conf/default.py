@@ -5,7 +5,7 @@ from oslo_config import cfg
 
 opts = [
     cfg.StrOpt("host", default=socket.gethostname(),
-               sample_default="<hostname>",
+               sample_default="<hostname>", regex=r"\S",
                help="Name of this scheduler server. It is the name the "
                     "server listens on besides the shared topic, and the "
                     "name reported by ping."),

@@ -880,3 +880,20 @@ def test_start_check_passes_a_user_with_every_write_grant(
         cmd.require_writable(conf, engine)
     finally:
         engine.dispose()
+
+
+@pytest.mark.parametrize("option, value, why", [
+    ("host", "", "Value '' doesn't match regex"),
+    ("executor_thread_pool_size", "0", "must be at least 1")])
+def test_a_server_option_no_worker_can_use_is_named(sqlite_config, option,
+                                                    value, why):
+    # Both read as values; the worker then failed on them in
+    # oslo.messaging, and the server's line named no option
+    # ("InvalidTarget: A server's target must have topic and server names
+    # specified", "ValueError: max_workers must be greater than zero").
+    config = sqlite_config(**{option: value})
+    assert run("manage", "--config-file", str(config), "db", "sync"
+               ).returncode == 0
+    line = one_line_error(run("server", "--config-file", str(config)))
+    assert line.startswith(f"ERROR: [DEFAULT] {option} "), line
+    assert f"{config}" in line and why in line, line
