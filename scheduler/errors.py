@@ -112,10 +112,17 @@ def database_name(conf: cfg.ConfigOpts | None) -> str:
     return url.render_as_string(hide_password=True)
 
 
-def _db_text(exc: BaseException) -> str:
+def _db_message(exc: BaseException) -> str:
+    """The driver's error: its type's name, a blank, its text as the
+    database server wrote it."""
     inner = getattr(exc, "inner_exception", None) or exc
     return f"{type(getattr(inner, 'orig', inner)).__name__} " \
-           f"{getattr(inner, 'orig', inner)}".lower()
+           f"{getattr(inner, 'orig', inner)}"
+
+
+def _db_text(exc: BaseException) -> str:
+    """:func:`_db_message` lower-cased, to match against."""
+    return _db_message(exc).lower()
 
 
 def _refused_read(exc: BaseException, text: str) -> bool:
@@ -251,7 +258,9 @@ def _describe_db(exc: BaseException, conf: cfg.ConfigOpts | None) -> str:
     text = _db_text(exc)
     # Whitespace collapsed: PostgreSQL's messages span lines (and end in a
     # newline), and this line goes into logs, STATUS= and /healthcheck.
-    detail = " ".join(text.split(" ", 1)[-1].split())[:300]
+    # In the server's own case: the names it quotes (a database, a user,
+    # a table) are case-sensitive.
+    detail = " ".join(_db_message(exc).split(" ", 1)[-1].split())[:300]
     # PostgreSQL says 'database "x" does not exist' for a missing database
     # and 'relation "x" does not exist' for a missing table.
     missing_database = 'database "' in text and "does not exist" in text

@@ -897,3 +897,18 @@ def test_a_server_option_no_worker_can_use_is_named(sqlite_config, option,
     line = one_line_error(run("server", "--config-file", str(config)))
     assert line.startswith(f"ERROR: [DEFAULT] {option} "), line
     assert f"{config}" in line and why in line, line
+
+
+@pytest.mark.parametrize("kind", ("postgresql", "mariadb"))
+def test_the_server_s_own_words_keep_their_case(request, sqlite_config,
+                                                kind):
+    # The line quoted the database server lower-cased: a missing database
+    # NoSuchDB was 'database "nosuchdb" does not exist', another name than
+    # the one the operator has to create or fix.
+    server = request.getfixturevalue(kind)
+    config = sqlite_config(**{"database.connection":
+                              server.url_for("NoSuchDB")})
+    line = one_line_error(run("manage", "--config-file", str(config), "db",
+                              "version"))
+    detail = line.split("/NoSuchDB", 1)[1]
+    assert "'NoSuchDB'" in detail or '"NoSuchDB"' in detail, line
