@@ -94,6 +94,32 @@ def _config_paths(argv: list[str]) -> list[str]:
     return paths
 
 
+def _config_dirs(argv: list[str]) -> list[str]:
+    """The directories ``--config-dir DIR`` / ``--config-dir=DIR`` in
+    ``argv`` name."""
+    dirs = []
+    for flag, value in zip(argv, argv[1:] + [""]):
+        name, sep, inline = flag.partition("=")
+        if name == "--config-dir":
+            dirs.append(inline if sep else value)
+    return dirs
+
+
+def _check_config_dirs(argv: list[str]) -> None:
+    """Each ``--config-dir`` that exists may be listed and entered.
+
+    :raises cfg.Error: naming the first that may not. oslo.config's glob
+        finds no file in such a directory, so the command ran on the
+        defaults without a word about the files it skipped.
+    """
+    for path in _config_dirs(argv):
+        if os.path.isdir(path) and not os.access(path, os.R_OK | os.X_OK):
+            raise cfg.Error(
+                f"cannot read configuration directory {path} (permission "
+                f"denied); run as a user that may read it, e.g. sudo -u "
+                f"scheduler")
+
+
 def sections_setting(path: str, option: str) -> list[str]:
     """The sections of the ini file ``path`` that set ``option``, in file
     order; none if it cannot be read. oslo.config's errors about a value
@@ -135,13 +161,15 @@ def parse(conf: cfg.ConfigOpts, argv: list[str], **kwargs) -> None:
     instead of a bare UnicodeDecodeError; a directory given as a file is
     a cfg.Error saying so.
 
-    :raises cfg.Error: a bad value of a command-line option, from the
+    :raises cfg.Error: a ``--config-dir`` this user may not read; a
+        bad value of a command-line option, from the
         command line or a file, naming where it was set: oslo.config
         would print its own line and exit 1, which ``scheduler-status``
         would report as a warning and SIGHUP's reload could not catch.
     """
     # oslo.config writes that line to stderr itself; anything else written
     # meanwhile (usage, warnings) is passed on as it was.
+    _check_config_dirs(argv)
     captured = io.StringIO()
     try:
         with contextlib.redirect_stderr(captured):

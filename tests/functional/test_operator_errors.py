@@ -912,3 +912,20 @@ def test_the_server_s_own_words_keep_their_case(request, sqlite_config,
                               "version"))
     detail = line.split("/NoSuchDB", 1)[1]
     assert "'NoSuchDB'" in detail or '"NoSuchDB"' in detail, line
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_config_dir_the_user_may_not_read_is_named(command, sqlite_config,
+                                                     shared_dir):
+    # oslo.config lists a --config-dir's *.conf with glob, which finds
+    # nothing in a directory it may not read: every file in it was
+    # skipped without a word and the command ran on the defaults (here:
+    # "database file /var/lib/scheduler/scheduler.sqlite does not exist").
+    conf_d = shared_dir / "scheduler.conf.d"
+    conf_d.mkdir(mode=0o700)
+    sqlite_config().rename(conf_d / "scheduler.conf")
+    line = one_line_error(run(command, "--config-dir", str(conf_d),
+                              *WORK[command], as_nobody=True))
+    assert line == (f"ERROR: cannot read configuration directory {conf_d} "
+                    f"(permission denied); run as a user that may read it, "
+                    f"e.g. sudo -u scheduler"), line
