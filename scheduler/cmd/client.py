@@ -504,15 +504,17 @@ def invoke(api: Any, args: argparse.Namespace) -> Any:
             print(f"{args.method}: {elapsed:.1f} ms", file=sys.stderr)
 
 
-def _close(api: Any) -> None:
-    """Clean up the API's transport, if it has one; give up after a few
-    seconds (a broker gone in mid-call would make it wait for ever)."""
+def _close(api: Any, seconds: float = 5) -> None:
+    """Clean up the API's transport, if it has one; give up after
+    ``seconds``, at most a few (a broker gone in mid-call would make it
+    wait for ever; after a call that timed out, oslo.messaging's idle
+    reply poller makes it wait up to 5 s)."""
     transport = getattr(api, "transport", None)
     if transport is not None:
         thread = threading.Thread(target=transport.cleanup, daemon=True,
                                   name="transport-cleanup")
         thread.start()
-        thread.join(5)
+        thread.join(min(max(seconds, 0), 5))
 
 
 def rpc_timeout(conf: cfg.ConfigOpts, args: argparse.Namespace) -> float:
@@ -604,7 +606,9 @@ def main(argv: list[str] | None = None,
                     max(deadline - time.monotonic(), 0) + 1,
                     lambda: timeout_message(conf, args))
             finally:
-                _close(api)
+                # Within what is left of the budget: the line must not
+                # come seconds after the --timeout it names.
+                _close(api, deadline - time.monotonic())
         except messaging.MessagingTimeout:
             raise errors.CommandFailed(timeout_message(conf, args))
         if args.json:

@@ -929,3 +929,17 @@ def test_a_config_dir_the_user_may_not_read_is_named(command, sqlite_config,
     assert line == (f"ERROR: cannot read configuration directory {conf_d} "
                     f"(permission denied); run as a user that may read it, "
                     f"e.g. sudo -u scheduler"), line
+
+
+def test_client_with_no_server_returns_within_its_timeout(sqlite_config):
+    # The call timed out after --timeout, then the transport's cleanup
+    # waited for its idle reply poller (up to 5 s more): "no scheduler
+    # answered within 5s" came after 9 s.
+    config = sqlite_config()
+    started = time.monotonic()
+    line = one_line_error(run("client", "--config-file", str(config),
+                              "--timeout", "5", "ping"))
+    elapsed = time.monotonic() - started
+    assert line.startswith("ERROR: no scheduler answered within 5s"), line
+    # The 5 s budget plus the interpreter's start.
+    assert elapsed < 7.5, elapsed
