@@ -267,7 +267,7 @@ def conf_from_args(args: argparse.Namespace) -> cfg.ConfigOpts:
 def setup_logging(conf: cfg.ConfigOpts, debug: bool, name: str) -> None:
     """oslo.log for a command: to stderr (stdout is the command's output)
     unless the configuration says otherwise; DEBUG with ``--debug``, else
-    WARNING and up."""
+    WARNING and up, without oslo.db's "exception wrapped" record."""
     import logging as pylogging
 
     conf.set_default("use_stderr", True)
@@ -276,6 +276,9 @@ def setup_logging(conf: cfg.ConfigOpts, debug: bool, name: str) -> None:
     setup_log_output(conf, name)
     if not debug:
         pylogging.getLogger().setLevel(pylogging.WARNING)
+        # The command's own line names that error; --debug shows it all.
+        from scheduler.db import wrapped
+        wrapped.install(drop=True)
 
 
 def setup_log_output(conf: cfg.ConfigOpts, name: str) -> None:

@@ -13,6 +13,7 @@ from scheduler import errors
 from scheduler import fleet
 from scheduler import progress
 from scheduler.db import api as db
+from scheduler.db import wrapped
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,6 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         conf = cmd.conf_from_args(args)
         loaded.append(conf)
+        # No logging set up here: Python's last resort would print oslo.db's
+        # "exception wrapped" WARNING, traceback and all, beside our line.
+        wrapped.install(drop=True)
         cmd.check_database(conf, config_given=bool(args.config_file
                                                    or args.config_dir))
         engine = db.create_engine(conf)

@@ -29,8 +29,18 @@ class OneLine(logging.Filter):
         return True
 
 
-def install() -> OneLine:
-    """Put one :class:`OneLine` on oslo.db's logger (once per process)."""
-    flt = OneLine()
+class Dropped(logging.Filter):
+    """Drops oslo.db's wrapped-exception records altogether: for a
+    command, whose one ``ERROR:`` line (:mod:`scheduler.errors`) names the
+    same error, they are a second line (with the traceback, 45)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.msg not in _WRAPPED
+
+
+def install(drop: bool = False) -> logging.Filter:
+    """Put one :class:`OneLine` (``drop``: :class:`Dropped`) on oslo.db's
+    logger (once per process)."""
+    flt = Dropped() if drop else OneLine()
     logging.getLogger(_LOGGER).addFilter(flt)
     return flt

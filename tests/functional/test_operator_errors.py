@@ -943,3 +943,26 @@ def test_client_with_no_server_returns_within_its_timeout(sqlite_config):
     assert line.startswith("ERROR: no scheduler answered within 5s"), line
     # The 5 s budget plus the interpreter's start.
     assert elapsed < 7.5, elapsed
+
+
+@pytest.mark.parametrize("command", ("manage", "fleet", "status"))
+def test_a_database_file_that_is_not_sqlite_is_one_line(command, shared_dir,
+                                                        sqlite_config):
+    # oslo.db logged "DBAPIError exception wrapped." at WARNING with the
+    # whole traceback (45 lines) before the command's own line.
+    db = shared_dir / "not-a-database.sqlite"
+    db.write_bytes(bytes(range(256)) * 20)
+    config = sqlite_config(db=db)
+    if command == "status":
+        result = subprocess.run(
+            [sys.executable, "-m", "scheduler.cmd.status", "--config-file",
+             str(config), "--broker-timeout", "5", "upgrade", "check"],
+            capture_output=True, text=True, timeout=60, cwd="/")
+        assert result.returncode == 2, (result.returncode, result.stderr)
+        assert result.stderr == "", result.stderr
+        assert "file is not a database" in result.stdout, result.stdout
+        return
+    line = one_line_error(run(command, "--config-file", str(config),
+                              *WORK[command]))
+    assert line == (f"ERROR: database {db} failed: file is not a database; "
+                    f"check [database] connection"), line
