@@ -285,9 +285,10 @@ def setup_log_output(conf: cfg.ConfigOpts, name: str) -> None:
     """``logging.setup(conf, name)`` (oslo.log), which opens the log file.
 
     :raises ConfigError: the file ``[DEFAULT] log_file``/``log_dir`` make
-        cannot be opened (no such directory, permission denied), or
-        ``log_config_append`` cannot be loaded; naming the option, not a
-        bare OSError.
+        cannot be opened (no such directory, permission denied),
+        ``log_config_append`` cannot be loaded, ``default_log_levels``
+        names an unknown level or ``use_journal`` has no systemd
+        bindings; naming the option, not a bare OSError or ValueError.
     """
     try:
         logging.setup(conf, name)
@@ -301,6 +302,30 @@ def setup_log_output(conf: cfg.ConfigOpts, name: str) -> None:
         raise exception.ConfigError(
             f"[DEFAULT] log_config_append: {e}; fix the option or the "
             f"file") from None
+    except ValueError as e:
+        # logging's setLevel of a default_log_levels entry: "Unknown
+        # level: 'LOUD'" ('' for an entry without '=LEVEL').
+        if not str(e).startswith("Unknown level: "):
+            raise
+        raise exception.ConfigError(
+            f"{_log_option(conf, 'default_log_levels')}: unknown log level "
+            f"{str(e).partition(': ')[2]}; write each entry as "
+            f"logger=LEVEL (DEBUG, INFO, WARNING, ERROR or CRITICAL)"
+        ) from None
+    except RuntimeError as e:
+        if not (conf.use_journal and "Systemd" in str(e)):
+            raise
+        raise exception.ConfigError(
+            f"{_log_option(conf, 'use_journal')}: the systemd Python "
+            f"bindings are not installed ({e}); install them (python3-"
+            f"systemd) or set use_journal = false") from None
+
+
+def _log_option(conf: cfg.ConfigOpts, option: str) -> str:
+    """``[DEFAULT] option``, and the file that sets it if one does."""
+    location = conf.get_location(option)
+    return f"[DEFAULT] {option}" + (
+        f" in {location.detail}" if location and location.detail else "")
 
 
 def format_table(rows: Sequence[Mapping[str, Any]],

@@ -3,6 +3,7 @@ fix, exit status 1: real commands, real files, a real broker and
 database."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 from pathlib import Path
@@ -966,3 +967,23 @@ def test_a_database_file_that_is_not_sqlite_is_one_line(command, shared_dir,
                               *WORK[command]))
     assert line == (f"ERROR: database {db} failed: file is not a database; "
                     f"check [database] connection"), line
+
+
+@pytest.mark.parametrize("option, value, why", [
+    ("default_log_levels", "amqp=LOUD", "unknown log level 'LOUD'"),
+    ("default_log_levels", "amqp", "unknown log level ''"),
+    ("use_journal", "true", "the systemd Python bindings")])
+@pytest.mark.parametrize("command", ("server", "manage"))
+def test_a_logging_option_oslo_log_cannot_use_is_named(
+        sqlite_config, command, option, value, why):
+    # oslo.log raised "ValueError: Unknown level: 'LOUD'" or "RuntimeError:
+    # Systemd bindings do not exist" while setting up, naming no option.
+    if option == "use_journal" and importlib.util.find_spec("systemd"):
+        pytest.skip("the systemd bindings are installed here")
+    assert run("manage", "--config-file", str(sqlite_config()), "db", "sync"
+               ).returncode == 0
+    config = sqlite_config(**{option: value})
+    line = one_line_error(run(command, "--config-file", str(config),
+                              *WORK[command]))
+    assert line.startswith(f"ERROR: [DEFAULT] {option} in {config}: "), line
+    assert why in line, line
