@@ -292,6 +292,7 @@ def setup_log_output(conf: cfg.ConfigOpts, name: str) -> None:
     """
     try:
         logging.setup(conf, name)
+        _check_log_formats(conf)
     except OSError as e:
         where = "[DEFAULT] " + ("log_file" if conf.log_file else "log_dir")
         raise exception.ConfigError(
@@ -319,6 +320,37 @@ def setup_log_output(conf: cfg.ConfigOpts, name: str) -> None:
             f"{_log_option(conf, 'use_journal')}: the systemd Python "
             f"bindings are not installed ({e}); install them (python3-"
             f"systemd) or set use_journal = false") from None
+
+
+def _check_log_formats(conf: cfg.ConfigOpts) -> None:
+    """oslo.log's format strings can write a line, with a request and
+    without: a key the record lacks (``%(nosuch)s``) or a malformed one
+    made every log line a "--- Logging error ---" traceback instead.
+
+    :raises ConfigError: naming the option, its file and the error.
+    """
+    import logging as pylogging
+
+    from oslo_log import formatters
+
+    formatter = next((h.formatter for h in pylogging.getLogger().handlers
+                      if isinstance(h.formatter,
+                                    formatters.ContextFormatter)), None)
+    if formatter is None:
+        return
+    for option, extra in (("logging_default_format_string", {}),
+                          ("logging_context_format_string",
+                           {"request_id": "req-check"})):
+        record = pylogging.LogRecord("scheduler", pylogging.INFO, __file__,
+                                     0, "check", None, None)
+        record.__dict__.update(extra)
+        try:
+            formatter.format(record)
+        except (KeyError, ValueError, TypeError) as e:
+            raise exception.ConfigError(
+                f"{_log_option(conf, option)}: cannot write a log line "
+                f"with it ({type(e).__name__}: {e}); fix the format "
+                f"string") from None
 
 
 def _log_option(conf: cfg.ConfigOpts, option: str) -> str:

@@ -987,3 +987,19 @@ def test_a_logging_option_oslo_log_cannot_use_is_named(
                               *WORK[command]))
     assert line.startswith(f"ERROR: [DEFAULT] {option} in {config}: "), line
     assert why in line, line
+
+
+@pytest.mark.parametrize("option", ("logging_default_format_string",
+                                    "logging_context_format_string"))
+def test_a_log_format_no_line_can_be_written_with_is_named(sqlite_config,
+                                                            option):
+    # The server started, then wrote "--- Logging error ---" and a
+    # traceback for each of its log lines instead of the line.
+    assert run("manage", "--config-file", str(sqlite_config()), "db", "sync"
+               ).returncode == 0
+    config = sqlite_config(**{option: "%(asctime)s %(nosuch)s %(message)s",
+                              "scheduler.http_listen": ""})
+    line = one_line_error(run("server", "--config-file", str(config),
+                              timeout=20))
+    assert line.startswith(f"ERROR: [DEFAULT] {option} in {config}: "), line
+    assert "nosuch" in line, line
