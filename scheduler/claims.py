@@ -804,67 +804,17 @@ def _until_none_missed(conn: sa.Connection, consumer_uuids: list[str],
     return done
 
 
-@dataclasses.dataclass(frozen=True)
-class _Updating:
-    """An UPDATE of the claims of the consumers ``b_uuids`` that match a
-    writer's condition, built once (see :func:`_updating`), that says
-    which consumers it updated: an act of :func:`_until_none_missed`,
-    ``look`` the second look for the same condition."""
-    look: sa.Select
-    returning: sa.Update    # ... RETURNING consumer_uuid
-    #: Without RETURNING: ``locking`` (``look`` FOR UPDATE), then ``plain``.
-    locking: sa.Select
-    plain: sa.Update
-
-    def run(self, conn: sa.Connection, consumer_uuids: list[str],
-            params: dict | None = None) -> list[sa.Row]:
-        """The UPDATE for ``consumer_uuids`` (binding ``params`` too): the
-        rows of the consumers it updated."""
-        params = {**(params or {}), "b_uuids": list(consumer_uuids)}
-        if conn.dialect.update_returning:
-            return conn.execute(self.returning, params).all()
-        # MariaDB has no UPDATE ... RETURNING: lock the rows that match
-        # (a locking read sees the latest committed rows), then update
-        # those; nothing else can change them meanwhile. Not rowcount: the
-        # missed consumers are to be named, not counted.
-        locked = conn.execute(self.locking, params).all()
-        if locked:
-            conn.execute(self.plain, {
-                **params, "b_uuids": [r.consumer_uuid for r in locked]})
-        return locked
-
-
-def _updating(values: dict, *where) -> _Updating:
-    """:class:`_Updating` setting ``values`` on the claims of the
-    consumers ``b_uuids`` that match ``where``."""
-    allocs = models.allocations
-    look = _looking(*where)
-    plain = allocs.update().where(_of_consumers(), *where).values(values)
-    return _Updating(look, plain.returning(allocs.c.consumer_uuid),
-                     look.with_for_update(), plain)
-
-
-#: confirm's: every claim of its consumers; one confirmed before is
-#: confirmed still (acted on, not missed).
-_CONFIRM = _updating({"expires_at": None})
-#: renew's: the provisional claims of its consumers, to expire ``b_ttl``
-#: seconds from now; a confirmed one is not renewed (nor missed).
-_RENEW = _updating(
-    {"expires_at": db.utcnow_plus(sa.bindparam("b_ttl", type_=sa.Integer))},
-    models.allocations.c.expires_at.is_not(None))
-
-
 def confirm(engine: sa.Engine, consumer_uuids: list[str]) -> int:
-    """Make the consumers' claims permanent (until released), also one
-    whose move ended while this waited for it
-    (:func:`_until_none_missed`).
+    """Make the consumers' claims permanent (until released).
     :returns: how many of them hold a claim (confirmed now or before).
     """
     if not consumer_uuids:
         return 0
+    allocs = models.allocations
     with engine.begin() as conn:
-        return len(_until_none_missed(conn, consumer_uuids, _CONFIRM.run,
-                                      _CONFIRM.look))
+        return conn.execute(
+            allocs.update().where(allocs.c.consumer_uuid.in_(consumer_uuids))
+            .values(expires_at=None)).rowcount
 
 
 def renew(engine: sa.Engine, consumer_uuids: list[str], ttl: int) -> int:
@@ -872,18 +822,18 @@ def renew(engine: sa.Engine, consumer_uuids: list[str], ttl: int) -> int:
     database's now + ``ttl``, as their INSERT set it: a re-sent request
     answered with them hands them out again, and the caller has the whole
     TTL from that answer to build. Confirmed claims stay permanent; with
-    ``ttl`` 0 nothing changes. A claim whose move ended while this waited
-    for it is renewed too (:func:`_until_none_missed`).
+    ``ttl`` 0 nothing changes.
     :returns: how many claims were renewed.
     """
     if ttl <= 0 or not consumer_uuids:
         return 0
-    params = {"b_ttl": ttl}
+    allocs = models.allocations
     with engine.begin() as conn:
-        return len(_until_none_missed(
-            conn, consumer_uuids,
-            lambda conn, uuids: _RENEW.run(conn, uuids, params),
-            _RENEW.look, params))
+        return conn.execute(
+            allocs.update().where(allocs.c.consumer_uuid.in_(consumer_uuids),
+                                  allocs.c.expires_at.is_not(None))
+            .values(expires_at=db.utcnow_plus(
+                sa.bindparam("b_ttl", ttl, type_=sa.Integer)))).rowcount
 
 
 #: A claim moving: it holds a source besides its destination.

@@ -1,10 +1,9 @@
 """Claims of one server group serialize on the group's row, on every
-database, without deadlocking each other; a release, a confirm, a renew or a
-relocate waiting for a move's end still acts on the claim, and a move's end
-waiting for a relocate still ends the move."""
+database, without deadlocking each other; a release or a relocate waiting for
+a move's end still acts on the claim, and a move's end waiting for a relocate
+still ends the move."""
 from __future__ import annotations
 
-import datetime
 import functools
 import threading
 import time
@@ -15,7 +14,6 @@ import sqlalchemy as sa
 
 from scheduler import claims
 from scheduler import fleet
-from scheduler.db import api as db
 from scheduler.db import models
 from scheduler.db import retry
 from tests.functional.conftest import node
@@ -166,53 +164,6 @@ def test_a_release_that_waited_for_a_move_to_end_releases_the_claim(
     assert claims.placements(engine, [consumer]) == {}, outcome
     assert _usage(engine) == _used(), outcome
     assert outcome["release"] + outcome[end] >= 1
-
-
-@pytest.mark.parametrize("end", ["revert_move", "confirm_move"])
-def test_a_confirm_that_waited_for_a_move_to_end_confirms_the_claim(
-        engine, end):
-    """A move's end that leaves the claim provisional (``ttl``: a caller
-    unsure the instance is still there), then the instance's confirm,
-    queued behind it on the row's lock. The confirm used to find the old
-    row gone and, on PostgreSQL, not see the new one: it confirmed
-    nothing (returned 0 though the consumer held a claim throughout), and
-    the claim stayed provisional, to expire and be released under the
-    running instance."""
-    consumer = _moving(engine)
-    outcome = _after_a_move_end(engine, consumer, end, "confirm",
-                                claims.confirm, ttl=600)
-    # In either order the consumer holds a claim when confirm runs.
-    assert outcome == {end: 1, "confirm": 1}
-    held = claims.holdings(engine, [consumer])[consumer]
-    host, size = _END[end]
-    assert (held.host, held.source_host, held.provisional) == (
-        host, None, False), outcome
-    assert _usage(engine) == _used(host, size), outcome
-
-
-@pytest.mark.parametrize("end", ["revert_move", "confirm_move"])
-def test_a_renew_that_waited_for_a_move_to_end_renews_the_claim(
-        engine, end):
-    """A provisional move ends provisional (10 minutes), then a re-sent
-    request hands the claim out again for an hour (renew), queued behind
-    the end on the row's lock. The renew used to find the old row gone
-    and, on PostgreSQL, not see the new one: it renewed nothing, and the
-    claim expired 50 minutes before the caller's time to build ran out."""
-    consumer = _moving(engine, ttl=600)
-    outcome = _after_a_move_end(
-        engine, consumer, end, "renew",
-        lambda engine, uuids: claims.renew(engine, uuids, 3600), ttl=600)
-    # In either order the consumer holds a provisional claim when renew
-    # runs.
-    assert outcome == {end: 1, "renew": 1}
-    a = models.allocations
-    with engine.connect() as conn:
-        now = db.db_time(conn)
-        expires_at = conn.execute(sa.select(a.c.expires_at).where(
-            a.c.consumer_uuid == consumer)).scalar_one()
-    if isinstance(expires_at, str):     # SQLite hands back text
-        expires_at = datetime.datetime.fromisoformat(expires_at)
-    assert expires_at - now > datetime.timedelta(minutes=50), outcome
 
 
 @pytest.mark.parametrize("end", ["revert_move", "confirm_move"])
