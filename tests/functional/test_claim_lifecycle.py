@@ -17,12 +17,16 @@ from scheduler import fleet
 from scheduler.db import models
 from scheduler.nova import casts
 from tests.functional.conftest import continued_lines
-from tests.functional.conftest import DATABASE_SERVERS
+from tests.functional.conftest import every_database
 from tests.functional.conftest import freeze
 from tests.functional.conftest import node
 from tests.functional.conftest import thaw
+from tests.functional.waits import lock_waits
+from tests.functional.waits import wait_until
 from tests.unit.fakes import node_row
 from tests.unit.fakes import recreate_node
+
+pytestmark = every_database
 
 FLAVOR = {"memory_mb": 2048, "vcpus": 1, "root_gb": 10}
 
@@ -39,10 +43,8 @@ def test_unconfirmed_claims_expire_and_confirmed_ones_stay(make_deployment):
     with pytest.raises(exception.NoValidHost):
         deployment.api.select_destinations({}, {"flavor": FLAVOR})
 
-    deadline = time.monotonic() + 20
-    while len(deployment.allocations()) > 1:
-        assert time.monotonic() < deadline, "stray claim never expired"
-        time.sleep(0.5)
+    wait_until(lambda: len(deployment.allocations()) == 1,
+               "the stray claim expiring", timeout=20)
 
     assert [a.consumer_uuid for a in deployment.allocations()] == \
         [kept[0]["uuid"]]
@@ -72,19 +74,16 @@ def test_a_re_send_answered_from_a_provisional_claim_restarts_its_ttl(
     assert claim.expires_at >= first
 
 
-@pytest.mark.parametrize("database_url", ["postgresql", "mysql"],
-                         indirect=True)
+@pytest.mark.databases("postgresql", "mysql")
 def test_service_keeps_serving_across_a_database_restart(
-        request, make_deployment, database_url):
+        make_deployment, database_server):
     """Database servers only: SQLite has no server to restart."""
-    server = request.getfixturevalue(
-        DATABASE_SERVERS[request.node.callspec.params["database_url"]])
     deployment = make_deployment()
     deployment.fleet(10)
     deployment.start_server()
     first = deployment.api.select_destinations({}, {"flavor": FLAVOR})
 
-    server.restart()
+    database_server.restart()
     deployment.heartbeat()
 
     second = deployment.api.select_destinations({}, {"flavor": FLAVOR})
@@ -124,18 +123,15 @@ def test_a_claim_behind_a_lock_held_elsewhere_gives_up_in_one_line(
     assert "Traceback" not in deployment.server_log()
 
 
-@pytest.mark.parametrize("database_url", ["postgresql", "mysql"],
-                         indirect=True)
+@pytest.mark.databases("postgresql", "mysql")
 def test_a_claim_cut_off_by_a_database_outage_leaves_no_usage_behind(
-        request, make_deployment, database_url):
+        make_deployment, database_server):
     """The planner puts a claim's usage in its table before claiming and
     takes it back if the claim fails. When the database is gone, it cannot
     read the node back: once the database returns, the node must still be
     as SQL has it (empty), not full of a claim that never was; and what
     failed is said in one line per record, the driver's multi-line text
     left out."""
-    server = request.getfixturevalue(
-        DATABASE_SERVERS[request.node.callspec.params["database_url"]])
     whole = {"memory_mb": 4096, "vcpus": 1, "root_gb": 10}
     # An outage longer than the claim waits for the database.
     deployment = make_deployment(scheduler__db_outage_timeout=2)
@@ -158,14 +154,16 @@ def test_a_claim_cut_off_by_a_database_outage_leaves_no_usage_behind(
         except Exception as e:      # the outage's ServiceUnavailable
             outcome["error"] = e
     caller = threading.Thread(target=call)
-    caller.start()
-    time.sleep(2)
-    server.kill()
+    with lock_waits(deployment.engine) as waiting:
+        caller.start()
+        waiting(1)                  # the claim's UPDATE, behind the holder
+    database_server.kill()
     holder.invalidate()
-    time.sleep(8)                   # past db_outage_timeout, db_retries
-    server.start()
+    # The claim gives up (db_outage_timeout, then db_retries) while the
+    # database is still away.
     caller.join(60)
     assert not caller.is_alive()
+    database_server.start()
     assert "error" in outcome, outcome
     deployment.engine.dispose()
     deployment.heartbeat()
@@ -180,32 +178,32 @@ def test_a_claim_cut_off_by_a_database_outage_leaves_no_usage_behind(
     assert "check [database] connection" in line, line
 
 
-@pytest.mark.parametrize("database_url", ["postgresql", "mysql"],
-                         indirect=True)
+@pytest.mark.databases("postgresql", "mysql")
 def test_claims_expire_once_the_database_is_back_from_an_outage(
-        request, make_deployment, database_url):
+        make_deployment, database_server):
     """The expiry task fails while the database is away and carries on,
     once, when it returns: nothing released twice, nothing kept."""
-    server = request.getfixturevalue(
-        DATABASE_SERVERS[request.node.callspec.params["database_url"]])
-    deployment = make_deployment(scheduler__unconfirmed_claim_ttl=4,
+    ttl = 4
+    deployment = make_deployment(scheduler__unconfirmed_claim_ttl=ttl,
                                  scheduler__periodic_task_interval=1,
                                  scheduler__workers=2)
     deployment.add_nodes([node("only", memory_mb=4096, vcpus=4)])
     deployment.start_server()
     stray = [deployment.api.select_destinations({}, {"flavor": FLAVOR})
              for _ in range(2)]
-    server.kill()
-    time.sleep(8)                   # past the TTL, periodic tasks failing
-    server.start()
+    assert len(deployment.allocations()) == 2
+    database_server.kill()
+    # The TTL runs out while the database is away. The condition is time
+    # itself, and the database's clock cannot be asked: wait the TTL out
+    # on this one.
+    time.sleep(ttl)
+    database_server.start()
     deployment.engine.dispose()
-    deadline = time.monotonic() + 30
-    while deployment.allocations():
-        assert time.monotonic() < deadline, "stray claims never expired"
-        time.sleep(0.5)
+    wait_until(lambda: not deployment.allocations(),
+               "the stray claims expiring")
     only = deployment.nodes()["only"]
     assert (only.memory_mb_used, only.vcpus_used) == (0, 0)
-    assert stray
+    assert [placed["host"] for [placed] in stray] == ["only", "only"]
     log = deployment.server_log()
     assert "Traceback" not in log, log
     deployment.heartbeat()
@@ -213,15 +211,12 @@ def test_claims_expire_once_the_database_is_back_from_an_outage(
     assert again[0]["host"] == "only"
 
 
-@pytest.mark.parametrize("database_url", ["postgresql", "mysql"],
-                         indirect=True)
+@pytest.mark.databases("postgresql", "mysql")
 def test_calls_across_a_database_restart_lose_or_double_nothing(
-        request, make_deployment, database_url):
+        make_deployment, database_server):
     """Callers keep placing while the database restarts under two workers:
     every placement answered is claimed, once; usage equals the claims;
     and the workers place again afterwards."""
-    server = request.getfixturevalue(
-        DATABASE_SERVERS[request.node.callspec.params["database_url"]])
     deployment = make_deployment(scheduler__workers=2)
     deployment.add_nodes([node(f"n{i}", memory_mb=256 * 4096, vcpus=8,
                                local_gb=4096)
@@ -244,13 +239,12 @@ def test_calls_across_a_database_restart_lose_or_double_nothing(
     callers = [threading.Thread(target=caller) for _ in range(4)]
     for t in callers:
         t.start()
-    time.sleep(3)
+    wait_until(lambda: len(placed) >= 8, "placing before the restart")
     before = len(placed)
-    server.restart()
+    database_server.restart()
     # Placing again: a few more than were answered before the restart.
-    deadline = time.monotonic() + 90
-    while len(placed) < before + 8 and time.monotonic() < deadline:
-        time.sleep(0.5)
+    wait_until(lambda: len(placed) >= before + 8,
+               "placing after the restart", timeout=90)
     stop.set()
     for t in callers:
         t.join(120)
@@ -291,18 +285,15 @@ def test_a_claim_left_on_a_re_created_node_follows_its_instance(engine):
     assert admin.audit_allocations(engine, capacity.Ratios()) == []
 
 
-@pytest.mark.parametrize("database_url", ["postgresql", "mysql"],
-                         indirect=True)
+@pytest.mark.databases("postgresql", "mysql")
 def test_a_request_sent_while_the_database_restarts_is_placed_once(
-        request, make_deployment, database_url):
+        make_deployment, database_server):
     """A database restart (systemctl restart, a failover) takes seconds.
     A request arriving meanwhile waited only [scheduler] db_retries'
     ~1.5 s of backoff (its refresh not even that) and failed: nova puts
     the instance in ERROR. It must wait for the database, within
     [scheduler] db_outage_timeout, and be placed: one claim, counted
     once."""
-    server = request.getfixturevalue(
-        DATABASE_SERVERS[request.node.callspec.params["database_url"]])
     deployment = make_deployment()
     deployment.add_nodes([node("only", memory_mb=4096, vcpus=4)])
     deployment.start_server()
@@ -319,19 +310,21 @@ def test_a_request_sent_while_the_database_restarts_is_placed_once(
             outcome["error"] = e
     # As systemctl stop does: a clean shutdown. (The fixture's SIGKILL may
     # lose the last commits: its servers do not flush each one.)
-    server._shut_down()
+    database_server._shut_down()
     try:
         caller = threading.Thread(target=call)
         caller.start()
-        time.sleep(2)
+        # Still waiting after 2 s, past db_retries' ~1.5 s of backoff.
+        caller.join(2)
+        assert caller.is_alive(), outcome
         # The wait is the request's own: the server answers others.
         started = time.monotonic()
         deployment.api.ping({})
         assert time.monotonic() - started < 2
-        time.sleep(2)
+        caller.join(2)
         assert caller.is_alive(), outcome
     finally:
-        server.start()
+        database_server.start()
     caller.join(60)
     assert not caller.is_alive()
     assert "placed" in outcome, outcome
@@ -346,10 +339,9 @@ def test_a_request_sent_while_the_database_restarts_is_placed_once(
     assert "the database answered again after" in log, log
 
 
-@pytest.mark.parametrize("database_url", ["postgresql", "mysql"],
-                         indirect=True)
+@pytest.mark.databases("postgresql", "mysql")
 def test_requests_sent_during_a_long_outage_each_fail_within_the_window(
-        request, make_deployment, database_url):
+        make_deployment, database_server):
     """Requests arriving together while the database is away for longer
     than [scheduler] db_outage_timeout: each refresh waits in the host
     manager's one cycle, so the second request's window only began once
@@ -357,8 +349,6 @@ def test_requests_sent_during_a_long_outage_each_fail_within_the_window(
     caller was answered after N windows (nova's boots queued behind one
     another for minutes). Each must be answered ServiceUnavailable within
     one window (and db_retries' retries), having claimed nothing."""
-    server = request.getfixturevalue(
-        DATABASE_SERVERS[request.node.callspec.params["database_url"]])
     outage = 5
     deployment = make_deployment(scheduler__db_outage_timeout=outage)
     deployment.add_nodes([node("only", memory_mb=8192, vcpus=8)])
@@ -377,7 +367,7 @@ def test_requests_sent_during_a_long_outage_each_fail_within_the_window(
         except Exception as e:
             error = e
         outcomes[i] = (time.monotonic() - started, error)
-    server._shut_down()
+    database_server._shut_down()
     try:
         callers = [threading.Thread(target=call, args=(i,))
                    for i in range(3)]
@@ -386,7 +376,7 @@ def test_requests_sent_during_a_long_outage_each_fail_within_the_window(
         for caller in callers:
             caller.join(90)
     finally:
-        server.start()
+        database_server.start()
     assert len(outcomes) == 3, outcomes
     # The window, then db_retries' 5 retries at 1 s, then for each request
     # queued behind another its own retries (~1.5 s of backoff, plus the
@@ -401,10 +391,9 @@ def test_requests_sent_during_a_long_outage_each_fail_within_the_window(
     assert continued_lines(log) == [], log
 
 
-@pytest.mark.parametrize("database_url", ["postgresql", "mysql"],
-                         indirect=True)
+@pytest.mark.databases("postgresql", "mysql")
 def test_a_request_to_a_database_that_stops_answering_ends_in_one_line(
-        request, make_deployment, database_url):
+        make_deployment, database_server):
     """A database server that stops answering without closing its
     connections (frozen, or a partition that drops packets) left a
     statement waiting in recv() for ever: the request hung until the
@@ -414,8 +403,6 @@ def test_a_request_to_a_database_that_stops_answering_ends_in_one_line(
     caller gets the one-line ServiceUnavailable naming the database. Once
     the server answers again the next request is placed and nothing is
     claimed twice."""
-    server = request.getfixturevalue(
-        DATABASE_SERVERS[request.node.callspec.params["database_url"]])
     deployment = make_deployment(scheduler__db_lock_timeout=1,
                                  scheduler__db_outage_timeout=2)
     deployment.add_nodes([node("only", memory_mb=4096, vcpus=4)])
@@ -431,7 +418,7 @@ def test_a_request_to_a_database_that_stops_answering_ends_in_one_line(
                 {}, {"flavor": FLAVOR, "instance_uuids": [first]})
         except Exception as e:
             outcome["error"] = e
-    freeze(server)
+    freeze(database_server)
     try:
         started = time.monotonic()
         caller = threading.Thread(target=call)
@@ -443,7 +430,7 @@ def test_a_request_to_a_database_that_stops_answering_ends_in_one_line(
         caller.join(40)
         took = time.monotonic() - started
     finally:
-        thaw(server)
+        thaw(database_server)
     caller.join(60)
     assert not caller.is_alive()
     assert took < 16, (took, outcome)

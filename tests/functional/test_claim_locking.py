@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import threading
-import time
 import uuid
 
 import pytest
@@ -16,7 +15,11 @@ from scheduler import claims
 from scheduler import fleet
 from scheduler.db import models
 from scheduler.db import retry
+from tests.functional.conftest import every_database
 from tests.functional.conftest import node
+from tests.functional.waits import lock_waits
+
+pytestmark = every_database
 
 HOSTS = 8
 
@@ -111,18 +114,23 @@ def _in_turn(engine: sa.Engine, consumer: str, first: str, first_call,
         # deadlock and one of them goes again.
         outcome[name] = retry.retrying(5)(call)(engine, [consumer])
 
+    if engine.dialect.name == "sqlite":
+        # No row locks to queue on: SQLite has one writer at a time.
+        run(first, first_call)
+        run(name, call)
+        return outcome
     locker = engine.connect()
-    with locker.begin():
-        # Hold the row (PostgreSQL, MariaDB) so that the move's end and
-        # then the other writer queue for it, in that order.
+    with lock_waits(engine) as waiting, locker.begin():
+        # Hold the row so that the move's end and then the other writer
+        # queue for it, in that order.
         locker.execute(sa.select(a.c.id).where(a.c.consumer_uuid == consumer)
                        .with_for_update()).all()
         ending = threading.Thread(target=run, args=(first, first_call))
         writing = threading.Thread(target=run, args=(name, call))
         ending.start()
-        time.sleep(0.5)
+        waiting(1)
         writing.start()
-        time.sleep(0.5)
+        waiting(2)
     locker.close()
     ending.join(30)
     writing.join(30)

@@ -15,9 +15,10 @@ import time
 import pytest
 
 from tests.fixtures._net import http_get
-from tests.functional.conftest import DATABASE_SERVERS
 from tests.functional.conftest import freeze
 from tests.functional.conftest import thaw
+from tests.functional.waits import lock_waits
+from tests.functional.waits import wait_until
 
 #: Generous bounds: they prove "does not hang", they measure nothing.
 WAIT = 60
@@ -233,7 +234,6 @@ def test_worker_failing_for_good_ends_the_server_with_one_line(
                for s in notify_socket.values("STATUS"))
 
 
-@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_healthcheck_follows_the_database(make_deployment, database_url):
     deployment = make_deployment(scheduler__workers=2)
     deployment.fleet(10)
@@ -457,7 +457,6 @@ def _call_in_background(deployment, spec):
     return caller, outcome
 
 
-@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_serves_again_after_the_broker_restarts_while_idle(
         make_deployment, rabbitmq, database_url):
     deployment = make_deployment(scheduler__workers=2)
@@ -473,7 +472,7 @@ def test_serves_again_after_the_broker_restarts_while_idle(
     assert "Traceback" not in deployment.server_log()
 
 
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+@pytest.mark.databases("postgresql")
 def test_a_call_in_flight_across_a_broker_restart_is_answered_once(
         make_deployment, rabbitmq, database_url):
     deployment = make_deployment()
@@ -482,9 +481,10 @@ def test_a_call_in_flight_across_a_broker_restart_is_answered_once(
     deployment.api.select_destinations({}, {"flavor": FLAVOR})
     holder = _hold_nodes(deployment)
     uuid = "8c7c5b52-7c8e-4d47-9f3c-0c7a1b2b9a01"
-    caller, outcome = _call_in_background(
-        deployment, {"flavor": FLAVOR, "instance_uuids": [uuid]})
-    time.sleep(3)
+    with lock_waits(deployment.engine) as waiting:
+        caller, outcome = _call_in_background(
+            deployment, {"flavor": FLAVOR, "instance_uuids": [uuid]})
+        waiting(1)              # its claim, behind the holder
     rabbitmq.restart()
     holder.close()
     caller.join(150)
@@ -497,17 +497,19 @@ def test_a_call_in_flight_across_a_broker_restart_is_answered_once(
     assert audit.returncode == 0, audit.stdout
 
 
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
-def test_sigterm_answers_the_calls_in_flight(make_deployment, database_url):
+@pytest.mark.databases("postgresql")
+def test_sigterm_answers_the_calls_in_flight(make_deployment, database_url,
+                                             notify_socket):
     deployment = make_deployment()
     deployment.fleet(3)
-    proc = deployment.start_server()
+    proc = deployment.start_server(env={"NOTIFY_SOCKET": notify_socket.path})
     deployment.api.select_destinations({}, {"flavor": FLAVOR})
     holder = _hold_nodes(deployment)
-    caller, outcome = _call_in_background(deployment, {"flavor": FLAVOR})
-    time.sleep(3)
+    with lock_waits(deployment.engine) as waiting:
+        caller, outcome = _call_in_background(deployment, {"flavor": FLAVOR})
+        waiting(1)              # its claim, behind the holder
     os.kill(proc.pid, signal.SIGTERM)
-    time.sleep(3)
+    notify_socket.wait_for("STOPPING", "1")
     holder.close()
     caller.join(WAIT)
     assert not caller.is_alive()
@@ -517,22 +519,19 @@ def test_sigterm_answers_the_calls_in_flight(make_deployment, database_url):
     assert "Traceback" not in deployment.server_log()
 
 
-@pytest.mark.parametrize("database_url", ["postgresql", "mysql"],
-                         indirect=True)
+@pytest.mark.databases("postgresql", "mysql")
 def test_sigterm_after_a_database_restart_stops_cleanly(
-        request, make_deployment, database_url):
+        make_deployment, database_server):
     """The connections a worker keeps between requests (its refreshes',
     its claims') died with the database's restart; the worker has served
     no request since. Stopping it drops them without a traceback (the
     failed rollback of a lost connection, on MariaDB) and the server exits
     0."""
-    server = request.getfixturevalue(
-        DATABASE_SERVERS[request.node.callspec.params["database_url"]])
     deployment = make_deployment()
     deployment.fleet(3)
     proc = deployment.start_server()
     deployment.api.select_destinations({}, {"flavor": FLAVOR})
-    server.restart()
+    database_server.restart()
 
     os.killpg(proc.pid, signal.SIGTERM)
 
@@ -542,24 +541,21 @@ def test_sigterm_after_a_database_restart_stops_cleanly(
     assert len(deployment.allocations()) == 1
 
 
-@pytest.mark.parametrize("database_url", ["postgresql", "mysql"],
-                         indirect=True)
+@pytest.mark.databases("postgresql", "mysql")
 def test_sigterm_while_a_request_waits_for_the_database_exits_promptly(
-        request, make_deployment, database_url):
+        make_deployment, database_server):
     """A request waiting out a database outage ([scheduler]
     db_outage_timeout) must not hold the shutdown for that long: SIGTERM
     ends its wait, it is answered with its one line, the server exits 0
     within seconds and the log has no traceback."""
-    server = request.getfixturevalue(
-        DATABASE_SERVERS[request.node.callspec.params["database_url"]])
     deployment = make_deployment(scheduler__db_outage_timeout=120)
     deployment.fleet(3)
     proc = deployment.start_server()
     deployment.api.select_destinations({}, {"flavor": FLAVOR})
-    server.kill()
+    database_server.kill()
     try:
         caller, outcome = _call_in_background(deployment, {"flavor": FLAVOR})
-        time.sleep(3)
+        caller.join(3)
         assert caller.is_alive(), outcome      # still waiting
         started = time.monotonic()
         os.killpg(proc.pid, signal.SIGTERM)
@@ -567,7 +563,7 @@ def test_sigterm_while_a_request_waits_for_the_database_exits_promptly(
         assert time.monotonic() - started < 10
         caller.join(WAIT)
     finally:
-        server.start()
+        database_server.start()
     assert not caller.is_alive()
     assert "check [database] connection" in str(outcome.get("error")), \
         outcome
@@ -575,25 +571,22 @@ def test_sigterm_while_a_request_waits_for_the_database_exits_promptly(
     assert "Traceback" not in log, log
 
 
-@pytest.mark.parametrize("database_url", ["postgresql", "mysql"],
-                         indirect=True)
+@pytest.mark.databases("postgresql", "mysql")
 def test_sigterm_while_a_request_waits_for_a_frozen_database_exits_promptly(
-        request, make_deployment, database_url):
+        make_deployment, database_server):
     """A request whose statement waits for a database server that stopped
     answering (frozen: its connections stay open) must not hold the
     shutdown: the server exits 0 within seconds, the request is answered
     with its one line, and the log has no traceback."""
-    server = request.getfixturevalue(
-        DATABASE_SERVERS[request.node.callspec.params["database_url"]])
     deployment = make_deployment(scheduler__db_lock_timeout=3,
                                  scheduler__db_outage_timeout=120)
     deployment.fleet(3)
     proc = deployment.start_server()
     deployment.api.select_destinations({}, {"flavor": FLAVOR})
-    freeze(server)
+    freeze(database_server)
     try:
         caller, outcome = _call_in_background(deployment, {"flavor": FLAVOR})
-        time.sleep(2)
+        caller.join(2)
         assert caller.is_alive(), outcome      # its statement waits
         started = time.monotonic()
         os.killpg(proc.pid, signal.SIGTERM)
@@ -601,7 +594,7 @@ def test_sigterm_while_a_request_waits_for_a_frozen_database_exits_promptly(
         took = time.monotonic() - started
         caller.join(WAIT)
     finally:
-        thaw(server)
+        thaw(database_server)
     # The round trips' bound (3 s + the margin; the request's perhaps after
     # the periodic refresh's), not db_outage_timeout nor the graceful
     # shutdown timeout.
@@ -613,7 +606,6 @@ def test_sigterm_while_a_request_waits_for_a_frozen_database_exits_promptly(
     assert "Traceback" not in log, log
 
 
-@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_a_killed_worker_is_replaced_and_the_server_stays_ready(
         make_deployment, database_url):
     deployment = make_deployment(scheduler__workers=2)
@@ -635,7 +627,7 @@ def test_a_killed_worker_is_replaced_and_the_server_stays_ready(
     assert proc.poll() is None
 
 
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+@pytest.mark.databases("postgresql")
 def test_a_worker_replaced_while_the_database_refuses_new_sessions_starts_later(
         make_deployment, postgresql, database_url):
     """A worker that dies while PostgreSQL is shutting down (or starting
@@ -673,7 +665,7 @@ def test_a_worker_replaced_while_the_database_refuses_new_sessions_starts_later(
     assert error_lines(deployment.server_log()) == []
 
 
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+@pytest.mark.databases("postgresql")
 def test_healthcheck_names_a_database_refusing_sessions_in_one_line(
         make_deployment, postgresql, database_url):
     """PostgreSQL's messages end in a newline; the verdict is still one
@@ -699,9 +691,9 @@ def test_healthcheck_names_a_database_refusing_sessions_in_one_line(
     assert line.rstrip().endswith("check [database] connection"), line
 
 
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+@pytest.mark.databases("postgresql")
 def test_a_reply_lost_with_the_broker_is_recovered_by_the_retry(
-        make_deployment, rabbitmq, database_url):
+        make_deployment, rabbitmq, database_url, caplog):
     """The broker is away longer than the call's timeout, after the server
     claimed but before it could reply: the client's re-send (same
     consumers) gets what they hold, claimed once."""
@@ -722,12 +714,16 @@ def test_a_reply_lost_with_the_broker_is_recovered_by_the_retry(
         except Exception as e:
             outcome["error"] = e
     caller = threading.Thread(target=call)
-    caller.start()
+    with lock_waits(deployment.engine) as waiting:
+        caller.start()
+        waiting(1)              # its claim, behind the holder
     try:
-        time.sleep(3)
         rabbitmq.kill()
         holder.close()          # the claim commits; its reply cannot leave
-        time.sleep(15)          # past the first call's timeout
+        # The first call times out while the broker is away; the client
+        # then re-sends, and keeps trying until the broker is back.
+        wait_until(lambda: "re-sending the same request" in caplog.text,
+                   "the client's re-send", timeout=60)
     finally:
         rabbitmq.start()
     caller.join(120)
