@@ -3,6 +3,7 @@ fix, exit status 1: real commands, real files, a real broker and
 database."""
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
@@ -17,7 +18,11 @@ import time
 
 import pytest
 
+from tests.fixtures import other_user
 from tests.fixtures.config import write_config
+from tests.functional.conftest import every_database
+from tests.functional.conftest import register_fleet
+from tests.functional.conftest import sync_schema
 
 COMMANDS = ("server", "manage", "client", "fleet")
 #: Arguments that make each command do real work once configured.
@@ -25,14 +30,22 @@ WORK = {"server": (), "manage": ("service", "list"), "client": ("ping",),
         "fleet": ("--nodes", "1", "--once")}
 
 
-def run(command: str, *args: str, as_nobody: bool = False,
+def run(command: str, *args: str, python: str = sys.executable,
+        prefix: tuple[str, ...] = (),
         timeout: float = 60) -> subprocess.CompletedProcess:
-    argv = [sys.executable, "-m", f"scheduler.cmd.{command}", *args]
-    if as_nobody:
-        argv = ["setpriv", "--reuid=nobody", "--regid=nogroup",
-                "--clear-groups", *argv]
+    argv = [*prefix, python, "-m", f"scheduler.cmd.{command}", *args]
     return subprocess.run(argv, capture_output=True, text=True,
                           timeout=timeout, cwd="/")
+
+
+@pytest.fixture(scope="session")
+def as_nobody(tmp_path_factory):
+    """``as_nobody(command, *args)``: :func:`run` as user ``nobody``, from
+    a copy of the project it may read wherever the checkout is."""
+    python = str(other_user.python_for(
+        "nobody", tmp_path_factory.mktemp("nobody", numbered=True)))
+    prefix = tuple(other_user.as_user("nobody"))
+    return functools.partial(run, python=python, prefix=prefix)
 
 
 def one_line_error(result: subprocess.CompletedProcess) -> str:
@@ -89,11 +102,11 @@ def test_no_config_file_at_all_names_the_default_database(command):
     assert "no --config-file given" in line
 
 
-def test_unreadable_config_file(sqlite_config):
+def test_unreadable_config_file(as_nobody, sqlite_config):
     config = sqlite_config()
     config.chmod(0o600)
-    line = one_line_error(run("manage", "--config-file", str(config),
-                              "service", "list", as_nobody=True))
+    line = one_line_error(as_nobody("manage", "--config-file", str(config),
+                              "service", "list"))
     assert line == (f"ERROR: cannot read configuration file {config} "
                     f"(permission denied); run as a user that may read it, "
                     f"e.g. sudo -u scheduler")
@@ -164,12 +177,12 @@ def test_a_schema_behind_head_is_named_with_both_revisions(sqlite_config,
     result = run("manage", "--config-file", config, "db", "version")
     assert (result.returncode, result.stdout, result.stderr) == (
         1, "0005\n", expected + "\n")
-    assert run("manage", "--config-file", config, "db", "sync"
-               ).returncode == 0
+    sync_schema(config)
     assert run("manage", "--config-file", config, "db", "version"
                ).returncode == 0
 
 
+@every_database
 def test_no_schema_on_every_database(make_deployment):
     deployment = make_deployment(sync_schema=False)
     line = one_line_error(deployment.manage("service", "list", check=False))
@@ -177,14 +190,12 @@ def test_no_schema_on_every_database(make_deployment):
     assert "password" not in line
 
 
-def test_read_only_database(sqlite_config, shared_dir):
+def test_read_only_database(as_nobody, sqlite_config, shared_dir):
     config = str(sqlite_config())
-    assert run("manage", "--config-file", config, "db", "sync"
-               ).returncode == 0
-    assert run("fleet", "--config-file", config, "--nodes", "2", "--once"
-               ).returncode == 0
-    line = one_line_error(run("manage", "--config-file", config, "service",
-                              "disable", "compute-00001", as_nobody=True))
+    sync_schema(config)
+    register_fleet(config, 2)
+    line = one_line_error(as_nobody("manage", "--config-file", config, "service",
+                              "disable", "compute-00001"))
     assert line == (f"ERROR: database {shared_dir / 'db.sqlite'} is "
                     f"read-only for this user; run as the user that owns "
                     f"it (e.g. sudo -u scheduler) or grant write access")
@@ -192,8 +203,8 @@ def test_read_only_database(sqlite_config, shared_dir):
 
 def test_broken_pipe_is_quiet(sqlite_config):
     config = str(sqlite_config())
-    run("manage", "--config-file", config, "db", "sync")
-    run("fleet", "--config-file", config, "--nodes", "3000", "--once")
+    sync_schema(config)
+    register_fleet(config, 3000)
     result = subprocess.run(
         f"{sys.executable} -m scheduler.cmd.manage --config-file {config} "
         f"node list | head -1", shell=True, capture_output=True, text=True,
@@ -205,8 +216,8 @@ def test_broken_pipe_is_quiet(sqlite_config):
 def test_json_after_the_command_and_everywhere(sqlite_config):
     import json
     config = str(sqlite_config())
-    run("manage", "--config-file", config, "db", "sync")
-    run("fleet", "--config-file", config, "--nodes", "2", "--once")
+    sync_schema(config)
+    register_fleet(config, 2)
     for args in (("service", "list", "--json"), ("--json", "service", "list"),
                  ("db", "version", "--json"), ("allocations", "audit",
                                                "--json")):
@@ -258,7 +269,7 @@ def test_server_side_refusals_are_one_line(make_deployment):
 
 def test_fleet_reports_progress_on_long_work(sqlite_config):
     config = str(sqlite_config())
-    run("manage", "--config-file", config, "db", "sync")
+    sync_schema(config)
     # stderr is a pipe here: progress is shown only when forced (git's
     # convention, scheduler.progress).
     result = run("fleet", "--config-file", config, "--nodes", "40000",
@@ -273,8 +284,7 @@ def test_server_with_a_dead_broker_exits_in_one_line(sqlite_config,
     config = sqlite_config(**{
         "transport_url": f"rabbit://u:p@127.0.0.1:{free_port()}/",
         "scheduler.broker_startup_timeout": 3})
-    assert run("manage", "--config-file", str(config), "db", "sync"
-               ).returncode == 0
+    sync_schema(str(config))
     line = one_line_error(run("server", "--config-file", str(config)))
     assert line.startswith("ERROR: cannot reach the message broker at "
                            "127.0.0.1:")
@@ -287,8 +297,7 @@ def test_server_with_a_wrong_broker_password_exits_in_one_line(
     config = sqlite_config(**{
         "transport_url": f"rabbit://nosuchuser:wrong@127.0.0.1:"
                          f"{rabbitmq.port}/"})
-    assert run("manage", "--config-file", str(config), "db", "sync"
-               ).returncode == 0
+    sync_schema(str(config))
     line = one_line_error(run("server", "--config-file", str(config)))
     assert f"the message broker at 127.0.0.1:{rabbitmq.port} refused the " \
         "login" in line
@@ -306,17 +315,14 @@ def test_client_json_after_the_command(make_deployment):
         assert json.loads(result.stdout)["host"] == deployment.conf.host
 
 
-def test_server_on_a_read_only_database_exits_in_one_line(sqlite_config,
+def test_server_on_a_read_only_database_exits_in_one_line(as_nobody, sqlite_config,
                                                          shared_dir):
     """The server's user may read the database file but not write it: the
     server refuses to start, naming the file, no SQL."""
     config = str(sqlite_config())
-    assert run("manage", "--config-file", config, "db", "sync"
-               ).returncode == 0
-    assert run("fleet", "--config-file", config, "--nodes", "2", "--once"
-               ).returncode == 0
-    line = one_line_error(run("server", "--config-file", config,
-                              as_nobody=True))
+    sync_schema(config)
+    register_fleet(config, 2)
+    line = one_line_error(as_nobody("server", "--config-file", config))
     assert line == (f"ERROR: database {shared_dir / 'db.sqlite'} is "
                     f"read-only for this user; run as the user that owns "
                     f"it (e.g. sudo -u scheduler) or grant write access")
@@ -349,8 +355,7 @@ def test_a_database_that_never_answers_is_one_line_not_a_hang(
 def test_a_bad_option_value_is_named_before_any_worker_starts(
         sqlite_config):
     config = sqlite_config(**{"DEFAULT.report_interval": "x"})
-    assert run("manage", "--config-file", str(config), "db", "sync"
-               ).returncode == 0
+    sync_schema(str(config))
     result = run("server", "--config-file", str(config))
     line = one_line_error(result)
     assert line.startswith(f"ERROR: [DEFAULT] report_interval in {config}: "
@@ -468,8 +473,7 @@ def test_status_exits_255_not_1_on_a_bad_option_value(sqlite_config, args,
 @pytest.mark.parametrize("command", ("server", "client"))
 def test_a_transport_url_that_is_not_a_url_is_named(sqlite_config, command):
     config = sqlite_config(transport_url="broker.example.org")
-    assert run("manage", "--config-file", str(config), "db", "sync"
-               ).returncode == 0
+    sync_schema(str(config))
     line = one_line_error(run(command, "--config-file", str(config),
                               *WORK[command]))
     assert line.startswith("ERROR: [DEFAULT] transport_url: "), line
@@ -495,8 +499,7 @@ def test_a_transport_url_that_is_not_rabbitmq_is_named(sqlite_config,
     url = rabbitmq.transport_url.replace("rabbit://", f"{scheme}://", 1)
     password = url.split("@")[0].rsplit(":", 1)[1]
     config = sqlite_config(transport_url=url)
-    assert run("manage", "--config-file", str(config), "db", "sync"
-               ).returncode == 0
+    sync_schema(str(config))
     line = one_line_error(run(command, "--config-file", str(config),
                               *WORK[command]))
     assert line.startswith(f"ERROR: [DEFAULT] transport_url: {scheme}:// "
@@ -566,8 +569,7 @@ def test_a_missing_broker_tls_file_is_named(sqlite_config, shared_dir,
     config = sqlite_config(**{"oslo_messaging_rabbit.ssl": "true",
                               f"oslo_messaging_rabbit.{option}": missing,
                               "scheduler.broker_startup_timeout": 20})
-    assert run("manage", "--config-file", str(config), "db", "sync"
-               ).returncode == 0
+    sync_schema(str(config))
     started = time.monotonic()
     line = one_line_error(run(command, "--config-file", str(config),
                               *(("--timeout", "20") if command == "client"
@@ -589,8 +591,7 @@ def test_a_notification_transport_whose_driver_does_not_load_is_named(
         "oslo_messaging_notifications.driver": "messagingv2",
         "oslo_messaging_notifications.transport_url":
             f"{scheme}://u:secret@127.0.0.1:9092/"})
-    assert run("manage", "--config-file", str(config), "db", "sync"
-               ).returncode == 0
+    sync_schema(str(config))
     line = one_line_error(run("server", "--config-file", str(config)))
     assert line == (f"ERROR: [oslo_messaging_notifications] transport_url: "
                     f"cannot load the {scheme} transport driver ({why}); "
@@ -608,8 +609,7 @@ def test_a_broker_option_the_connection_cannot_use_is_named(
     # in amqp or oslo.messaging as "error: argument out of range" or
     # "ZeroDivisionError: float division by zero", naming no option.
     config = sqlite_config(**{f"oslo_messaging_rabbit.{option}": value})
-    assert run("manage", "--config-file", str(config), "db", "sync"
-               ).returncode == 0
+    sync_schema(str(config))
     line = one_line_error(run(command, "--config-file", str(config),
                               *WORK[command]))
     assert line == (f"ERROR: [oslo_messaging_rabbit] {option} = {value} in "
@@ -678,8 +678,7 @@ def test_a_zone_nova_cannot_name_is_refused(sqlite_config, zone):
     splits zone:host:node in a request, no blanks at either end): one
     scheduler-manage accepted could never be asked for."""
     config = str(sqlite_config())
-    assert run("manage", "--config-file", config, "db", "sync"
-               ).returncode == 0
+    sync_schema(config)
     expected = (f"ERROR: availability zone {zone!r} has a ':' or leading or "
                 f"trailing blanks; nova could not name it in a request")
     assert one_line_error(run("manage", "--config-file", config, "aggregate",
@@ -811,8 +810,7 @@ def _synced_database(request, sqlite_config, kind: str):
     database = f"db_{os.getpid()}_{time.monotonic_ns() % 10**6}"
     owner = sqlite_config(**{
         "database.connection": server.create_database(database)})
-    assert run("manage", "--config-file", str(owner), "db", "sync"
-               ).returncode == 0
+    sync_schema(str(owner))
     return server, database
 
 
@@ -893,8 +891,7 @@ def test_a_server_option_no_worker_can_use_is_named(sqlite_config, option,
     # ("InvalidTarget: A server's target must have topic and server names
     # specified", "ValueError: max_workers must be greater than zero").
     config = sqlite_config(**{option: value})
-    assert run("manage", "--config-file", str(config), "db", "sync"
-               ).returncode == 0
+    sync_schema(str(config))
     line = one_line_error(run("server", "--config-file", str(config)))
     assert line.startswith(f"ERROR: [DEFAULT] {option} "), line
     assert f"{config}" in line and why in line, line
@@ -916,7 +913,7 @@ def test_the_server_s_own_words_keep_their_case(request, sqlite_config,
 
 
 @pytest.mark.parametrize("command", COMMANDS)
-def test_a_config_dir_the_user_may_not_read_is_named(command, sqlite_config,
+def test_a_config_dir_the_user_may_not_read_is_named(as_nobody, command, sqlite_config,
                                                      shared_dir):
     # oslo.config lists a --config-dir's *.conf with glob, which finds
     # nothing in a directory it may not read: every file in it was
@@ -925,8 +922,8 @@ def test_a_config_dir_the_user_may_not_read_is_named(command, sqlite_config,
     conf_d = shared_dir / "scheduler.conf.d"
     conf_d.mkdir(mode=0o700)
     sqlite_config().rename(conf_d / "scheduler.conf")
-    line = one_line_error(run(command, "--config-dir", str(conf_d),
-                              *WORK[command], as_nobody=True))
+    line = one_line_error(as_nobody(command, "--config-dir", str(conf_d),
+                              *WORK[command]))
     assert line == (f"ERROR: cannot read configuration directory {conf_d} "
                     f"(permission denied); run as a user that may read it, "
                     f"e.g. sudo -u scheduler"), line
@@ -981,8 +978,7 @@ def test_a_logging_option_oslo_log_cannot_use_is_named(
     # Systemd bindings do not exist" while setting up, naming no option.
     if option == "use_journal" and importlib.util.find_spec("systemd"):
         pytest.skip("the systemd bindings are installed here")
-    assert run("manage", "--config-file", str(sqlite_config()), "db", "sync"
-               ).returncode == 0
+    sync_schema(str(sqlite_config()))
     config = sqlite_config(**{option: value})
     line = one_line_error(run(command, "--config-file", str(config),
                               *WORK[command]))
@@ -996,8 +992,7 @@ def test_a_log_format_no_line_can_be_written_with_is_named(sqlite_config,
                                                             option):
     # The server started, then wrote "--- Logging error ---" and a
     # traceback for each of its log lines instead of the line.
-    assert run("manage", "--config-file", str(sqlite_config()), "db", "sync"
-               ).returncode == 0
+    sync_schema(str(sqlite_config()))
     config = sqlite_config(**{option: "%(asctime)s %(nosuch)s %(message)s",
                               "scheduler.http_listen": ""})
     line = one_line_error(run("server", "--config-file", str(config),
