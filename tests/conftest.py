@@ -18,6 +18,27 @@ from tests.fixtures.postgres import PostgreSQLServer
 from tests.fixtures.rabbitmq import RabbitMQServer
 
 
+def database_of(item: pytest.Item) -> str:
+    """The database a collected test runs on: its ``database_url`` param,
+    else the database server it asks for, else ``sqlite`` (SQLite, or no
+    database at all)."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and "database_url" in callspec.params:
+        return callspec.params["database_url"]
+    if "postgresql" in item.fixturenames:
+        return "postgresql"
+    if "mariadb" in item.fixturenames:
+        return "mysql"
+    return "sqlite"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test with its database, so that ``-m postgresql`` runs
+    one phase of the suite (``tools/run-tests`` runs them one by one)."""
+    for item in items:
+        item.add_marker(database_of(item))
+
+
 def _started(component: str, cls) -> Iterator:
     """A started server of ``cls``, stopped and wiped afterwards; if it
     cannot start, ``require`` fails the test under CI and skips it

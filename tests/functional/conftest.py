@@ -45,6 +45,34 @@ def run_command(module: str, *args: str, check: bool = True,
     return result
 
 
+def sync_schema(config_file: Path | str) -> None:
+    """What ``scheduler-manage db sync`` does, done in this process: the
+    schema at head in the configured database. For a test's set-up, where
+    the command's own start would only spend a second of CPU."""
+    engine = db.create_engine(sched_conf.load(["--config-file",
+                                               str(config_file)]))
+    try:
+        migration.upgrade(engine)
+    finally:
+        engine.dispose()
+
+
+def register_fleet(engine: sa.Engine | Path | str, nodes: int,
+                   seed: int = 0) -> None:
+    """What ``scheduler-fleet --nodes N --seed S --once`` does, done in
+    this process, on ``engine`` or the database of a config file."""
+    if not isinstance(engine, sa.Engine):
+        made = db.create_engine(sched_conf.load(["--config-file",
+                                                 str(engine)]))
+        try:
+            return register_fleet(made, nodes, seed)
+        finally:
+            made.dispose()
+    made_nodes = fleet.make_nodes(nodes, seed)
+    fleet.register(engine, made_nodes)
+    fleet.heartbeat(engine, [n.host for n in made_nodes])
+
+
 @dataclasses.dataclass
 class Deployment:
     """One scheduler service: config file, database, servers, a client."""
@@ -69,10 +97,9 @@ class Deployment:
         return run_command("client", "--config-file", str(self.config_file),
                            *args, check=check)
 
-    def fleet(self, nodes: int, seed: int = 0):
-        return run_command("fleet", "--config-file", str(self.config_file),
-                           "--nodes", str(nodes), "--seed", str(seed),
-                           "--once")
+    def fleet(self, nodes: int, seed: int = 0) -> None:
+        """What ``scheduler-fleet --nodes N --seed S --once`` does."""
+        register_fleet(self.engine, nodes, seed)
 
     def add_nodes(self, nodes: list[fleet.Node]) -> None:
         """Register hand-made nodes (exact sizes) and heartbeat them."""
@@ -172,6 +199,29 @@ class Deployment:
 #: The session fixture of each database server, by ``database_url`` param.
 DATABASE_SERVERS = {"postgresql": "postgresql", "mysql": "mariadb"}
 
+#: What ``@every_database`` runs a test on: the three the service supports.
+DATABASES = ("sqlite", "postgresql", "mysql")
+
+#: For a test whose behaviour depends on the database (claims, locking,
+#: migrations, retries, change tracking, concurrency, capacity in SQL,
+#: moves' SQL, a stack's transaction): run it on each of the three. Every
+#: other test runs once, on SQLite: what it checks is the same on all.
+every_database = pytest.mark.databases(*DATABASES)
+
+
+def pytest_generate_tests(metafunc) -> None:
+    """Give each test that uses ``database_url`` its databases: those its
+    closest ``@pytest.mark.databases(...)`` names, else SQLite alone."""
+    if "database_url" not in metafunc.fixturenames:
+        return
+    marker = metafunc.definition.get_closest_marker("databases")
+    kinds = marker.args if marker else ("sqlite",)
+    unknown = set(kinds) - set(DATABASES)
+    if unknown:
+        raise ValueError(f"@databases names {sorted(unknown)}; "
+                         f"known: {', '.join(DATABASES)}")
+    metafunc.parametrize("database_url", kinds, indirect=True)
+
 
 def _new_database(request, kind: str, tmp_path: Path,
                   name: str = "scheduler") -> str:
@@ -183,11 +233,20 @@ def _new_database(request, kind: str, tmp_path: Path,
     return server.create_database(f"test_{uuid.uuid4().hex[:12]}")
 
 
-@pytest.fixture(params=["sqlite", "postgresql", "mysql"])
+@pytest.fixture
 def database_url(request, tmp_path) -> str:
-    """Every functional test runs on SQLite (a file), on PostgreSQL and on
-    MariaDB (``mysql``; a database of its own on the session's server)."""
+    """A new empty database of the kind this test is run on (see
+    :func:`pytest_generate_tests`): a SQLite file, or a database of its
+    own on the session's PostgreSQL or MariaDB (``mysql``) server."""
     return _new_database(request, request.param, tmp_path)
+
+
+@pytest.fixture
+def database_server(request, database_url):
+    """The session's server behind ``database_url`` (PostgreSQL or
+    MariaDB), for tests that stop, freeze or restart it."""
+    kind = request.node.callspec.params["database_url"]
+    return request.getfixturevalue(DATABASE_SERVERS[kind])
 
 
 @pytest.fixture
@@ -242,7 +301,7 @@ def make_deployment(rabbitmq, database_url, tmp_path):
                                 db.create_engine(conf))
         made.append(deployment)
         if sync_schema:
-            deployment.manage("db", "sync")
+            migration.upgrade(deployment.engine)
         return deployment
 
     yield factory
@@ -271,30 +330,14 @@ def node(host: str, vcpus: int = 4, memory_mb: int = 4096,
                       host_ip="192.0.2.1")
 
 
-def _server_pids(server) -> list[int]:
-    """The database server's process and its children (PostgreSQL serves
-    each connection from a backend of its own, which it makes a process
-    group leader: killpg on the postmaster's group misses them)."""
-    pids = [server._proc.pid]
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            # pid (comm) state ppid ...: comm may hold spaces.
-            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        if ppid == server._proc.pid:
-            pids.append(int(stat.parent.name))
-    return pids
-
-
 def freeze(server) -> None:
     """SIGSTOP the database server, every process of it. The kernel still
     accepts and ACKs: the database stops answering without closing
     anything, as a frozen host or a partition that drops packets."""
-    for pid in _server_pids(server):
+    for pid in server.pids():
         os.kill(pid, signal.SIGSTOP)
 
 
 def thaw(server) -> None:
-    for pid in _server_pids(server):
+    for pid in server.pids():
         os.kill(pid, signal.SIGCONT)

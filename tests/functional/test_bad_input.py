@@ -7,6 +7,7 @@ import pytest
 
 from scheduler import exception
 from scheduler import rpc
+from tests.functional.conftest import every_database
 
 FLAVOR = {"memory_mb": 1024, "vcpus": 1, "root_gb": 10}
 
@@ -74,6 +75,7 @@ def test_unknown_method_and_bad_arguments(serving):
     assert serving.api.ping({})["version"] == rpc.API_VERSION
 
 
+@every_database
 def test_a_nul_character_in_what_a_claim_stores_is_named(serving):
     """JSON carries "\\u0000"; PostgreSQL takes no NUL in a text column, so
     the claim failed as "database ... failed; check [database] connection"
@@ -110,6 +112,7 @@ def test_a_nul_character_in_what_a_claim_stores_is_named(serving):
     # one valid instance, on a host already holding one
     ({"memory_mb": 2 ** 31 - 1, "vcpus": 1, "root_gb": 1}, 0),
 ])
+@every_database
 def test_a_claim_beyond_an_integer_column_finds_no_room(serving, flavor,
                                                          count):
     """Sizes each within the schema's range can add up, on one node, to

@@ -7,7 +7,10 @@ from __future__ import annotations
 import pytest
 
 from scheduler import exception
+from tests.functional.conftest import every_database
 from tests.functional.conftest import node
+
+pytestmark = every_database
 
 FLAVOR = {"memory_mb": 2048, "vcpus": 1, "root_gb": 10}
 

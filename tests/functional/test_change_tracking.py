@@ -13,7 +13,10 @@ from scheduler import fleet
 from scheduler.db import api as db_api
 from scheduler.db import models
 from scheduler.host_manager import HostManager
+from tests.functional.conftest import every_database
 from tests.functional.conftest import node
+
+pytestmark = every_database
 
 nodes = models.compute_nodes
 services = models.services
@@ -121,8 +124,7 @@ def _lock_timeout_one_second(conn: sa.Connection) -> None:
         conn.exec_driver_sql("SET lock_timeout = '1s'")
 
 
-@pytest.mark.parametrize("database_url", ["postgresql", "mysql"],
-                         indirect=True)
+@pytest.mark.databases("postgresql", "mysql")
 def test_no_stamp_is_taken_while_an_earlier_writer_is_uncommitted(engine):
     """Writer A stamps h1 and has not committed. Writer B, on another
     node, cannot get a stamp (it waits on the counter row and times out):
@@ -155,7 +157,7 @@ def test_no_stamp_is_taken_while_an_earlier_writer_is_uncommitted(engine):
             key=lambda r: r.change_seq)] == [("h1", seen + 1), ("h2", seen + 2)]
 
 
-@pytest.mark.parametrize("database_url", ["sqlite", "mysql"], indirect=True)
+@pytest.mark.databases("sqlite", "mysql")
 def test_a_node_replaced_by_an_upsert_is_refreshed_once(engine, tmp_path):
     """A compute agent that re-registers its node with the database's own
     upsert (SQLite's INSERT OR REPLACE, MySQL's REPLACE) deletes the old

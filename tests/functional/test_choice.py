@@ -21,6 +21,7 @@ import time
 import uuid
 
 from scheduler import races
+from tests.functional.conftest import every_database
 from tests.functional.conftest import node
 
 HOSTS = 300
@@ -53,6 +54,7 @@ def equal_fleet(deployment) -> None:
                                local_gb=1000) for i in range(HOSTS)])
 
 
+@every_database
 def test_two_workers_of_one_server_never_lose_a_claim_to_each_other(
         make_deployment):
     deployment = make_deployment(
@@ -76,6 +78,7 @@ def test_two_workers_at_the_default_subset_size_take_different_equal_hosts(
     assert place_twice(deployment) == []
 
 
+@every_database
 def test_two_servers_on_one_topic_never_lose_a_claim_to_each_other(
         make_deployment):
     deployment = make_deployment(

@@ -21,7 +21,10 @@ from scheduler import metrics
 from scheduler.claim_batch import ClaimBatcher
 from scheduler.db import api as db
 from scheduler.db import models
+from tests.functional.conftest import every_database
 from tests.functional.conftest import node
+
+pytestmark = every_database
 
 HOSTS = 6
 

@@ -18,8 +18,7 @@ from scheduler.db import models
 from scheduler.db.compiled import Compiled
 from tests.functional.conftest import node
 
-pytestmark = pytest.mark.parametrize("database_url", ["postgresql"],
-                                     indirect=True)
+pytestmark = pytest.mark.databases("postgresql")
 
 
 def _probe(engine: sa.Engine) -> sa.Table:

@@ -19,7 +19,10 @@ import uuid
 
 from scheduler import exception
 from scheduler.stacks.stack import Stack
+from tests.functional.conftest import every_database
 from tests.functional.conftest import node
+
+pytestmark = every_database
 
 HOSTS = 12
 SLOTS_PER_HOST = 4            # 4096 MB / 1024 MB, 8 vCPUs / 2

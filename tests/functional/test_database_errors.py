@@ -18,8 +18,7 @@ from scheduler.db import retry
 from scheduler.host_manager import HostManager
 from tests.functional.conftest import node
 
-SERVERS = pytest.mark.parametrize("database_url", ["postgresql", "mysql"],
-                                  indirect=True)
+SERVERS = pytest.mark.databases("postgresql", "mysql")
 groups = models.claim_groups
 
 
@@ -101,7 +100,7 @@ def test_a_real_deadlock_is_a_dbdeadlock_and_retrying_completes_both(
     assert _generations(engine) == {"a": 2, "b": 2}
 
 
-@pytest.mark.parametrize("database_url", ["mysql"], indirect=True)
+@pytest.mark.databases("mysql")
 def test_a_lock_wait_timeout_is_transient_and_nothing_half_done(engine):
     """MariaDB error 1205: oslo.db raises DBDeadlock; InnoDB rolls back only
     the statement, but the whole transaction is given up, so its first

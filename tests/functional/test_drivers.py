@@ -7,6 +7,7 @@ import pytest
 
 from scheduler import exception
 from scheduler.db import models
+from tests.functional.conftest import every_database
 from tests.functional.conftest import node
 
 FLAVOR = {"memory_mb": 1024, "vcpus": 1, "root_gb": 10}
@@ -71,6 +72,7 @@ def test_caching_driver_sees_its_own_claims_and_refreshes(make_deployment):
     assert result[0]["host"] == "two"
 
 
+@every_database
 def test_caching_driver_stale_cache_never_double_books(make_deployment):
     """Capacity taken by someone else (another scheduler) after the cache was
     filled: the claim's generation check catches it."""

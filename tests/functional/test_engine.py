@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from scheduler import conf as sched_conf
 from scheduler.db import api as db
+from tests.functional.conftest import every_database
+
+pytestmark = every_database
 
 #: What each database's sessions are set to (db.api.create_engine), with
 #: ``[scheduler] db_lock_timeout = 7``.

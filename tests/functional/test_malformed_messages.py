@@ -11,7 +11,6 @@ import re
 import time
 
 import kombu
-import pytest
 
 from scheduler.rpcapi import SchedulerAPI
 
@@ -118,7 +117,6 @@ def rss_kb(pid: int) -> int:
     return int(re.search(r"^VmRSS:\s+(\d+) kB", status, re.M).group(1))
 
 
-@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_memory_stays_flat_over_10000_malformed_messages(make_deployment,
                                                          rabbitmq):
     deployment = make_deployment(scheduler__workers=1)

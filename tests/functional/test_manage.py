@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 import pytest
 import sqlalchemy as sa
@@ -16,7 +15,9 @@ from scheduler import claims
 from scheduler import exception
 from scheduler import fleet
 from scheduler.db import models
+from tests.functional.conftest import every_database
 from tests.functional.conftest import node
+from tests.functional.waits import lock_waits
 
 FLAVOR = {"name": "m1.tiny", "memory_mb": 512, "vcpus": 1, "root_gb": 1}
 FAST = {"compute-00002", "compute-00005"}
@@ -154,7 +155,7 @@ def test_host_describe_shows_usage_per_project(make_deployment):
         ["proj-b", "1", "0", "1", "512", "1"]]
 
 
-@pytest.mark.parametrize("database_url", ["mysql"], indirect=True)
+@pytest.mark.databases("mysql")
 def test_audit_json_numbers_are_numbers(make_deployment):
     """On MariaDB SUM() is DECIMAL: --json printed "allocated": "1"."""
     deployment = make_deployment()
@@ -169,7 +170,7 @@ def test_audit_json_numbers_are_numbers(make_deployment):
     assert {p["allocated"] for p in problems} == {0, 1}, result.stdout
 
 
-@pytest.mark.parametrize("database_url", ["mysql"], indirect=True)
+@pytest.mark.databases("mysql")
 def test_host_names_in_another_case_on_mariadb(make_deployment):
     """MariaDB compares host columns case-insensitively, so add-host and
     describe accept COMPUTE-00001; the membership must then be the real
@@ -188,7 +189,7 @@ def test_host_names_in_another_case_on_mariadb(make_deployment):
         "compute-00001"}
 
 
-@pytest.mark.parametrize("database_url", ["mysql"], indirect=True)
+@pytest.mark.databases("mysql")
 def test_set_metadata_key_in_another_case_on_mariadb(make_deployment):
     """Not a database error (MariaDB's unique key holds 'ssd' and 'SSD'
     for one key): the one-line refusal every database gives."""
@@ -218,6 +219,7 @@ def test_set_metadata_key_in_another_case_on_mariadb(make_deployment):
     ({"café": "true"}, {"cafe": "false"}),
     ({}, {"cafe": "true", "CAFÉ": "false"}),
 ])
+@every_database
 def test_a_key_in_another_case_is_refused_on_every_database(
         engine, existing, asked):
     """nova reads only ``availability_zone`` (a dict key, case sensitive):
@@ -252,6 +254,7 @@ def _removes_only(engine, legacy: dict[str, str], removed: str) -> None:
     assert admin.get_aggregate(engine, "rack1")["metadata"] == kept
 
 
+@every_database
 def test_a_zone_key_stored_in_another_case_before_can_be_removed(engine):
     """A zone key in another case stored before the refusal above is the
     aggregate's own: setting it empty, the only way to remove it, removes
@@ -259,8 +262,7 @@ def test_a_zone_key_stored_in_another_case_before_can_be_removed(engine):
     _removes_only(engine, {"Availability_Zone": "az2"}, "Availability_Zone")
 
 
-@pytest.mark.parametrize("database_url", ["sqlite", "postgresql"],
-                         indirect=True)
+@pytest.mark.databases("sqlite", "postgresql")
 @pytest.mark.parametrize("legacy, removed", [
     ({"ssd": "true", "SSD": "false"}, "SSD"),
     ({"availability_zone": "az1", "Availability_Zone": "az2"},
@@ -290,6 +292,7 @@ def _sum(engine, column):
             sa.func.sum(a.c[column]), 0))).scalar_one()
 
 
+@every_database
 def test_audit_fix_keeps_a_claim_committed_while_it_waited(engine):
     """--fix recomputes usage from the allocations; a claim that held a
     node's row while the fix began must be in the result (it was not: the
@@ -306,8 +309,9 @@ def test_audit_fix_keeps_a_claim_committed_while_it_waited(engine):
     claims.claim_in(conn, [claims.Claim(A2, row.id, "h1", row.generation,
                                         1, 512, 1)])
     fixer = threading.Thread(target=admin.fix_usage, args=(engine,))
-    fixer.start()
-    time.sleep(1.5)            # the fix waits for the node's row lock
+    with lock_waits(engine) as waiting:
+        fixer.start()
+        waiting(1)             # the fix waits for the node's row lock
     tx.commit()
     conn.close()
     fixer.join(30)
@@ -333,8 +337,9 @@ def _in_another_transaction(engine, write, admin_call):
     tx = conn.begin()
     write(conn)
     caller = threading.Thread(target=call)
-    caller.start()
-    time.sleep(1.5)            # the call reaches what the write holds
+    with lock_waits(engine) as waiting:
+        caller.start()
+        waiting(1)             # the call reaches what the write holds
     tx.commit()
     conn.close()
     caller.join(30)
@@ -349,6 +354,7 @@ def _live_aggregates(engine, name):
             agg.c.name == name, agg.c.deleted == 0)).scalar_one()
 
 
+@every_database
 def test_two_creates_of_one_aggregate_make_one(engine):
     """Automation that runs ``aggregate create rack1`` on every controller
     at once gets one aggregate and a clear refusal, not two aggregates of
@@ -366,6 +372,7 @@ def test_two_creates_of_one_aggregate_make_one(engine):
     assert _live_aggregates(engine, "rack1") == 1
 
 
+@every_database
 def test_two_settings_of_one_new_metadata_key_keep_the_last(engine):
     admin.create_aggregate(engine, "rack1")
     agg_id = admin.get_aggregate(engine, "rack1")["id"]
@@ -383,6 +390,7 @@ def test_two_settings_of_one_new_metadata_key_keep_the_last(engine):
         "ssd": "true"}
 
 
+@every_database
 def test_audit_reports_claims_left_on_a_deleted_node(engine):
     """A node deleted (or re-created under a new uuid) while it holds
     claims: they count on no node the scheduler plans on, yet the audit
@@ -404,7 +412,6 @@ def test_audit_reports_claims_left_on_a_deleted_node(engine):
         ("h1", "h1", "disk_gb", "claims on a deleted node", 1)}
 
 
-@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_audit_fix_leaves_claims_on_a_deleted_node_an_error(
         make_deployment):
     """--fix recomputes usage; it cannot put claims on a deleted node

@@ -26,8 +26,11 @@ from scheduler.db import migration
 from scheduler.db import models
 from scheduler.host_manager import HostManager
 from tests.fixtures.config import write_config
+from tests.functional.conftest import every_database
 from tests.functional.conftest import node
 from tests.functional.conftest import run_command
+
+pytestmark = every_database
 
 
 def _revisions() -> list[str]:
@@ -318,7 +321,7 @@ def test_rows_survive_db_sync_and_are_tracked_after_it(start, database_url,
         engine.dispose()
 
 
-@pytest.mark.parametrize("database_url", ["mysql"], indirect=True)
+@pytest.mark.databases("mysql")
 def test_db_sync_completes_0007_interrupted_after_its_drop_trigger(
         database_url, tmp_path):
     """0007 replaces a trigger: DROP, then CREATE. On MariaDB the DROP

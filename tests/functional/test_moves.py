@@ -9,7 +9,10 @@ import json
 import pytest
 
 from scheduler import exception
+from tests.functional.conftest import every_database
 from tests.functional.conftest import node
+
+pytestmark = every_database
 
 SMALL = {"memory_mb": 1024, "vcpus": 1, "root_gb": 10}
 BIG = {"memory_mb": 3072, "vcpus": 2, "root_gb": 20}

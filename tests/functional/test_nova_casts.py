@@ -12,13 +12,14 @@ from scheduler import claims
 from scheduler.db import models
 from scheduler.nova import casts
 from tests.functional.conftest import continued_lines
-from tests.functional.conftest import DATABASE_SERVERS
+from tests.functional.conftest import every_database
 from tests.functional.conftest import node
 from tests.unit.fakes import node_row
 
 VM = "aaaaaaaa-0000-4000-8000-00000000000a"
 
 
+@every_database
 def test_an_instance_uuid_in_upper_case_is_the_same_instance(
         make_deployment):
     """Claims store uuids in lower case. A cast naming the instance in
@@ -40,6 +41,7 @@ def test_an_instance_uuid_in_upper_case_is_the_same_instance(
     assert claims.holdings(engine, [VM]) == {}
 
 
+@every_database
 def test_a_resize_reported_after_its_destination_expired_keeps_its_size(
         make_deployment):
     """The expired destination a claim remembers (migration 0010) brings
@@ -97,29 +99,26 @@ def _serving_a_claim_on_h1(deployment, ttl: int = 0):
     return deployment
 
 
-@pytest.mark.parametrize("database_url", ["postgresql", "mysql"],
-                         indirect=True)
+@pytest.mark.databases("postgresql", "mysql")
 def test_a_cast_while_the_database_is_away_is_one_line_and_the_next_applies(
-        request, make_deployment, database_url):
+        make_deployment, database_server):
     """A cast has no caller to answer: with the database away longer than
     [scheduler] db_outage_timeout it is logged in one line naming the
     database and the fix, as a request's failure is (not the driver's
     text, which spans lines on PostgreSQL), and the instance and host it
     was about (it named only the host), and once the database is back
     the next cast is applied."""
-    server = request.getfixturevalue(
-        DATABASE_SERVERS[request.node.callspec.params["database_url"]])
     deployment = _serving_a_claim_on_h1(
         make_deployment(scheduler__db_outage_timeout=2))
     engine = deployment.engine
-    server.kill()
+    database_server.kill()
     try:
         _cast(deployment, "delete_instance_info", host_name="h1",
               instance_uuid=VM)
         _wait_for("the cast was never logged", lambda: "not applied" in
                   deployment.server_log())
     finally:
-        server.start()
+        database_server.start()
     engine.dispose()
     _cast(deployment, "delete_instance_info", host_name="h1",
           instance_uuid=VM)
@@ -137,29 +136,26 @@ def test_a_cast_while_the_database_is_away_is_one_line_and_the_next_applies(
     assert VM in line and "'h1'" in line, line
 
 
-@pytest.mark.parametrize("database_url", ["postgresql", "mysql"],
-                         indirect=True)
+@pytest.mark.databases("postgresql", "mysql")
 def test_a_cast_sent_while_the_database_restarts_is_applied(
-        request, make_deployment, database_url):
+        make_deployment, database_server):
     """A delete_instance_info cast arriving while the database restarts
     was dropped after [scheduler] db_retries' ~1.5 s: nova does not send
     it again, so the deleted instance's confirmed claim was kept for
     ever. It must wait for the database (within [scheduler]
     db_outage_timeout) and release the claim."""
-    server = request.getfixturevalue(
-        DATABASE_SERVERS[request.node.callspec.params["database_url"]])
     deployment = _serving_a_claim_on_h1(make_deployment(), ttl=3600)
     engine = deployment.engine
     assert claims.confirm(engine, [VM]) == 1
     # As systemctl stop does: a clean shutdown. (The fixture's SIGKILL may
     # lose the last commits: its servers do not flush each one.)
-    server._shut_down()
+    database_server._shut_down()
     try:
         _cast(deployment, "delete_instance_info", host_name="h1",
               instance_uuid=VM)
         time.sleep(4)
     finally:
-        server.start()
+        database_server.start()
     engine.dispose()
     _wait_for("the claim was never released",
               lambda: deployment.allocations() == [])

@@ -11,6 +11,7 @@ from scheduler import claims
 from scheduler import exception
 from scheduler import rpc
 from scheduler.db import models
+from tests.functional.conftest import every_database
 from tests.functional.conftest import node
 
 FLAVOR = {"name": "m1.small", "memory_mb": 2048, "vcpus": 2, "root_gb": 20}
@@ -69,6 +70,7 @@ def test_a_refusal_says_which_filters_removed_which_hosts(make_deployment):
         "RAM: need 10000000 MB)")
 
 
+@every_database
 def test_multi_instance_request_is_all_or_nothing(make_deployment):
     deployment = make_deployment()
     deployment.add_nodes([node("small-1", memory_mb=4096),
@@ -89,6 +91,7 @@ def test_multi_instance_request_is_all_or_nothing(make_deployment):
         "small-1", "small-1", "small-2", "small-2"]
 
 
+@every_database
 def test_release_frees_capacity_once(make_deployment):
     deployment = make_deployment()
     deployment.add_nodes([node("only", memory_mb=4096, vcpus=2)])
@@ -107,6 +110,7 @@ def test_release_frees_capacity_once(make_deployment):
     assert deployment.nodes()["only"].memory_mb_used == 4096
 
 
+@every_database
 def test_resending_the_same_consumers_claims_once(make_deployment):
     deployment = make_deployment()
     deployment.fleet(10)
@@ -124,6 +128,7 @@ def test_resending_the_same_consumers_claims_once(make_deployment):
     assert used == 2 * FLAVOR["memory_mb"]
 
 
+@every_database
 def test_a_re_send_after_a_release_takes_its_place_on_a_full_fleet(
         make_deployment):
     """The claims a re-sent request still holds are room for it: on two
@@ -150,6 +155,7 @@ def test_a_re_send_after_a_release_takes_its_place_on_a_full_fleet(
             for h in "ab"] == [(4096, 2), (4096, 2)]
 
 
+@every_database
 def test_a_re_send_held_on_a_deleted_node_is_placed_again(make_deployment):
     """A consumer whose claim sits on a node since deleted (soft-deleted
     row) holds no place: its re-sent request is placed afresh on a live

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from scheduler import exception
 from scheduler.db import models
+from tests.functional.conftest import every_database
 from tests.functional.conftest import node
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "etc" / "scheduler" / \
@@ -41,6 +42,7 @@ def _audit_clean(deployment) -> None:
     assert "usage equals allocations on every node" in audit.stdout
 
 
+@every_database
 def test_the_three_tier_example_is_placed_with_its_relations(
         make_deployment):
     deployment = make_deployment()
@@ -111,6 +113,7 @@ def test_the_db_cluster_example_keeps_its_nodes_apart(make_deployment,
     _audit_clean(deployment)
 
 
+@every_database
 def test_a_refused_stack_leaves_nothing_behind(make_deployment, tmp_path):
     deployment = make_deployment()
     _fleet(deployment, hosts=4)
@@ -140,6 +143,7 @@ def test_a_refused_stack_leaves_nothing_behind(make_deployment, tmp_path):
     assert _place(deployment, THREE_TIER)["resources"]
 
 
+@every_database
 def test_a_claim_refused_in_sql_rolls_back_the_whole_stack(
         make_deployment):
     # Forcing skips the filters, so the plan puts "pinned" on a host too
@@ -175,6 +179,7 @@ def test_a_claim_refused_in_sql_rolls_back_the_whole_stack(
     assert deployment.api.release_stack({}, stack["stack_id"]) == 0
 
 
+@every_database
 def test_a_re_sent_stack_held_on_a_deleted_node_is_placed_again(
         make_deployment):
     """A stack whose claim sits on a node since deleted holds no place
@@ -204,6 +209,7 @@ def test_a_re_sent_stack_held_on_a_deleted_node_is_placed_again(
     assert alive.memory_mb_used == 1024
 
 
+@every_database
 def test_a_re_sent_stack_restarts_its_claims_ttl(make_deployment):
     """A re-sent stack (its reply was lost) hands its provisional claims
     out again: the caller has the whole TTL from that answer to build."""

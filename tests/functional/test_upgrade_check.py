@@ -8,6 +8,7 @@ import time
 
 from scheduler.db import migration
 from tests.fixtures._net import free_ports
+from tests.functional.conftest import every_database
 from tests.functional.conftest import run_command
 
 BROKER_TIMEOUT = 2.0
@@ -34,6 +35,7 @@ def test_all_green_on_a_synced_database_and_a_running_broker(
         f"schema at revision {migration.head()} (head)"
 
 
+@every_database
 def test_schema_behind_head_is_a_failure_naming_both_revisions(
         make_deployment):
     deployment = make_deployment(sync_schema=False)
@@ -49,6 +51,7 @@ def test_schema_behind_head_is_a_failure_naming_both_revisions(
     assert checks["Database"]["result"] == 0
 
 
+@every_database
 def test_no_schema_is_a_failure(make_deployment):
     deployment = make_deployment(sync_schema=False)
     code, checks = upgrade_check(deployment)
