@@ -2,14 +2,18 @@
 # Set up this checkout on Debian: system packages, a virtualenv in .venv and
 # the project installed into it (editable). Safe to run again.
 #
-#   tools/setup.sh [--with-tests]
+#   tools/setup.sh [--with-tests | --with-unit-tests]
 #
+# --with-tests adds what the whole suite needs (PostgreSQL, MariaDB and the
+# test and benchmark requirements); --with-unit-tests only the test
+# requirements.
 # Needs root, or sudo, to install the Debian packages the first time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+with=${1:-}
 packages=(rabbitmq-server python3-venv)
-if [[ "${1:-}" == "--with-tests" ]]; then
+if [[ "$with" == "--with-tests" ]]; then
     packages+=(postgresql mariadb-server)
 fi
 
@@ -33,8 +37,12 @@ if [[ ! -x .venv/bin/python ]]; then
     "$python" -m venv .venv
 fi
 req_args=(-r requirements.txt)
-[[ "${1:-}" == "--with-tests" ]] && \
-    req_args+=(-r test-requirements.txt -r benchmarks/requirements.txt)
+case "$with" in
+    --with-tests)
+        req_args+=(-r test-requirements.txt -r benchmarks/requirements.txt) ;;
+    --with-unit-tests)
+        req_args+=(-r test-requirements.txt) ;;
+esac
 # pip's output goes to a log, shown only if it fails.
 log=.venv/pip.log
 if ! { .venv/bin/pip install --upgrade pip \
