@@ -39,13 +39,17 @@ def run(command: str, *args: str, python: str = sys.executable,
 
 
 @pytest.fixture(scope="session")
-def as_nobody(tmp_path_factory):
+def as_nobody():
     """``as_nobody(command, *args)``: :func:`run` as user ``nobody``, from
-    a copy of the project it may read wherever the checkout is."""
-    python = str(other_user.python_for(
-        "nobody", tmp_path_factory.mktemp("nobody", numbered=True)))
-    prefix = tuple(other_user.as_user("nobody"))
-    return functools.partial(run, python=python, prefix=prefix)
+    a copy of the project it may read wherever the checkout is. (Not in
+    pytest's tmp_path: its base directory is 0700.)"""
+    base = Path(tempfile.mkdtemp(prefix="sched-nobody-"))
+    try:
+        python = str(other_user.python_for("nobody", base))
+        prefix = tuple(other_user.as_user("nobody"))
+        yield functools.partial(run, python=python, prefix=prefix)
+    finally:
+        shutil.rmtree(base)
 
 
 def one_line_error(result: subprocess.CompletedProcess) -> str:
