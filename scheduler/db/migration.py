@@ -34,7 +34,7 @@ def upgrade(engine: sa.Engine, revision: str = "head",
     :param on_step: called as ``on_step(revision, applied, total)`` after
         each migration is applied (a big database may take a while).
     """
-    with engine.begin() as connection, _upgrade_lock(connection):
+    with _locked_transaction(engine) as connection:
         config = _config(connection)
         if on_step is not None:
             current = alembic_migration.MigrationContext.configure(
@@ -51,44 +51,59 @@ def upgrade(engine: sa.Engine, revision: str = "head",
 
 
 @contextlib.contextmanager
-def _upgrade_lock(connection: sa.Connection) -> Iterator[None]:
-    """One upgrade at a time: two 'db sync' at once would both find the
-    same revision and both run its migrations, and the second fail on what
-    the first made. The lock is taken before the revision is read, so the
-    second waits and then finds the schema at head."""
-    dialect = connection.dialect.name
-    if dialect == "postgresql":
-        # Held to the end of the transaction, which is the whole upgrade.
-        connection.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"),
-                           {"key": _LOCK_KEY})
-    elif dialect == "mysql":
-        # A session's lock: MySQL's DDL commits by itself, each time. Its
-        # names are the server's, not a database's: name the database.
-        name = f"{_LOCK_NAME}:{connection.engine.url.database}"[:64]
-        got = connection.execute(
-            sa.text("SELECT GET_LOCK(:name, :timeout)"),
-            {"name": name, "timeout": LOCK_TIMEOUT}).scalar()
-        if got != 1:
-            raise exception.ServiceUnavailable(
-                f"another 'scheduler-manage db sync' has been upgrading "
-                f"the schema for {LOCK_TIMEOUT} s; let it finish, then "
-                f"run this one again")
-        try:
-            yield
-        finally:
-            connection.execute(sa.text("SELECT RELEASE_LOCK(:name)"),
-                               {"name": name})
+def _locked_transaction(engine: sa.Engine) -> Iterator[sa.Connection]:
+    """A transaction that holds the upgrade lock until it has committed:
+    one upgrade at a time. Two 'db sync' at once would both find the same
+    revision and both run its migrations, and the second fail on what the
+    first made. The lock is taken before the revision is read, so the
+    second waits and then finds the schema at head.
+
+    :raises ServiceUnavailable: on MySQL, another upgrade held the lock
+        for :data:`LOCK_TIMEOUT` seconds.
+    """
+    dialect = engine.dialect.name
+    if dialect == "mysql":
+        # A session's lock: MySQL's DDL commits by itself, each time. It
+        # is let go only after the transaction, with the new revision in
+        # alembic_version, has committed: let go before, the next upgrade
+        # read the revision the first was replacing and ran its migration
+        # again ("Duplicate column name"). Its names are the server's,
+        # not a database's: name the database.
+        name = f"{_LOCK_NAME}:{engine.url.database}"[:64]
+        with engine.connect() as connection:
+            got = connection.execute(
+                sa.text("SELECT GET_LOCK(:name, :timeout)"),
+                {"name": name, "timeout": LOCK_TIMEOUT}).scalar()
+            connection.commit()
+            if got != 1:
+                raise exception.ServiceUnavailable(
+                    f"another 'scheduler-manage db sync' has been upgrading "
+                    f"the schema for {LOCK_TIMEOUT} s; let it finish, then "
+                    f"run this one again")
+            try:
+                with connection.begin():
+                    yield connection
+            finally:
+                connection.execute(sa.text("SELECT RELEASE_LOCK(:name)"),
+                                   {"name": name})
+                connection.commit()
         return
-    elif dialect == "sqlite":
-        # The write lock, before anything is read: a transaction that read
-        # first cannot write once another has committed (in WAL mode
-        # SQLite says "database is locked" at once, without waiting).
-        # The transaction begun so far has done nothing.
-        driver = connection.connection.driver_connection
-        if driver.in_transaction:
-            driver.execute("COMMIT")
-        driver.execute("BEGIN IMMEDIATE")
-    yield
+    with engine.begin() as connection:
+        if dialect == "postgresql":
+            # Held to the end of the transaction, which is the whole
+            # upgrade.
+            connection.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"),
+                               {"key": _LOCK_KEY})
+        elif dialect == "sqlite":
+            # The write lock, before anything is read: a transaction that
+            # read first cannot write once another has committed (in WAL
+            # mode SQLite says "database is locked" at once, without
+            # waiting). The transaction begun so far has done nothing.
+            driver = connection.connection.driver_connection
+            if driver.in_transaction:
+                driver.execute("COMMIT")
+            driver.execute("BEGIN IMMEDIATE")
+        yield connection
 
 
 def version(engine: sa.Engine) -> str | None:

@@ -181,6 +181,31 @@ def test_two_db_syncs_at_once_both_succeed(new_database, tmp_path):
             engine.dispose()
 
 
+@pytest.mark.databases("mysql")
+def test_the_upgrade_lock_is_let_go_once_the_new_revision_is_committed(
+        database_url, tmp_path):
+    """MySQL's upgrade lock is a session's (GET_LOCK). It was let go
+    before the transaction that writes alembic_version had committed: a
+    second 'db sync' waiting for it read the revision being replaced and
+    ran that migration again ("Duplicate column name 'expired_node_id'").
+    When the lock is let go, another session sees the new revision."""
+    engine = _engine(database_url, tmp_path)
+    other = _engine(database_url, tmp_path)
+    seen: list[str | None] = []
+
+    def released(conn, cursor, statement, *args) -> None:
+        if "RELEASE_LOCK" in statement:
+            seen.append(migration.version(other))
+    sa.event.listen(engine, "before_cursor_execute", released)
+    try:
+        migration.upgrade(engine, REVISIONS[0])
+        migration.upgrade(engine)
+    finally:
+        engine.dispose()
+        other.dispose()
+    assert seen == [REVISIONS[0], HEAD]
+
+
 def test_db_sync_on_a_schema_from_a_newer_release_says_so(database_url,
                                                           tmp_path):
     """A database a newer release has upgraded: ``db sync`` changes
