@@ -14,6 +14,7 @@ from scheduler.nova import casts
 from tests.functional.conftest import continued_lines
 from tests.functional.conftest import every_database
 from tests.functional.conftest import node
+from tests.functional.waits import wait_until
 from tests.unit.fakes import node_row
 
 VM = "aaaaaaaa-0000-4000-8000-00000000000a"
@@ -79,13 +80,6 @@ def _cast(deployment, method: str, **kwargs) -> None:
     client.cast({}, method, **kwargs)
 
 
-def _wait_for(what: str, ready) -> None:
-    deadline = time.monotonic() + 30
-    while not ready():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.2)
-
-
 def _serving_a_claim_on_h1(deployment, ttl: int = 0):
     """``deployment`` with one node, h1, its server started, and VM's
     claim on h1 (expiring in ``ttl`` seconds, or permanent)."""
@@ -115,15 +109,15 @@ def test_a_cast_while_the_database_is_away_is_one_line_and_the_next_applies(
     try:
         _cast(deployment, "delete_instance_info", host_name="h1",
               instance_uuid=VM)
-        _wait_for("the cast was never logged", lambda: "not applied" in
-                  deployment.server_log())
+        wait_until(lambda: "not applied" in deployment.server_log(),
+                   "the cast logged as not applied")
     finally:
         database_server.start()
     engine.dispose()
     _cast(deployment, "delete_instance_info", host_name="h1",
           instance_uuid=VM)
-    _wait_for("the claim was never released",
-              lambda: deployment.allocations() == [])
+    wait_until(lambda: deployment.allocations() == [],
+               "the claim released")
 
     log = deployment.server_log()
     assert continued_lines(log) == [], log
@@ -157,8 +151,8 @@ def test_a_cast_sent_while_the_database_restarts_is_applied(
     finally:
         database_server.start()
     engine.dispose()
-    _wait_for("the claim was never released",
-              lambda: deployment.allocations() == [])
+    wait_until(lambda: deployment.allocations() == [],
+               "the claim released")
     assert node_row(engine, "h1").memory_mb_used == 0
     log = deployment.server_log()
     assert "not applied" not in log, log

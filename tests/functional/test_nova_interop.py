@@ -13,7 +13,6 @@ import json
 from pathlib import Path
 import select
 import subprocess
-import time
 import uuid
 
 import pytest
@@ -23,6 +22,7 @@ from scheduler.db import models
 from tests.fixtures.availability import require
 from tests.fixtures.config import write_config
 from tests.functional.conftest import node
+from tests.functional.waits import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).with_name("nova_driver.py")
@@ -111,14 +111,6 @@ def cloud(make_deployment):
     deployment.stop_servers()
     log = deployment.server_log()
     assert " ERROR " not in log and "Traceback" not in log, log[-3000:]
-
-
-def wait_for(check, what: str, timeout: float = 15):
-    """Casts are asynchronous: poll until ``check()`` is true."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"never happened: {what}"
-        time.sleep(0.2)
 
 
 def used(cloud, host: str) -> int:
@@ -231,7 +223,7 @@ def test_cold_migration_lands_elsewhere_and_confirm_frees_the_source(
     # Resize confirm: the source compute tells the schedulers the
     # instance left it.
     nova("delete_instance_info", host=source, uuid=instance)
-    wait_for(lambda: used(cloud, source) == 0, "source freed")
+    wait_until(lambda: used(cloud, source) == 0, "source freed")
     assert used(cloud, target) == 1024
     [claim] = cloud.allocations()
     assert claim.source_node_id is None
@@ -261,8 +253,8 @@ def test_a_finished_live_migration_gives_the_source_back(nova, cloud):
     nova("update_instance_info", host=source, uuids=[instance],
          task_state="migrating")
     nova("sync_instance_info", host=target, uuids=[instance])
-    wait_for(lambda: cloud.allocations()[0].expires_at is None,
-             "destination confirmed")
+    wait_until(lambda: cloud.allocations()[0].expires_at is None,
+               "destination confirmed")
     [claim] = cloud.allocations()
     assert (claim.source_node_id, used(cloud, source)) == (None, 0)
     assert used(cloud, target) == 1024
@@ -283,8 +275,8 @@ def test_an_evacuation_gives_the_source_back_once_rebuilt(nova, cloud):
     # The rebuild on the destination reports the instance there; the
     # source host is down and never says it left.
     nova("update_instance_info", host=target, uuids=[instance])
-    wait_for(lambda: cloud.allocations()[0].expires_at is None,
-             "destination confirmed")
+    wait_until(lambda: cloud.allocations()[0].expires_at is None,
+               "destination confirmed")
     [claim] = cloud.allocations()
     assert (claim.source_node_id, used(cloud, source)) == (None, 0)
     assert used(cloud, target) == 1024
@@ -299,7 +291,7 @@ def test_deleted_right_after_its_live_migration_it_holds_no_host(
     nova("update_instance_info", host=source, uuids=[instance],
          task_state="migrating")
     nova("delete_instance_info", host=target, uuid=instance)
-    wait_for(lambda: not cloud.allocations(), "claim released")
+    wait_until(lambda: not cloud.allocations(), "claim released")
     assert (used(cloud, source), used(cloud, target)) == (0, 0)
     assert cloud.manage("allocations", "audit", check=False).returncode == 0
 
@@ -311,7 +303,7 @@ def test_offloaded_after_a_rolled_back_live_migration_it_holds_no_host(
     # then shelve-offloaded there: _shelve_offload_instance's cast.
     nova("sync_instance_info", host=source, uuids=[instance])
     nova("delete_instance_info", host=source, uuid=instance)
-    wait_for(lambda: not cloud.allocations(), "claim released")
+    wait_until(lambda: not cloud.allocations(), "claim released")
     assert (used(cloud, source), used(cloud, target)) == (0, 0)
     # The unshelve is a new placement, not a re-send answered with the
     # host the migration never reached.
@@ -341,7 +333,7 @@ def test_resized_right_after_its_live_migration_it_moves_from_where_it_is(
     # The resize confirmed (from the host it left), nothing is left there.
     nova("update_instance_info", host=third, uuids=[instance])
     nova("delete_instance_info", host=target, uuid=instance)
-    wait_for(lambda: used(cloud, target) == 0, "resize source freed")
+    wait_until(lambda: used(cloud, target) == 0, "resize source freed")
     assert cloud.manage("allocations", "audit", check=False).returncode == 0
 
 
@@ -356,8 +348,8 @@ def test_a_live_migrations_last_report_served_late_leaves_a_resize_claimed(
     third = resized["service_host"]
     nova("update_instance_info", host=source, uuids=[instance],
          task_state="migrating")
-    wait_for(lambda: served(cloud, "update_instance_info", source) == 2,
-             "the source's second report served")
+    wait_until(lambda: served(cloud, "update_instance_info", source) == 2,
+               "the source's second report served")
     # It pulled the resize back onto the source: (3072, 1024, 0).
     assert (used(cloud, source), used(cloud, target), used(cloud, third)
             ) == (0, 1024, 3072)
@@ -374,8 +366,8 @@ def test_resized_again_before_its_confirm_was_served_it_moves_from_where_it_is(
     target = resized["service_host"]
     nova("update_instance_info", host=target, uuids=[instance],
          vm_state="resized")                        # finish_resize
-    wait_for(lambda: cloud.allocations()[0].expires_at is None,
-             "destination confirmed")
+    wait_until(lambda: cloud.allocations()[0].expires_at is None,
+               "destination confirmed")
     # Confirmed: confirm_resize saves the instance active on the target,
     # then the source casts delete_instance_info. The user resizes again
     # at once (compute/api.py ignores the host it is on), and that call
@@ -383,8 +375,8 @@ def test_resized_again_before_its_confirm_was_served_it_moves_from_where_it_is(
     [[again, *_]] = nova("select", flavor=SMALL, instance_uuids=[instance],
                          ignore_hosts=[target])["selections"]
     nova("delete_instance_info", host=source, uuid=instance)
-    wait_for(lambda: served(cloud, "delete_instance_info", source) == 1,
-             "the confirm's cast served")
+    wait_until(lambda: served(cloud, "delete_instance_info", source) == 1,
+               "the confirm's cast served")
     # The new move's source is where the instance runs until its confirm:
     # it kept the first source, and the late cast left the target
     # uncharged.
@@ -415,7 +407,7 @@ def test_resized_in_place_right_after_its_live_migration_it_frees_the_source(
     # gives the old size back.
     nova("update_instance_info", host=target, uuids=[instance])
     nova("delete_instance_info", host=target, uuid=instance)
-    wait_for(lambda: used(cloud, target) == 3072, "resize source freed")
+    wait_until(lambda: used(cloud, target) == 3072, "resize source freed")
     assert used(cloud, source) == 0
     assert cloud.manage("allocations", "audit", check=False).returncode == 0
 
@@ -440,8 +432,8 @@ def test_a_resize_that_expired_comes_back_only_when_reported_resized(
     # or a forced evacuation or live migration (active) reports it.
     nova("update_instance_info", host=target, uuids=[instance],
          vm_state=vm_state)
-    wait_for(lambda: (used(cloud, source), used(cloud, target)) == sizes,
-             f"reported {vm_state} on the expired destination")
+    wait_until(lambda: (used(cloud, source), used(cloud, target)) == sizes,
+               f"reported {vm_state} on the expired destination")
     assert cloud.manage("allocations", "audit", check=False).returncode == 0
 
 
@@ -454,8 +446,8 @@ def test_a_cold_migration_seen_on_its_destination_keeps_the_source(
     target = nova("select", flavor=SMALL, instance_uuids=[instance],
                   ignore_hosts=[source])["selections"][0][0]["service_host"]
     nova("update_instance_info", host=target, uuids=[instance])
-    wait_for(lambda: cloud.allocations()[0].expires_at is None,
-             "destination confirmed")
+    wait_until(lambda: cloud.allocations()[0].expires_at is None,
+               "destination confirmed")
     assert used(cloud, source) == 1024
     assert cloud.allocations()[0].source_node_id is not None
 
@@ -500,15 +492,15 @@ def test_resize_revert_gives_the_destination_back(nova, cloud):
 
     # Revert: the destination compute says the instance left it ...
     nova("delete_instance_info", host=target, uuid=instance)
-    wait_for(lambda: used(cloud, target) == 0, "destination freed")
+    wait_until(lambda: used(cloud, target) == 0, "destination freed")
     [claim] = cloud.allocations()
     assert (claim.memory_mb, used(cloud, source)) == (1024, 1024)
     # ... and the source reports it back (a deleted instance would not,
     # and its claim would expire).
     assert claim.expires_at is not None
     nova("update_instance_info", host=source, uuids=[instance])
-    wait_for(lambda: cloud.allocations()[0].expires_at is None,
-             "source confirmed")
+    wait_until(lambda: cloud.allocations()[0].expires_at is None,
+               "source confirmed")
 
 
 def test_a_same_cell_resize_revert_is_seen_in_the_sources_list(nova, cloud):
@@ -519,12 +511,12 @@ def test_a_same_cell_resize_revert_is_seen_in_the_sources_list(nova, cloud):
 
     # finish_resize on the destination reports the instance there ...
     nova("update_instance_info", host=target, uuids=[instance])
-    wait_for(lambda: cloud.allocations()[0].expires_at is None,
-             "destination confirmed")
+    wait_until(lambda: cloud.allocations()[0].expires_at is None,
+               "destination confirmed")
     assert used(cloud, source) == 1024
     # ... and after a revert the source's periodic list names it again.
     nova("sync_instance_info", host=source, uuids=[instance])
-    wait_for(lambda: used(cloud, target) == 0, "move reverted")
+    wait_until(lambda: used(cloud, target) == 0, "move reverted")
     [claim] = cloud.allocations()
     assert (claim.memory_mb, used(cloud, source)) == (1024, 1024)
 
@@ -542,11 +534,11 @@ def test_deleted_after_a_same_host_resize_revert_its_claim_expires(
     # list names it throughout; then the instance is deleted there.
     nova("update_instance_info", host=host, uuids=[instance])
     nova("sync_instance_info", host=host, uuids=[instance])
-    wait_for(lambda: cloud.allocations()[0].expires_at is None,
-             "destination confirmed")
+    wait_until(lambda: cloud.allocations()[0].expires_at is None,
+               "destination confirmed")
     nova("delete_instance_info", host=host, uuid=instance)
-    wait_for(lambda: cloud.allocations()[0].source_node_id is None,
-             "move confirmed")
+    wait_until(lambda: cloud.allocations()[0].source_node_id is None,
+               "move confirmed")
     # No host will list it again: what is left must expire, not stay.
     assert cloud.allocations()[0].expires_at is not None
 
@@ -560,12 +552,12 @@ def test_casts_confirm_and_release_claims_without_errors(nova, cloud):
     nova("delete_aggregate")
     nova("sync_instance_info", host="c-unknown", uuids=[instance])
     nova("update_instance_info", host=host, uuids=[instance])
-    wait_for(lambda: cloud.allocations()[0].expires_at is None,
-             "claim confirmed by update_instance_info")
+    wait_until(lambda: cloud.allocations()[0].expires_at is None,
+               "claim confirmed by update_instance_info")
 
     nova("delete_instance_info", host="elsewhere", uuid=instance)
     nova("delete_instance_info", host=host, uuid=instance)
-    wait_for(lambda: cloud.allocations() == [], "claim released")
+    wait_until(lambda: cloud.allocations() == [], "claim released")
     assert used(cloud, host) == 0
 
 
@@ -577,7 +569,7 @@ def test_a_build_re_tried_on_an_alternate_moves_the_claim_there(
     first, second = chosen["service_host"], alternate["service_host"]
 
     nova("update_instance_info", host=second, uuids=[instance])
-    wait_for(lambda: used(cloud, second) == 1024, "claim moved")
+    wait_until(lambda: used(cloud, second) == 1024, "claim moved")
     assert used(cloud, first) == 0
     [claim] = cloud.allocations()
     assert claim.expires_at is None
@@ -597,13 +589,13 @@ def test_a_resize_re_tried_on_an_alternate_moves_its_destination_there(
     first, second = chosen["service_host"], alternate["service_host"]
 
     nova("update_instance_info", host=second, uuids=[instance])
-    wait_for(lambda: used(cloud, second) == 3072, "destination moved")
+    wait_until(lambda: used(cloud, second) == 3072, "destination moved")
     assert (used(cloud, first), used(cloud, source)) == (0, 1024)
     assert cloud.manage("allocations", "audit", check=False).returncode == 0
 
     # Resize confirm: the source says the instance left it.
     nova("delete_instance_info", host=source, uuid=instance)
-    wait_for(lambda: used(cloud, source) == 0, "source freed")
+    wait_until(lambda: used(cloud, source) == 0, "source freed")
     [claim] = cloud.allocations()
     assert (claim.memory_mb, claim.source_node_id) == (3072, None)
     assert used(cloud, second) == 3072
@@ -613,8 +605,8 @@ def test_sync_instance_info_confirms_what_it_lists(nova, cloud):
     [instance], [[booted, *_]] = boot(nova)
     nova("sync_instance_info", host=booted["service_host"],
          uuids=[instance, str(uuid.uuid4())])
-    wait_for(lambda: cloud.allocations()[0].expires_at is None,
-             "claim confirmed by sync_instance_info")
+    wait_until(lambda: cloud.allocations()[0].expires_at is None,
+               "claim confirmed by sync_instance_info")
 
 
 def test_the_4_0_legacy_path_as_far_as_nova_allows(nova, cloud):

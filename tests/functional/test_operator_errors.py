@@ -110,7 +110,7 @@ def test_unreadable_config_file(as_nobody, sqlite_config):
     config = sqlite_config()
     config.chmod(0o600)
     line = one_line_error(as_nobody("manage", "--config-file", str(config),
-                              "service", "list"))
+                                    "service", "list"))
     assert line == (f"ERROR: cannot read configuration file {config} "
                     f"(permission denied); run as a user that may read it, "
                     f"e.g. sudo -u scheduler")
@@ -198,8 +198,8 @@ def test_read_only_database(as_nobody, sqlite_config, shared_dir):
     config = str(sqlite_config())
     sync_schema(config)
     register_fleet(config, 2)
-    line = one_line_error(as_nobody("manage", "--config-file", config, "service",
-                              "disable", "compute-00001"))
+    line = one_line_error(as_nobody("manage", "--config-file", config,
+                                    "service", "disable", "compute-00001"))
     assert line == (f"ERROR: database {shared_dir / 'db.sqlite'} is "
                     f"read-only for this user; run as the user that owns "
                     f"it (e.g. sudo -u scheduler) or grant write access")
@@ -319,7 +319,8 @@ def test_client_json_after_the_command(make_deployment):
         assert json.loads(result.stdout)["host"] == deployment.conf.host
 
 
-def test_server_on_a_read_only_database_exits_in_one_line(as_nobody, sqlite_config,
+def test_server_on_a_read_only_database_exits_in_one_line(as_nobody,
+                                                         sqlite_config,
                                                          shared_dir):
     """The server's user may read the database file but not write it: the
     server refuses to start, naming the file, no SQL."""
@@ -917,7 +918,8 @@ def test_the_server_s_own_words_keep_their_case(request, sqlite_config,
 
 
 @pytest.mark.parametrize("command", COMMANDS)
-def test_a_config_dir_the_user_may_not_read_is_named(as_nobody, command, sqlite_config,
+def test_a_config_dir_the_user_may_not_read_is_named(as_nobody, command,
+                                                     sqlite_config,
                                                      shared_dir):
     # oslo.config lists a --config-dir's *.conf with glob, which finds
     # nothing in a directory it may not read: every file in it was
@@ -927,7 +929,7 @@ def test_a_config_dir_the_user_may_not_read_is_named(as_nobody, command, sqlite_
     conf_d.mkdir(mode=0o700)
     sqlite_config().rename(conf_d / "scheduler.conf")
     line = one_line_error(as_nobody(command, "--config-dir", str(conf_d),
-                              *WORK[command]))
+                                    *WORK[command]))
     assert line == (f"ERROR: cannot read configuration directory {conf_d} "
                     f"(permission denied); run as a user that may read it, "
                     f"e.g. sudo -u scheduler"), line

@@ -4,12 +4,12 @@ costs one line per failed heartbeat or periodic task, never a traceback."""
 from __future__ import annotations
 
 import json
-import time
 
 import sqlalchemy as sa
 
 from scheduler import peers
 from scheduler.db import models
+from tests.functional.waits import wait_until
 
 
 def scheduler_rows(deployment) -> list[dict]:
@@ -46,14 +46,6 @@ def failures(deployment) -> list[str] | None:
     return None
 
 
-def wait_for(condition, what: str, timeout: float = 30):
-    deadline = time.monotonic() + timeout
-    while not (result := condition()):
-        assert time.monotonic() < deadline, what
-        time.sleep(0.2)
-    return result
-
-
 def test_a_server_reports_through_a_database_outage(make_deployment):
     deployment = make_deployment(report_interval=1,
                                  scheduler__periodic_task_interval=1)
@@ -67,7 +59,7 @@ def test_a_server_reports_through_a_database_outage(make_deployment):
     # write-ahead log stays with its database), then come back.
     rename(deployment, "away_")
     try:
-        lines = wait_for(lambda: failures(deployment), "no failure logged")
+        lines = wait_until(lambda: failures(deployment), "no failure logged")
     finally:
         rename(deployment, "")
     for line in lines:
@@ -78,7 +70,7 @@ def test_a_server_reports_through_a_database_outage(make_deployment):
 
     # Back: it beats again and still places.
     beats = report_count(deployment)
-    wait_for(lambda: report_count(deployment) > beats, "no heartbeat")
+    wait_until(lambda: report_count(deployment) > beats, "no heartbeat")
     flavor = {"memory_mb": 512, "vcpus": 1, "root_gb": 1}
     assert len(deployment.api.select_destinations({}, {"flavor": flavor})) \
         == 1
