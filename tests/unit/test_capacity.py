@@ -59,6 +59,21 @@ def test_host_columns_and_sql_agree(engine, seed):
                 resource, need, total, used, ratio)
 
 
+@pytest.mark.parametrize("planned, fits", [(8, True), (2, False),
+                                            (None, False)])
+def test_the_claims_sql_judges_by_the_planners_limit(engine, planned, fits):
+    """A node of 4 with 4 used, ratio 1.0 of its own, asked for 2 more:
+    under an aggregate ratio of 2.0 the planner's limit is 8 and the claim
+    must take it (it refused, as a lost race); under 0.5 it is 2; with no
+    limit planned (a forced host) the node's own ratio decides."""
+    limit = sa.null() if planned is None else sa.literal(planned)
+    with engine.connect() as conn:
+        ok = conn.execute(sa.select(capacity.within_sql(
+            capacity.MEMORY, sa.literal(4), sa.literal(2), sa.literal(4),
+            sa.literal(1.0), sa.literal(1.5), limit))).scalar()
+    assert bool(ok) is fits
+
+
 def test_a_node_without_a_ratio_uses_the_default():
     assert capacity.ratio(None, 1.5) == 1.5
     assert capacity.ratio(0.0, 1.5) == 1.5
