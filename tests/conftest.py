@@ -18,6 +18,10 @@ from tests.fixtures.postgres import PostgreSQLServer
 from tests.fixtures.rabbitmq import RabbitMQServer
 
 
+#: The session fixture of each database server, by ``database_url`` param.
+DATABASE_SERVERS = {"postgresql": "postgresql", "mysql": "mariadb"}
+
+
 def database_of(item: pytest.Item) -> str:
     """The database a collected test runs on: its ``database_url`` param,
     else the database server it asks for, else ``sqlite`` (SQLite, or no
@@ -25,11 +29,8 @@ def database_of(item: pytest.Item) -> str:
     callspec = getattr(item, "callspec", None)
     if callspec is not None and "database_url" in callspec.params:
         return callspec.params["database_url"]
-    if "postgresql" in item.fixturenames:
-        return "postgresql"
-    if "mariadb" in item.fixturenames:
-        return "mysql"
-    return "sqlite"
+    return next((kind for kind, server in DATABASE_SERVERS.items()
+                 if server in item.fixturenames), "sqlite")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

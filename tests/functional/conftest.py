@@ -7,6 +7,8 @@ different tests never answer each other's calls.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+import contextlib
 import dataclasses
 import datetime
 import os
@@ -28,6 +30,7 @@ from scheduler.db import api as db
 from scheduler.db import migration
 from scheduler.db import models
 from scheduler.rpcapi import SchedulerAPI
+from tests.conftest import DATABASE_SERVERS
 from tests.fixtures.config import write_config
 
 START_TIMEOUT = 60
@@ -45,32 +48,38 @@ def run_command(module: str, *args: str, check: bool = True,
     return result
 
 
-def sync_schema(config_file: Path | str) -> None:
-    """What ``scheduler-manage db sync`` does, done in this process: the
-    schema at head in the configured database. For a test's set-up, where
-    the command's own start would only spend a second of CPU."""
+@contextlib.contextmanager
+def config_engine(config_file: Path | str) -> Iterator[sa.Engine]:
+    """The engine the service makes from ``config_file``, disposed of
+    afterwards."""
     engine = db.create_engine(sched_conf.load(["--config-file",
                                                str(config_file)]))
     try:
-        migration.upgrade(engine)
+        yield engine
     finally:
         engine.dispose()
 
 
-def register_fleet(engine: sa.Engine | Path | str, nodes: int,
+def sync_schema(config_file: Path | str) -> None:
+    """What ``scheduler-manage db sync`` does, done in this process: the
+    schema at head in the configured database. For a test's set-up, where
+    the command's own start would only spend a second of CPU."""
+    with config_engine(config_file) as engine:
+        migration.upgrade(engine)
+
+
+def register_fleet(config_file: Path | str, nodes: int,
                    seed: int = 0) -> None:
     """What ``scheduler-fleet --nodes N --seed S --once`` does, done in
-    this process, on ``engine`` or the database of a config file."""
-    if not isinstance(engine, sa.Engine):
-        made = db.create_engine(sched_conf.load(["--config-file",
-                                                 str(engine)]))
-        try:
-            return register_fleet(made, nodes, seed)
-        finally:
-            made.dispose()
-    made_nodes = fleet.make_nodes(nodes, seed)
-    fleet.register(engine, made_nodes)
-    fleet.heartbeat(engine, [n.host for n in made_nodes])
+    this process, on the configured database."""
+    with config_engine(config_file) as engine:
+        _register_fleet(engine, nodes, seed)
+
+
+def _register_fleet(engine: sa.Engine, nodes: int, seed: int) -> None:
+    made = fleet.make_nodes(nodes, seed)
+    fleet.register(engine, made)
+    fleet.heartbeat(engine, [n.host for n in made])
 
 
 @dataclasses.dataclass
@@ -99,7 +108,7 @@ class Deployment:
 
     def fleet(self, nodes: int, seed: int = 0) -> None:
         """What ``scheduler-fleet --nodes N --seed S --once`` does."""
-        register_fleet(self.engine, nodes, seed)
+        _register_fleet(self.engine, nodes, seed)
 
     def add_nodes(self, nodes: list[fleet.Node]) -> None:
         """Register hand-made nodes (exact sizes) and heartbeat them."""
@@ -195,9 +204,6 @@ class Deployment:
             self._api.transport.cleanup()
         self.engine.dispose()
 
-
-#: The session fixture of each database server, by ``database_url`` param.
-DATABASE_SERVERS = {"postgresql": "postgresql", "mysql": "mariadb"}
 
 #: What ``@every_database`` runs a test on: the three the service supports.
 DATABASES = ("sqlite", "postgresql", "mysql")

@@ -288,7 +288,7 @@ def test_server_with_a_dead_broker_exits_in_one_line(sqlite_config,
     config = sqlite_config(**{
         "transport_url": f"rabbit://u:p@127.0.0.1:{free_port()}/",
         "scheduler.broker_startup_timeout": 3})
-    sync_schema(str(config))
+    sync_schema(config)
     line = one_line_error(run("server", "--config-file", str(config)))
     assert line.startswith("ERROR: cannot reach the message broker at "
                            "127.0.0.1:")
@@ -301,7 +301,7 @@ def test_server_with_a_wrong_broker_password_exits_in_one_line(
     config = sqlite_config(**{
         "transport_url": f"rabbit://nosuchuser:wrong@127.0.0.1:"
                          f"{rabbitmq.port}/"})
-    sync_schema(str(config))
+    sync_schema(config)
     line = one_line_error(run("server", "--config-file", str(config)))
     assert f"the message broker at 127.0.0.1:{rabbitmq.port} refused the " \
         "login" in line
@@ -360,7 +360,7 @@ def test_a_database_that_never_answers_is_one_line_not_a_hang(
 def test_a_bad_option_value_is_named_before_any_worker_starts(
         sqlite_config):
     config = sqlite_config(**{"DEFAULT.report_interval": "x"})
-    sync_schema(str(config))
+    sync_schema(config)
     result = run("server", "--config-file", str(config))
     line = one_line_error(result)
     assert line.startswith(f"ERROR: [DEFAULT] report_interval in {config}: "
@@ -478,7 +478,7 @@ def test_status_exits_255_not_1_on_a_bad_option_value(sqlite_config, args,
 @pytest.mark.parametrize("command", ("server", "client"))
 def test_a_transport_url_that_is_not_a_url_is_named(sqlite_config, command):
     config = sqlite_config(transport_url="broker.example.org")
-    sync_schema(str(config))
+    sync_schema(config)
     line = one_line_error(run(command, "--config-file", str(config),
                               *WORK[command]))
     assert line.startswith("ERROR: [DEFAULT] transport_url: "), line
@@ -504,7 +504,7 @@ def test_a_transport_url_that_is_not_rabbitmq_is_named(sqlite_config,
     url = rabbitmq.transport_url.replace("rabbit://", f"{scheme}://", 1)
     password = url.split("@")[0].rsplit(":", 1)[1]
     config = sqlite_config(transport_url=url)
-    sync_schema(str(config))
+    sync_schema(config)
     line = one_line_error(run(command, "--config-file", str(config),
                               *WORK[command]))
     assert line.startswith(f"ERROR: [DEFAULT] transport_url: {scheme}:// "
@@ -574,7 +574,7 @@ def test_a_missing_broker_tls_file_is_named(sqlite_config, shared_dir,
     config = sqlite_config(**{"oslo_messaging_rabbit.ssl": "true",
                               f"oslo_messaging_rabbit.{option}": missing,
                               "scheduler.broker_startup_timeout": 20})
-    sync_schema(str(config))
+    sync_schema(config)
     started = time.monotonic()
     line = one_line_error(run(command, "--config-file", str(config),
                               *(("--timeout", "20") if command == "client"
@@ -596,7 +596,7 @@ def test_a_notification_transport_whose_driver_does_not_load_is_named(
         "oslo_messaging_notifications.driver": "messagingv2",
         "oslo_messaging_notifications.transport_url":
             f"{scheme}://u:secret@127.0.0.1:9092/"})
-    sync_schema(str(config))
+    sync_schema(config)
     line = one_line_error(run("server", "--config-file", str(config)))
     assert line == (f"ERROR: [oslo_messaging_notifications] transport_url: "
                     f"cannot load the {scheme} transport driver ({why}); "
@@ -614,7 +614,7 @@ def test_a_broker_option_the_connection_cannot_use_is_named(
     # in amqp or oslo.messaging as "error: argument out of range" or
     # "ZeroDivisionError: float division by zero", naming no option.
     config = sqlite_config(**{f"oslo_messaging_rabbit.{option}": value})
-    sync_schema(str(config))
+    sync_schema(config)
     line = one_line_error(run(command, "--config-file", str(config),
                               *WORK[command]))
     assert line == (f"ERROR: [oslo_messaging_rabbit] {option} = {value} in "
@@ -815,7 +815,7 @@ def _synced_database(request, sqlite_config, kind: str):
     database = f"db_{os.getpid()}_{time.monotonic_ns() % 10**6}"
     owner = sqlite_config(**{
         "database.connection": server.create_database(database)})
-    sync_schema(str(owner))
+    sync_schema(owner)
     return server, database
 
 
@@ -896,7 +896,7 @@ def test_a_server_option_no_worker_can_use_is_named(sqlite_config, option,
     # ("InvalidTarget: A server's target must have topic and server names
     # specified", "ValueError: max_workers must be greater than zero").
     config = sqlite_config(**{option: value})
-    sync_schema(str(config))
+    sync_schema(config)
     line = one_line_error(run("server", "--config-file", str(config)))
     assert line.startswith(f"ERROR: [DEFAULT] {option} "), line
     assert f"{config}" in line and why in line, line
@@ -984,7 +984,7 @@ def test_a_logging_option_oslo_log_cannot_use_is_named(
     # Systemd bindings do not exist" while setting up, naming no option.
     if option == "use_journal" and importlib.util.find_spec("systemd"):
         pytest.skip("the systemd bindings are installed here")
-    sync_schema(str(sqlite_config()))
+    sync_schema(sqlite_config())
     config = sqlite_config(**{option: value})
     line = one_line_error(run(command, "--config-file", str(config),
                               *WORK[command]))
@@ -998,7 +998,7 @@ def test_a_log_format_no_line_can_be_written_with_is_named(sqlite_config,
                                                             option):
     # The server started, then wrote "--- Logging error ---" and a
     # traceback for each of its log lines instead of the line.
-    sync_schema(str(sqlite_config()))
+    sync_schema(sqlite_config())
     config = sqlite_config(**{option: "%(asctime)s %(nosuch)s %(message)s",
                               "scheduler.http_listen": ""})
     line = one_line_error(run("server", "--config-file", str(config),
