@@ -3,7 +3,7 @@ the writes a compute agent makes to it.
 
 Uses only the scheduler's stable entry points: ``scheduler.conf.load``,
 ``scheduler.db.api.create_engine``, ``scheduler.db.migration.upgrade`` and
-``scheduler.fleet`` (``make_nodes``, ``register`` — which batches — and
+``scheduler.sim.fleet`` (``make_nodes``, ``register`` — which batches — and
 ``heartbeat``). Everything else is plain SQL on the nova schema.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ import time
 import sqlalchemy as sa
 
 from scheduler import conf as sched_conf
-from scheduler import fleet
+from scheduler.sim import fleet
 from scheduler.db import api as db
 from scheduler.db import migration
 from tests.fixtures.config import write_config

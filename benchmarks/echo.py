@@ -20,7 +20,7 @@ import threading
 import oslo_messaging as messaging
 
 from scheduler import conf as sched_conf
-from scheduler import rpc
+from scheduler.rpc import transport as rpc
 
 
 class EchoEndpoint:

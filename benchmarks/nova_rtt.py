@@ -34,7 +34,7 @@ from benchmarks import cluster as cluster_mod  # noqa: E402
 from benchmarks import servers  # noqa: E402
 from benchmarks.stages import FLAVOR  # noqa: E402
 from scheduler import conf as sched_conf  # noqa: E402
-from scheduler.rpcapi import SchedulerAPI  # noqa: E402
+from scheduler.rpc.client import SchedulerAPI  # noqa: E402
 
 CELL = "8f1b1c52-6c2d-4f0e-9d51-3c1e8f0a7b21"
 DRIVER = servers.ROOT / "tests" / "functional" / "nova_driver.py"

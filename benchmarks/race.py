@@ -58,9 +58,9 @@ from scheduler import rpc  # noqa: E402
 from scheduler import targeting  # noqa: E402
 from scheduler.db import models  # noqa: E402
 from scheduler.filters.base import run_filters  # noqa: E402
-from scheduler.host_table import HostView  # noqa: E402
-from scheduler.manager import SchedulerManager  # noqa: E402
-from scheduler.rpcapi import SchedulerAPI  # noqa: E402
+from scheduler.hosts.table import HostView  # noqa: E402
+from scheduler.rpc.endpoint import SchedulerManager  # noqa: E402
+from scheduler.rpc.client import SchedulerAPI  # noqa: E402
 from scheduler.weighers.base import weigh  # noqa: E402
 
 #: 1,000 hosts of the four fleet sizes hold about 41,000 m1.small: at 90 %
@@ -429,7 +429,7 @@ def _release(api: SchedulerAPI, placed: list[str]) -> None:
 
 
 def _count_races(cell: Cell, text: str) -> None:
-    """Lost races from the servers' log lines (scheduler.races)."""
+    """Lost races from the servers' log lines (scheduler.decide.races)."""
     for line in text.splitlines():
         if races.LINE not in line:
             continue

@@ -22,8 +22,8 @@ import oslo_messaging as messaging
 
 from scheduler import conf as sched_conf
 from scheduler import exception
-from scheduler import rpc
-from scheduler.rpcapi import SchedulerAPI
+from scheduler.rpc import transport as rpc
+from scheduler.rpc.client import SchedulerAPI
 
 from benchmarks import cluster as cluster_mod
 from benchmarks import cpu

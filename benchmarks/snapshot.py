@@ -23,13 +23,13 @@ import threading
 import time
 
 import scheduler.conf
-from scheduler.drivers.filter import FilterScheduler
-from scheduler.host_state import Aggregate
-from scheduler.host_state import HostState
-from scheduler.host_table import HostTable
-from scheduler.host_table import LIMITS
-from scheduler.host_table import NUMERIC
-from scheduler.request_spec import RequestSpec
+from scheduler.decide.filter import FilterScheduler
+from scheduler.hosts.state import Aggregate
+from scheduler.hosts.state import HostState
+from scheduler.hosts.table import HostTable
+from scheduler.hosts.table import LIMITS
+from scheduler.hosts.table import NUMERIC
+from scheduler.request.spec import RequestSpec
 
 FLAVOR = {"name": "m1.small", "memory_mb": 2048, "vcpus": 1, "root_gb": 20}
 ZONES = tuple(Aggregate(i, f"az{i}", {"availability_zone": f"az{i}"})

@@ -7,7 +7,7 @@ Only the stable entry points are used: ``SchedulerManager(conf, engine)``,
 its ``.driver.host_manager.refresh(full=...)`` (see :func:`refresh`, the one
 place to switch), ``.driver.decide(spec)``,
 ``RequestSpec.from_primitives``, ``scheduler.claims.claim``/``release``
-and ``scheduler.claim_batch.ClaimBatcher``.
+and ``scheduler.claims.batch.ClaimBatcher``.
 """
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import threading
 import uuid as uuidlib
 
 from scheduler import claims
-from scheduler.claim_batch import ClaimBatcher
-from scheduler.manager import SchedulerManager
-from scheduler.request_spec import RequestSpec
+from scheduler.claims.batch import ClaimBatcher
+from scheduler.rpc.endpoint import SchedulerManager
+from scheduler.request.spec import RequestSpec
 
 from benchmarks import cluster as cluster_mod
 from benchmarks.timing import concurrently
@@ -189,7 +189,7 @@ def measure_claims_concurrently(fleet: cluster_mod.Cluster, limits: Limits,
     """CLAIM_CONCURRENCY threads claiming one instance each, back to back,
     on the nodes of :class:`_ClaimTargets` (distinct nodes in flight): each
     claim its own transaction (``claims.claim``), or with ``batched``
-    through one :class:`scheduler.claim_batch.ClaimBatcher` of
+    through one :class:`scheduler.claims.batch.ClaimBatcher` of
     ``[scheduler] claim_batch_size`` (group commit), as a worker's request
     threads make them. ``req/s`` is claims committed per second."""
     targets = _ClaimTargets(fleet, limits)

@@ -22,7 +22,7 @@ import oslo_messaging as messaging
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
-from scheduler import broker
+from scheduler.rpc import broker
 from scheduler import conf as sched_conf
 from scheduler import exception
 from scheduler.db import retry as db_retry

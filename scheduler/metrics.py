@@ -1,7 +1,7 @@
 """Prometheus metrics: every instrument of the service, and the exposition.
 
 The server runs several worker processes; a scrape reaches the main process
-(``/metrics``, :mod:`scheduler.http`). prometheus_client's multiprocess
+(``/metrics``, :mod:`scheduler.service.http`). prometheus_client's multiprocess
 mode carries the numbers across: :func:`use_multiprocess` (the main
 process, before the workers fork) points every process at one fresh
 private directory, each worker writes its values to memory-mapped files

@@ -1,6 +1,6 @@
 """What one RPC request did, recorded as it runs, for its telemetry.
 
-:func:`scheduler.instrument.rpc_method` begins a :class:`Trace` for the
+:func:`scheduler.rpc.instrument.rpc_method` begins a :class:`Trace` for the
 calling thread (the executor runs one request per thread) and ends it when
 the method returns. Code deep in the request path adds to it through the
 module functions here, which do nothing outside a request (a periodic

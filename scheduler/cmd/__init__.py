@@ -135,7 +135,7 @@ def check_database(conf: cfg.ConfigOpts, create: bool = False,
     if path is None and url.get_backend_name() != "sqlite":
         # One bounded attempt before oslo.db's (10 x 10 s on MariaDB, and
         # no time limit at all on a server that accepts and never answers).
-        from scheduler import health
+        from scheduler.service import health
         problem = health.DatabaseProbe(conf).problem()
         if problem:
             raise exception.ConfigError(problem)

@@ -20,12 +20,12 @@ from typing import Any, Callable
 from oslo_config import cfg
 import oslo_messaging as messaging
 
-from scheduler import broker
+from scheduler.rpc import broker
 from scheduler import cmd
 from scheduler import errors
 from scheduler import exception
-from scheduler.request_spec import POLICIES
-from scheduler.rpcapi import SchedulerAPI
+from scheduler.request.spec import POLICIES
+from scheduler.rpc.client import SchedulerAPI
 from scheduler.stacks import template
 
 #: Builds the API object from the loaded configuration (tests pass a fake).

@@ -10,7 +10,7 @@ import time
 
 from scheduler import cmd
 from scheduler import errors
-from scheduler import fleet
+from scheduler.sim import fleet
 from scheduler import progress
 from scheduler.db import api as db
 from scheduler.db import wrapped

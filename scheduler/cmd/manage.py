@@ -13,7 +13,7 @@ import sys
 from typing import Any, Callable
 
 from scheduler import admin
-from scheduler import capacity
+from scheduler.hosts import capacity
 from scheduler import cmd
 from scheduler import errors
 from scheduler import exception

@@ -29,25 +29,25 @@ from amqp.spec import Basic
 import cotyledon
 from oslo_log import log as logging
 
-from scheduler import broker
-from scheduler import choice
+from scheduler.rpc import broker
+from scheduler.decide import choice
 from scheduler import cmd
 from scheduler import conf as sched_conf
 from scheduler import errors
-from scheduler import health
-from scheduler import http
-from scheduler import malformed
-from scheduler import memory
+from scheduler.service import health
+from scheduler.service import http
+from scheduler.rpc import malformed
+from scheduler.service import memory
 from scheduler import metrics
-from scheduler import plugins
-from scheduler import rpc
-from scheduler import sd_notify
-from scheduler import worker_state
+from scheduler.decide import plugins
+from scheduler.rpc import transport as rpc
+from scheduler.service import sd_notify
+from scheduler.service import worker_state
 from scheduler.db import api as db
 from scheduler.db import retry as db_retry
 from scheduler.db import wrapped
-from scheduler.drivers.filter import Pipeline
-from scheduler.manager import SchedulerManager
+from scheduler.decide.filter import Pipeline
+from scheduler.rpc.endpoint import SchedulerManager
 from scheduler.nova.endpoint import NovaSchedulerEndpoint
 
 LOG = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ from scheduler import cmd
 from scheduler import conf as sched_conf
 from scheduler import errors
 from scheduler import exception
-from scheduler import upgrade_checks
+from scheduler.admin import upgrade_checks
 
 #: oslo.upgradecheck's code for "the check itself failed to run".
 ERROR = 255

@@ -23,7 +23,7 @@ from scheduler import exception
 from scheduler.db import compiled
 from scheduler.db import models
 from scheduler.db import response
-from scheduler.host_state import Aggregate
+from scheduler.hosts.state import Aggregate
 
 COMPUTE_BINARY = "nova-compute"
 COMPUTE_TOPIC = "compute"

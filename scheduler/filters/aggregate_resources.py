@@ -1,7 +1,7 @@
 """AggregateRamFilter, AggregateCoreFilter, AggregateDiskFilter: the
 RamFilter, CoreFilter and DiskFilter rules with a per-aggregate ratio.
 
-The ratio is :func:`scheduler.capacity.aggregate_ratio`: the smallest
+The ratio is :func:`scheduler.hosts.capacity.aggregate_ratio`: the smallest
 ``ram_allocation_ratio`` / ``cpu_allocation_ratio`` /
 ``disk_allocation_ratio`` metadata value over the host's aggregates; a host
 in no aggregate with the key, or one whose values do not all parse as
@@ -9,7 +9,7 @@ numbers, uses its own ratio (logged once per bad value). As in the plain
 filters, a flavor larger than the node's physical size never fits, and the
 limit enforced (total x ratio) is reported, so the claim checks that limit.
 """
-from scheduler import capacity
+from scheduler.hosts import capacity
 from scheduler.filters.base import BaseFilter
 
 

@@ -18,10 +18,10 @@ from typing import ClassVar, Sequence
 import numpy as np
 from oslo_config import cfg
 
-from scheduler.host_state import HostState
-from scheduler.host_table import HostTable
-from scheduler.host_table import HostView
-from scheduler.request_spec import RequestSpec
+from scheduler.hosts.state import HostState
+from scheduler.hosts.table import HostTable
+from scheduler.hosts.table import HostView
+from scheduler.request.spec import RequestSpec
 
 SAMPLE_SIZE = 5
 
@@ -39,7 +39,7 @@ class BaseFilter:
     run_on_rebuild: ClassVar[bool] = False
     #: The capacities this filter enforces (the keys of :meth:`limits`):
     #: a pipeline with no filter for one runs the stock filter for it
-    #: (:func:`scheduler.drivers.filter.with_capacity`).
+    #: (:func:`scheduler.decide.filter.with_capacity`).
     enforces: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, conf: cfg.ConfigOpts):

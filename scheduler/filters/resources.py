@@ -1,12 +1,12 @@
 """RamFilter, CoreFilter, DiskFilter: room for the flavor under the node's
 allocation ratio.
 
-The rule is :mod:`scheduler.capacity`'s (a flavor larger than the node's
+The rule is :mod:`scheduler.hosts.capacity`'s (a flavor larger than the node's
 physical size never fits, however high the ratio; a node reporting 0 vCPUs
 is not judged on vCPUs); each filter reports the limit it enforced, which the
 claim then checks in SQL.
 """
-from scheduler import capacity
+from scheduler.hosts import capacity
 from scheduler.filters.base import BaseFilter
 from scheduler.filters.base import passing
 

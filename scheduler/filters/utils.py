@@ -28,7 +28,7 @@ from typing import Any
 from oslo_log import log as logging
 
 from scheduler.filters.base import BaseFilter
-from scheduler.host_state import HostState
+from scheduler.hosts.state import HostState
 
 LOG = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ API 4.5), served beside our 1.x endpoint on the same topic and server.
 oslo.messaging's dispatcher picks the endpoint by the message's major
 version: nova sends 4.x, our own client 1.x, so the two never meet. Both
 share one driver, one host table and one database engine (the 1.x
-:class:`~scheduler.manager.SchedulerManager`'s), so a claim made for nova
+:class:`~scheduler.rpc.endpoint.SchedulerManager`'s), so a claim made for nova
 is seen by our own API at once and the other way round.
 """
 from __future__ import annotations
@@ -20,15 +20,15 @@ import sqlalchemy as sa
 
 from scheduler import errors
 from scheduler import exception
-from scheduler import instrument
+from scheduler.rpc import instrument
 from scheduler import trace
 from scheduler.db import retry as db_retry
-from scheduler.manager import SchedulerManager
+from scheduler.rpc.endpoint import SchedulerManager
 from scheduler.nova import casts
 from scheduler.nova import primitives
 from scheduler.nova import selections
 from scheduler.nova.exception import NoValidHost
-from scheduler.request_spec import RequestSpec
+from scheduler.request.spec import RequestSpec
 
 LOG = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler import exception
-from scheduler import request_spec as request_spec_module
+from scheduler.request import spec as request_spec_module
 
 _NAME = "nova_object.name"
 _DATA = "nova_object.data"

@@ -24,15 +24,15 @@ from typing import Any, Callable
 from oslo_log import log as logging
 
 from scheduler import claims
-from scheduler.attempts import Attempts
+from scheduler.decide.attempts import Attempts
 from scheduler import exception
 from scheduler import metrics
 from scheduler import trace
 from scheduler.db import retry as db_retry
-from scheduler.drivers.base import destination
-from scheduler.drivers.base import held_destination
-from scheduler.request_spec import InstanceGroup
-from scheduler.request_spec import RequestSpec
+from scheduler.decide.base import destination
+from scheduler.decide.base import held_destination
+from scheduler.request.spec import InstanceGroup
+from scheduler.request.spec import RequestSpec
 from scheduler.stacks import planner
 from scheduler.stacks import stack as stacks
 from scheduler.stacks import store

@@ -28,18 +28,18 @@ import dataclasses
 
 import numpy as np
 
-from scheduler import capacity
+from scheduler.hosts import capacity
 from scheduler import exception
-from scheduler import targeting
-from scheduler.drivers.base import Selection
-from scheduler.drivers.filter import Pipeline
+from scheduler.decide import targeting
+from scheduler.decide.base import Selection
+from scheduler.decide.filter import Pipeline
 from scheduler.filters.base import FilterStep
 from scheduler.filters.base import narrow
 from scheduler.filters.base import run_filters
 from scheduler.filters.base import SAMPLE_SIZE
-from scheduler.host_table import HostTable
-from scheduler.host_table import HostView
-from scheduler.request_spec import RequestSpec
+from scheduler.hosts.table import HostTable
+from scheduler.hosts.table import HostView
+from scheduler.request.spec import RequestSpec
 from scheduler.stacks.stack import Stack
 
 #: Re-plans with the resource that found no host moved to the front.
@@ -264,9 +264,9 @@ def _relations(name: str, same: set[str], apart: set[str],
 def _room_for(view: HostView, idx: np.ndarray, specs: list[RequestSpec],
               enabled: list[str]) -> np.ndarray:
     """Mask over ``idx``: the hosts where every instance of ``specs`` fits
-    together (:func:`scheduler.capacity.fit_together_columns`) under the
+    together (:func:`scheduler.hosts.capacity.fit_together_columns`) under the
     ratio the ``enabled`` filters hold each host to
-    (:func:`scheduler.capacity.ratio_in_force`: an aggregate's under an
+    (:func:`scheduler.hosts.capacity.ratio_in_force`: an aggregate's under an
     Aggregate* filter), as the filters and the claim judge them."""
     keep = np.ones(len(idx), np.bool_)
     for resource in capacity.RESOURCES:

@@ -23,10 +23,10 @@ import uuid as uuidlib
 import jsonschema
 
 from scheduler import exception
-from scheduler.request_spec import _describe
-from scheduler.request_spec import check_utf8
-from scheduler.request_spec import HOST_HINTS
-from scheduler.request_spec import RequestSpec
+from scheduler.request.spec import _describe
+from scheduler.request.spec import check_utf8
+from scheduler.request.spec import HOST_HINTS
+from scheduler.request.spec import RequestSpec
 from scheduler.stacks import graph
 
 #: Resources in one stack; Heat's own default limit is 1,000 per stack.

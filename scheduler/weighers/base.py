@@ -19,11 +19,11 @@ import numpy as np
 from oslo_config import cfg
 
 from scheduler.filters.utils import min_value
-from scheduler.host_state import Aggregate
-from scheduler.host_state import HostState
-from scheduler.host_table import HostTable
-from scheduler.host_table import HostView
-from scheduler.request_spec import RequestSpec
+from scheduler.hosts.state import Aggregate
+from scheduler.hosts.state import HostState
+from scheduler.hosts.table import HostTable
+from scheduler.hosts.table import HostView
+from scheduler.request.spec import RequestSpec
 
 
 class BaseWeigher:

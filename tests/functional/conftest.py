@@ -25,11 +25,11 @@ import pytest
 import sqlalchemy as sa
 
 from scheduler import conf as sched_conf
-from scheduler import fleet
+from scheduler.sim import fleet
 from scheduler.db import api as db
 from scheduler.db import migration
 from scheduler.db import models
-from scheduler.rpcapi import SchedulerAPI
+from scheduler.rpc.client import SchedulerAPI
 from tests.conftest import DATABASE_SERVERS
 from tests.fixtures.config import write_config
 

@@ -6,7 +6,7 @@ import oslo_messaging as messaging
 import pytest
 
 from scheduler import exception
-from scheduler import rpc
+from scheduler.rpc import transport as rpc
 from tests.functional.conftest import every_database
 
 FLAVOR = {"memory_mb": 1024, "vcpus": 1, "root_gb": 10}

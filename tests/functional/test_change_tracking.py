@@ -9,10 +9,10 @@ import pytest
 import sqlalchemy as sa
 
 from scheduler import conf as sched_conf
-from scheduler import fleet
+from scheduler.sim import fleet
 from scheduler.db import api as db_api
 from scheduler.db import models
-from scheduler.host_manager import HostManager
+from scheduler.hosts.manager import HostManager
 from tests.functional.conftest import every_database
 from tests.functional.conftest import node
 

@@ -5,11 +5,11 @@ Two workers consume one topic and plan on the same SQL state. On a fleet of
 equal nodes every placement moves the best hosts, so two workers that pick
 by salt alone keep landing on the same node and one of them loses the
 claim. Each worker prefers its own share of the best hosts instead
-(``scheduler.choice.Share``), so eight callers fill the fleet without a
+(``scheduler.decide.choice.Share``), so eight callers fill the fleet without a
 single lost race — also right after a release, when every best host was
 just written by someone else and each worker would otherwise steer clear
 of its own share into its sibling's. Servers find each other in the
-``services`` table (``scheduler.peers``) and divide the best hosts the same
+``services`` table (``scheduler.service.peers``) and divide the best hosts the same
 way. With the default ``host_subset_size`` of 1 the shares still apply
 among the hosts of exactly the best weight.
 """
@@ -20,7 +20,7 @@ import json
 import time
 import uuid
 
-from scheduler import races
+from scheduler.decide import races
 from tests.functional.conftest import every_database
 from tests.functional.conftest import node
 

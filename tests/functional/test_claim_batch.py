@@ -16,9 +16,9 @@ import pytest
 import sqlalchemy as sa
 
 from scheduler import claims
-from scheduler import fleet
+from scheduler.sim import fleet
 from scheduler import metrics
-from scheduler.claim_batch import ClaimBatcher
+from scheduler.claims.batch import ClaimBatcher
 from scheduler.db import api as db
 from scheduler.db import models
 from tests.functional.conftest import every_database

@@ -10,10 +10,10 @@ import pytest
 import sqlalchemy as sa
 
 from scheduler import admin
-from scheduler import capacity
+from scheduler.hosts import capacity
 from scheduler import claims
 from scheduler import exception
-from scheduler import fleet
+from scheduler.sim import fleet
 from scheduler.db import models
 from scheduler.nova import casts
 from tests.functional.conftest import continued_lines

@@ -12,7 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from scheduler import claims
-from scheduler import fleet
+from scheduler.sim import fleet
 from scheduler.db import models
 from scheduler.db import retry
 from tests.functional.conftest import every_database

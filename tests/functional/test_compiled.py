@@ -11,7 +11,7 @@ from oslo_db import exception as db_exc
 import pytest
 import sqlalchemy as sa
 
-from scheduler import fleet
+from scheduler.sim import fleet
 from scheduler.db import api as db
 from scheduler.db import compiled
 from scheduler.db import models

@@ -11,11 +11,11 @@ import sqlalchemy as sa
 
 from scheduler import claims
 from scheduler import conf as sched_conf
-from scheduler import fleet
-from scheduler.claim_batch import ClaimBatcher
+from scheduler.sim import fleet
+from scheduler.claims.batch import ClaimBatcher
 from scheduler.db import models
 from scheduler.db import retry
-from scheduler.host_manager import HostManager
+from scheduler.hosts.manager import HostManager
 from tests.functional.conftest import node
 
 SERVERS = pytest.mark.databases("postgresql", "mysql")

@@ -687,7 +687,7 @@ def test_healthcheck_names_a_database_refusing_sessions_in_one_line(
     assert "the database system is shutting down" in body
     assert len(body.strip().splitlines()) == 1, body
     [line] = [line for line in deployment.server_log().splitlines()
-              if "WARNING scheduler.health" in line and "shutting" in line]
+              if "WARNING scheduler.service.health" in line and "shutting" in line]
     assert line.rstrip().endswith("check [database] connection"), line
 
 
@@ -697,7 +697,7 @@ def test_a_reply_lost_with_the_broker_is_recovered_by_the_retry(
     """The broker is away longer than the call's timeout, after the server
     claimed but before it could reply: the client's re-send (same
     consumers) gets what they hold, claimed once."""
-    from scheduler.rpcapi import SchedulerAPI
+    from scheduler.rpc.client import SchedulerAPI
     deployment = make_deployment()
     deployment.fleet(3)
     deployment.start_server()

@@ -12,7 +12,7 @@ import time
 
 import kombu
 
-from scheduler.rpcapi import SchedulerAPI
+from scheduler.rpc.client import SchedulerAPI
 
 
 def publish_raw(transport_url: str, queue: str, bodies) -> None:
@@ -63,7 +63,7 @@ def test_malformed_messages_are_one_warning(make_deployment, rabbitmq):
 #: to after the 10,000 (measured: 1.6-2.0 MB, also on a loaded machine):
 #: below what keeping 1 KB per message would cost (an exception with its
 #: traceback is more; a kept body 1 KB to 20 MB). It holds because the
-#: server fixes glibc's mmap threshold (scheduler.memory); without that the
+#: server fixes glibc's mmap threshold (scheduler.service.memory); without that the
 #: heap kept freed 20 MB bodies and a loaded run grew by 40-60 MB.
 RSS_MARGIN_KB = 10 * 1024
 BURST = 10_000

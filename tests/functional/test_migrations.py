@@ -20,11 +20,11 @@ import pytest
 import sqlalchemy as sa
 
 import scheduler.conf
-from scheduler import fleet
+from scheduler.sim import fleet
 from scheduler.db import api as db_api
 from scheduler.db import migration
 from scheduler.db import models
-from scheduler.host_manager import HostManager
+from scheduler.hosts.manager import HostManager
 from tests.fixtures.config import write_config
 from tests.functional.conftest import every_database
 from tests.functional.conftest import node

@@ -648,9 +648,9 @@ def test_novas_request_id_is_on_every_server_line_of_its_request(
     between = [line for line in lines[marked[0]:marked[-1] + 1]
                if line.split()[2:3] == [pid]]
     assert all(f" {request_id} " in line for line in between), between
-    assert [line.split(" DEBUG scheduler.instrument ")[1].split("] ")[1]
+    assert [line.split(" DEBUG scheduler.rpc.instrument ")[1].split("] ")[1]
             .split(" in ")[0] for line in between
-            if " DEBUG scheduler.instrument " in line] == [
+            if " DEBUG scheduler.rpc.instrument " in line] == [
         "select_destinations ok", "select_destinations no_valid_host"]
     assert any(" INFO scheduler.nova.endpoint " in line and
                "Nova request refused" in line for line in between)

@@ -7,7 +7,7 @@ import json
 
 import sqlalchemy as sa
 
-from scheduler import peers
+from scheduler.service import peers
 from scheduler.db import models
 from tests.functional.waits import wait_until
 

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from scheduler import claims
 from scheduler import exception
-from scheduler import rpc
+from scheduler.rpc import transport as rpc
 from scheduler.db import models
 from tests.functional.conftest import every_database
 from tests.functional.conftest import node

@@ -122,7 +122,7 @@ def test_metrics_add_up_across_two_workers_during_and_after_load(
     # up to what /metrics says.
     pids = worker_pids(deployment)
     assert len(pids) == 2
-    served = re.findall(r"^\S+ \S+ (\d+) DEBUG scheduler.instrument \[.*\] "
+    served = re.findall(r"^\S+ \S+ (\d+) DEBUG scheduler.rpc.instrument \[.*\] "
                         r"select_destinations ok in ",
                         deployment.server_log(), re.M)
     assert sorted(set(map(int, served))) == sorted(pids)
@@ -291,7 +291,7 @@ def test_every_log_line_of_a_request_carries_its_ids(make_deployment):
     placed = of_request(ids["request_id"])
     assert all(f"[{ids['global_request_id']} {ids['request_id']} " in line
                for line in placed), placed
-    assert any(" DEBUG scheduler.manager " in line and "Placed " in line
+    assert any(" DEBUG scheduler.rpc.endpoint " in line and "Placed " in line
                for line in placed)
     [timings] = [line for line in placed if "select_destinations ok in" in
                  line]
@@ -299,7 +299,7 @@ def test_every_log_line_of_a_request_carries_its_ids(make_deployment):
                      r"ms, weigh [\d.]+ ms, claim [\d.]+ ms", timings)
     refused = of_request(refused_id)
     assert all(f"[None {refused_id} " in line for line in refused)
-    assert any(" INFO scheduler.manager " in line and "refused" in line
+    assert any(" INFO scheduler.rpc.endpoint " in line and "refused" in line
                for line in refused)
     # A placement is no INFO line of its own any more.
     assert not any(" INFO " in line and "Placed " in line for line in lines)

@@ -9,10 +9,10 @@ import pytest
 import sqlalchemy as sa
 
 import scheduler.conf
-from scheduler import fleet
+from scheduler.sim import fleet
 from scheduler.db import api as db_api
 from scheduler.db import migration
-from scheduler.host_manager import HostManager
+from scheduler.hosts.manager import HostManager
 
 
 @pytest.fixture

@@ -8,11 +8,11 @@ import uuid as uuidlib
 
 import sqlalchemy as sa
 
-from scheduler import fleet
+from scheduler.sim import fleet
 from scheduler.db import models
-from scheduler.host_state import Aggregate
-from scheduler.host_state import HostState
-from scheduler.request_spec import RequestSpec
+from scheduler.hosts.state import Aggregate
+from scheduler.hosts.state import HostState
+from scheduler.request.spec import RequestSpec
 
 FLAVOR = {"name": "m1.small", "flavorid": "2", "memory_mb": 2048,
           "vcpus": 1, "root_gb": 20, "ephemeral_gb": 0, "swap": 0,

@@ -6,7 +6,7 @@ from oslo_db import exception as db_exc
 import pytest
 from sqlalchemy import exc as sa_exc
 
-from scheduler import broker
+from scheduler.rpc import broker
 from scheduler import conf as sched_conf
 from scheduler import errors
 from scheduler import exception

@@ -56,7 +56,8 @@ def test_conflict_kinds_show_from_zero_and_the_table_has_an_age():
 _MULTIPROCESS = """
 import json, os, sys
 from prometheus_client.parser import text_string_to_metric_families
-from scheduler import metrics, trace
+from scheduler import metrics
+from scheduler import trace
 
 def render():
     body, _ = metrics.render()

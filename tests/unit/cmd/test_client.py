@@ -13,7 +13,7 @@ import pytest
 from scheduler import cmd
 from scheduler import exception
 from scheduler.cmd import client
-from scheduler.request_spec import RequestSpec
+from scheduler.request.spec import RequestSpec
 
 #: Before the autouse fixture below replaces it, for the one test of it.
 REAL_SETUP_LOGGING = client.setup_logging

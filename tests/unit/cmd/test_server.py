@@ -5,7 +5,7 @@ import logging
 import types
 
 from scheduler.cmd import server
-from scheduler.drivers.chance import ChanceScheduler
+from scheduler.decide.chance import ChanceScheduler
 
 
 def test_a_lone_surrogate_in_a_log_file_line_is_escaped(tmp_path):

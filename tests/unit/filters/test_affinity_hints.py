@@ -12,10 +12,10 @@ from scheduler.filters.affinity_hints import DifferentHostFilter
 from scheduler.filters.affinity_hints import SameHostFilter
 from scheduler.filters.base import filter_hosts
 from scheduler.filters.base import run_filters
-from scheduler.host_table import HostTable
-from scheduler.host_table import HostView
-from scheduler.request_spec import MAX_LIST
-from scheduler.request_spec import RequestSpec
+from scheduler.hosts.table import HostTable
+from scheduler.hosts.table import HostView
+from scheduler.request.spec import MAX_LIST
+from scheduler.request.spec import RequestSpec
 from tests.unit.fakes import make_host
 from tests.unit.fakes import make_spec
 from tests.unit.fakes import spec_dict

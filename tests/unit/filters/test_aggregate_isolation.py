@@ -2,13 +2,13 @@
 AggregateTypeAffinityFilter."""
 import pytest
 
-from scheduler import plugins
+from scheduler.decide import plugins
 from scheduler.filters.aggregate_isolation import \
     AggregateImagePropertiesIsolation
 from scheduler.filters.aggregate_isolation import \
     AggregateMultiTenancyIsolation
 from scheduler.filters.aggregate_isolation import AggregateTypeAffinityFilter
-from scheduler.host_state import Aggregate
+from scheduler.hosts.state import Aggregate
 from tests.unit.fakes import make_host
 from tests.unit.fakes import make_spec
 

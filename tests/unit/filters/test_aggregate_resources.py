@@ -2,11 +2,11 @@
 ratio is the smallest aggregate value, else the host's own."""
 import pytest
 
-from scheduler import plugins
+from scheduler.decide import plugins
 from scheduler.filters.aggregate_resources import AggregateCoreFilter
 from scheduler.filters.aggregate_resources import AggregateDiskFilter
 from scheduler.filters.aggregate_resources import AggregateRamFilter
-from scheduler.host_state import Aggregate
+from scheduler.hosts.state import Aggregate
 from tests.unit.fakes import make_host
 from tests.unit.fakes import make_spec
 

@@ -1,5 +1,5 @@
 """AllHostsFilter: every host passes."""
-from scheduler import plugins
+from scheduler.decide import plugins
 from scheduler.filters.all_hosts import AllHostsFilter
 from tests.unit.fakes import make_host
 from tests.unit.fakes import make_spec

@@ -1,7 +1,7 @@
 """AvailabilityZoneFilter: zones come from aggregate metadata."""
 import scheduler.conf
 from scheduler.filters.availability_zone import AvailabilityZoneFilter
-from scheduler.host_state import Aggregate
+from scheduler.hosts.state import Aggregate
 from tests.unit.fakes import make_host
 from tests.unit.fakes import make_spec
 from tests.unit.fakes import zone_aggregate

@@ -9,8 +9,8 @@ from scheduler.filters.base import BaseFilter
 from scheduler.filters.base import FilterStep
 from scheduler.filters.base import explain
 from scheduler.filters.base import filter_hosts
-from scheduler.host_table import HostTable
-from scheduler.host_table import HostView
+from scheduler.hosts.table import HostTable
+from scheduler.hosts.table import HostView
 from tests.unit.fakes import make_host
 from tests.unit.fakes import make_spec
 

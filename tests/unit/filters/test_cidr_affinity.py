@@ -2,7 +2,7 @@
 import pytest
 
 from scheduler import exception
-from scheduler import plugins
+from scheduler.decide import plugins
 from scheduler.filters.cidr_affinity import SimpleCIDRAffinityFilter
 from tests.unit.fakes import make_host
 from tests.unit.fakes import make_spec

@@ -1,10 +1,10 @@
 """ComputeCapabilitiesFilter and AggregateInstanceExtraSpecsFilter."""
 import pytest
 
-from scheduler import plugins
+from scheduler.decide import plugins
 from scheduler.filters.extra_specs import AggregateInstanceExtraSpecsFilter
 from scheduler.filters.extra_specs import ComputeCapabilitiesFilter
-from scheduler.host_state import Aggregate
+from scheduler.hosts.state import Aggregate
 from tests.unit.fakes import make_host
 from tests.unit.fakes import make_spec
 

@@ -3,7 +3,7 @@ hypervisor version against what the host supports."""
 import pytest
 
 from scheduler import exception
-from scheduler import plugins
+from scheduler.decide import plugins
 from scheduler.filters import image_properties
 from scheduler.filters.image_properties import ImagePropertiesFilter
 from tests.unit.fakes import make_host

@@ -1,7 +1,7 @@
 """IsolatedHostsFilter: isolated images on isolated hosts."""
 import pytest
 
-from scheduler import plugins
+from scheduler.decide import plugins
 from scheduler.filters.isolated_hosts import IsolatedHostsFilter
 from tests.unit.fakes import make_host
 from tests.unit.fakes import make_spec

@@ -5,13 +5,13 @@ import oslo_messaging as messaging
 import pytest
 
 from scheduler import exception
-from scheduler import plugins
-from scheduler.drivers.filter import FilterScheduler
+from scheduler.decide import plugins
+from scheduler.decide.filter import FilterScheduler
 from scheduler.filters.base import filter_hosts
 from scheduler.filters.json_filter import JsonFilter
 from scheduler.filters.json_filter import compile_query
-from scheduler.host_manager import HostManager
-from scheduler.manager import SchedulerManager
+from scheduler.hosts.manager import HostManager
+from scheduler.rpc.endpoint import SchedulerManager
 from tests.unit.fakes import allocation_rows
 from tests.unit.fakes import make_host
 from tests.unit.fakes import make_spec

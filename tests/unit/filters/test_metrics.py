@@ -1,5 +1,5 @@
 """MetricsFilter: every metric of [metrics] weight_setting reported."""
-from scheduler import plugins
+from scheduler.decide import plugins
 from scheduler.filters.metrics import MetricsFilter
 from tests.unit.fakes import make_host
 from tests.unit.fakes import make_spec

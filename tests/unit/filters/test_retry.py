@@ -1,7 +1,7 @@
 """RetryFilter: hosts already tried by this request are skipped."""
 import pytest
 
-from scheduler import plugins
+from scheduler.decide import plugins
 from scheduler.filters.retry import RetryFilter
 from tests.unit.fakes import make_host
 from tests.unit.fakes import make_spec

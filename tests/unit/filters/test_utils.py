@@ -7,7 +7,7 @@ import pytest
 from scheduler.filters import utils
 from scheduler.filters.utils import PASS_ALL
 from scheduler.filters.utils import RequestFilter
-from scheduler.host_state import Aggregate
+from scheduler.hosts.state import Aggregate
 from tests.unit.fakes import make_host
 from tests.unit.fakes import make_spec
 

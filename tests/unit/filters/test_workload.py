@@ -1,12 +1,12 @@
 """NumInstancesFilter, IoOpsFilter and their aggregate variants."""
 import pytest
 
-from scheduler import plugins
+from scheduler.decide import plugins
 from scheduler.filters.workload import AggregateIoOpsFilter
 from scheduler.filters.workload import AggregateNumInstancesFilter
 from scheduler.filters.workload import IoOpsFilter
 from scheduler.filters.workload import NumInstancesFilter
-from scheduler.host_state import Aggregate
+from scheduler.hosts.state import Aggregate
 from tests.unit.fakes import make_host
 from tests.unit.fakes import make_spec
 

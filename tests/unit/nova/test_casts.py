@@ -6,7 +6,7 @@ import datetime
 import pytest
 
 from scheduler import admin
-from scheduler import capacity
+from scheduler.hosts import capacity
 from scheduler import claims
 from scheduler import exception
 from scheduler.db import models

@@ -11,7 +11,7 @@ import uuid
 import oslo_messaging as messaging
 import pytest
 
-from scheduler.manager import SchedulerManager
+from scheduler.rpc.endpoint import SchedulerManager
 from scheduler.nova.endpoint import NovaSchedulerEndpoint
 from scheduler.nova.exception import NoValidHost
 from tests.unit.fakes import allocation_rows

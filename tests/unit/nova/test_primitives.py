@@ -12,7 +12,7 @@ import pytest
 
 from scheduler import exception
 from scheduler.nova import primitives
-from scheduler.request_spec import RequestSpec
+from scheduler.request.spec import RequestSpec
 
 SAMPLES = json.loads(
     Path(__file__).with_name("nova34_request_spec.json").read_text())

@@ -1,7 +1,7 @@
 """The filter driver on the unit tests' real SQLite database."""
 import pytest
 
-from scheduler.drivers.filter import FilterScheduler
+from scheduler.decide.filter import FilterScheduler
 from tests.unit.conftest import fresh_host_manager
 
 

@@ -7,7 +7,7 @@ from scheduler import admin
 from scheduler import claims
 from scheduler import exception
 from scheduler.db import retry as db_retry
-from scheduler.drivers.filter import FilterScheduler
+from scheduler.decide.filter import FilterScheduler
 from scheduler.filters.compute import ComputeFilter
 from scheduler.stacks import placement
 from scheduler.stacks import store
@@ -231,7 +231,7 @@ def test_zones_and_forcing_hold_per_resource(register, filter_driver):
 
 def test_a_driver_without_shared_views_does_not_place_stacks(
         four_hosts, conf, engine):
-    from scheduler.drivers.chance import ChanceScheduler
+    from scheduler.decide.chance import ChanceScheduler
     from tests.unit.conftest import fresh_host_manager
     driver = ChanceScheduler(conf, fresh_host_manager(conf, engine), engine)
     with pytest.raises(exception.InvalidRequest,

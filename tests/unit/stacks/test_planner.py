@@ -4,7 +4,7 @@ import pytest
 
 from scheduler import admin
 from scheduler import exception
-from scheduler.drivers.filter import FilterScheduler
+from scheduler.decide.filter import FilterScheduler
 from scheduler.stacks import placement
 from scheduler.stacks import planner
 from scheduler.stacks.stack import Stack

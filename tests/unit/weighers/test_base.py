@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scheduler.host_state import Aggregate
-from scheduler.host_table import FREE
-from scheduler.host_table import HostTable
-from scheduler.host_table import HostView
+from scheduler.hosts.state import Aggregate
+from scheduler.hosts.table import FREE
+from scheduler.hosts.table import HostTable
+from scheduler.hosts.table import HostView
 from scheduler.weighers.base import BaseWeigher
 from scheduler.weighers.base import WeighedHost
 from scheduler.weighers.base import Weighing

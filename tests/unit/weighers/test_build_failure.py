@@ -1,5 +1,5 @@
 """BuildFailureWeigher: hosts with recent failed builds rank last."""
-from scheduler import plugins
+from scheduler.decide import plugins
 from scheduler.weighers.base import weigh_hosts
 from scheduler.weighers.build_failure import BuildFailureWeigher
 from scheduler.weighers.resources import RAMWeigher

@@ -1,7 +1,7 @@
 """HypervisorVersionWeigher: newer hypervisors first, as in nova."""
-from scheduler import plugins
-from scheduler.host_table import HostTable
-from scheduler.host_table import HostView
+from scheduler.decide import plugins
+from scheduler.hosts.table import HostTable
+from scheduler.hosts.table import HostView
 from scheduler.weighers.base import weigh_hosts
 from scheduler.weighers.hypervisor_version import HypervisorVersionWeigher
 from tests.unit.fakes import make_host

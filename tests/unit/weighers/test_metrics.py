@@ -3,7 +3,7 @@ import logging
 
 import pytest
 
-from scheduler import plugins
+from scheduler.decide import plugins
 from scheduler.weighers import metrics as metrics_mod
 from scheduler.weighers.base import weigh_hosts
 from scheduler.weighers.metrics import MetricsWeigher
@@ -90,7 +90,7 @@ def test_missing_metric_on_a_host_whose_multiplier_is_zero_does_not_count(
         conf):
     # nova: skipped when ratio * weight_multiplier(host) == 0, so the host
     # does not get weight_of_unavailable and squash everyone else's range.
-    from scheduler.host_state import Aggregate
+    from scheduler.hosts.state import Aggregate
     from scheduler.weighers.resources import RAMWeigher
     _setting(conf, "cpu.frequency=1.0")
     counted = (Aggregate(1, "a1", {}),)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler import plugins
-from scheduler.host_table import HostTable
-from scheduler.host_table import HostView
+from scheduler.decide import plugins
+from scheduler.hosts.table import HostTable
+from scheduler.hosts.table import HostView
 from scheduler.weighers.base import weigh_hosts
 from scheduler.weighers.server_group import ServerGroupSoftAffinityWeigher
 from scheduler.weighers.server_group import \

@@ -1,7 +1,7 @@
 """IoOpsWeigher and NumInstancesWeigher."""
 import pytest
 
-from scheduler import plugins
+from scheduler.decide import plugins
 from scheduler.weighers.base import weigh_hosts
 from scheduler.weighers.workload import IoOpsWeigher
 from scheduler.weighers.workload import NumInstancesWeigher

@@ -1,0 +1,453 @@
+"""What every driver shares: plan on host states, then claim in SQL.
+
+A driver plans (:meth:`Driver.plan`): it picks one host per instance from a
+list of host states and explains itself with NoValidHost when it cannot.
+The base class runs the plan inside the host manager's scheduling cycle
+(refresh, plan, assume the planned usage — one serial step per process),
+claims in SQL outside it, and handles what can happen between reading and
+claiming: another scheduler won a node (re-read, re-plan, a bounded number
+of times), the same consumers were already placed (a client retry: hand
+back what they hold, unless ``moves.is_move`` says the request moves them:
+then the destination is claimed and the source kept), or — a bug, never a
+race — the claim refused a node the planner judged to have room (leave that
+node out, re-plan, and say what disagreed if it happens again). What each
+refusal means is ``attempts.Attempts``'s to say, for a stack too.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any, Collection, Iterable
+
+from oslo_config import cfg
+from oslo_log import log as logging
+import sqlalchemy as sa
+
+from scheduler.decide import choice
+from scheduler.decide.attempts import Attempts
+from scheduler.claims import batch as claim_batch
+from scheduler import claims
+from scheduler import exception
+from scheduler import metrics
+from scheduler.request import moves
+from scheduler import trace
+from scheduler.db import retry as db_retry
+from scheduler.hosts.manager import HostManager
+from scheduler.hosts.state import HostState
+from scheduler.hosts.table import HostTable
+from scheduler.request.spec import Flavor
+from scheduler.request.spec import HOST_HINTS
+from scheduler.request.spec import RequestSpec
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class Selection:
+    """The host chosen for one instance, and what the caller gets back."""
+    consumer_uuid: str
+    host: HostState                 # as read, before this request's usage
+    limits: dict[str, float] = dataclasses.field(default_factory=dict)
+    alternates: list[dict[str, Any]] | None = None
+
+    def claim(self, spec: RequestSpec) -> claims.Claim:
+        """The claim of this choice for an instance of ``spec``: its
+        flavor's size on the node at the generation the plan read."""
+        group = spec.instance_group
+        return claims.Claim(
+            consumer_uuid=self.consumer_uuid, node_id=self.host.node_id,
+            host=self.host.host, generation=self.host.generation,
+            vcpus=spec.flavor.vcpus, memory_mb=spec.flavor.memory_mb,
+            disk_gb=spec.flavor.disk_gb, project_id=spec.project_id,
+            user_id=spec.user_id, group_uuid=group.uuid if group else None,
+            limits=self.limits)
+
+
+class Driver:
+    """Base of all drivers. Subclasses implement :meth:`plan`."""
+
+    def __init__(self, conf: cfg.ConfigOpts, host_manager: HostManager,
+                 engine: sa.Engine):
+        self.conf = conf
+        self.host_manager = host_manager
+        self.engine = engine
+        #: Picks among the best hosts; one per process (drivers are made
+        #: in each worker after the fork). The manager gives it the
+        #: worker's share.
+        self.chooser = choice.Chooser(
+            conf.filter_scheduler.host_subset_choice)
+        #: Claims of this process's concurrent requests, committed
+        #: together when they queue up (one per process, like the chooser).
+        self.claims = claim_batch.ClaimBatcher(
+            engine, conf.scheduler.claim_batch_size)
+
+    def host_table(self) -> HostTable:
+        """The hosts, refreshed from SQL unless a driver caches: for looking
+        at. Decisions plan inside :meth:`cycle`."""
+        return self.host_manager.table()
+
+    def cycle(self, fresh: bool = False):
+        """The host manager's scheduling cycle (a context manager yielding
+        the table): refreshed from SQL unless a driver caches, always when
+        ``fresh``."""
+        return self.host_manager.planning(refresh=True)
+
+    def plan(self, spec: RequestSpec, table: HostTable,
+             spread: int = 1) -> list[Selection]:
+        """One Selection per instance, in order, or NoValidHost.
+
+        ``spread`` > 1 asks to choose among that many times more of the best
+        hosts than usual: after a lost claim race, the requests that lost
+        it together would otherwise all pick the same next host again.
+        """
+        raise NotImplementedError
+
+    def decide(self, spec: RequestSpec) -> list[Selection]:
+        """Refresh and plan, without claiming: the scheduling decision
+        alone (what benchmarks time)."""
+        spec = self._resolved(spec)
+        with self.cycle() as table:
+            return self.plan(spec, table)
+
+    def run_periodic_tasks(self) -> None:
+        """Called every ``[scheduler] periodic_task_interval`` seconds."""
+
+    def reload(self) -> None:
+        """SIGHUP: the configuration was mutated; apply what this driver
+        reads at load time (its filters and weighers). Nothing by default.
+
+        :raises ConfigError: the new configuration cannot be applied; the
+            driver then keeps working as before.
+        """
+
+    def close(self) -> None:
+        """The worker stops, no request in flight: give back the
+        connections the host manager and the claims keep."""
+        self.host_manager.close()
+        self.claims.close()
+
+    def select_destinations(self, spec: RequestSpec) -> list[dict[str, Any]]:
+        """Plan and claim every instance of ``spec``, all or nothing.
+
+        :raises NoValidHost: with the planner's explanation, or after losing
+            ``[scheduler] claim_retries`` races in a row.
+        """
+        retry = db_retry.for_conf(self.conf)
+        uuids = list(spec.instance_uuids)
+        if _nothing_depends_on_held(spec):
+            # Most requests are new consumers: claim straight away. The
+            # unique consumer_uuid key catches a consumer that already
+            # holds a claim (a re-send) and rolls the claim back; then, or
+            # if the plan was refused, decide again knowing what they hold.
+            try:
+                return self._place(spec, None)
+            except exception.NoValidHost:
+                held = retry(claims.placements)(self.engine, uuids)
+                if not held:
+                    raise
+            except _AlreadyHeld:
+                held = retry(claims.placements)(self.engine, uuids)
+        else:
+            held = retry(claims.placements)(self.engine, uuids)
+        return self._place(spec, held)
+
+    def _place(self, spec: RequestSpec, held: dict[str, sa.Row] | None
+               ) -> list[dict[str, Any]]:
+        """:meth:`select_destinations` knowing what the consumers hold
+        (``held``), or with ``held`` None assuming they hold nothing:
+        then :class:`_AlreadyHeld` if one of them does."""
+        retry = db_retry.for_conf(self.conf)
+        uuids = list(spec.instance_uuids)
+        optimistic = held is None
+        held = held or {}
+        if spec.is_rebuild:
+            return self._rebuild_check(spec, held)
+        held = self._end_arrived_moves(spec, held)
+        # A claim on a deleted node is no place to move from or to answer
+        # with: it is replaced below like any claim the request re-makes.
+        moving = [u for u in uuids if u in held
+                  and not held[u].node_deleted
+                  and moves.is_move(spec, held[u])]
+        if claims.holds_all(held, spec.num_instances) and not moving:
+            # The same consumers again (a retry after a lost reply, or the
+            # message delivered twice): what they hold is the answer.
+            return self._answer_held(held, uuids)
+        # Held but not moving, while others are new: the new claim replaces
+        # those, atomically, and what they hold is room for it.
+        replace = [u for u in held if u not in moving]
+        freed = claims.freed_by(held[u] for u in replace)
+        # Where the hinted instances are: once per request, not per attempt
+        # (they are not this request's to move). A moving consumer is
+        # leaving its host, so it counts there no more than a replaced one.
+        spec = retry(self.with_hint_hosts)(spec, replace + moving)
+        group = spec.instance_group
+        rule = None
+        if group is not None and group.uuid and group.is_hard:
+            rule = claims.GroupRule(group.uuid, group.policy,
+                                    group.max_server_per_host)
+        attempts = Attempts(self.conf.scheduler.claim_retries, self.chooser)
+        for attempt in attempts:
+            plan_spec = retry(self.with_group_members)(
+                spec, replace + moving, leaving={held[u].host for u in moving})
+            # After a lost race, re-read SQL whatever the driver's habit.
+            with self.cycle(fresh=attempt > 0) as table:
+                try:
+                    selections = self.plan(
+                        plan_spec, attempts.table(table).releasing(freed),
+                        spread=attempts.spread)
+                except exception.NoValidHost as e:
+                    raise attempts.refusal(e) from None
+                assumed = self._assume(
+                    (s.host, spec.flavor) for s in selections)
+            to_claim = [s.claim(spec) for s in selections]
+            claiming = time.perf_counter()
+            won = False
+            try:
+                try:
+                    # A plan on the usage another claim of this process
+                    # assumed is claimed once that claim is won: lost,
+                    # the generation it was to leave may be another
+                    # writer's (an agent's, another server's claim).
+                    self.host_manager.await_assumed(to_claim)
+                    retry(self.claims.claim)(
+                        to_claim, group=rule, replace=replace,
+                        move=moving,
+                        moving_from={u: (held[u].compute_node_id,
+                                         held[u].source_node_id)
+                                     for u in moving},
+                        confirm_on_arrival=moves.confirmed_on_arrival(spec),
+                        ttl=self.conf.scheduler.unconfirmed_claim_ttl,
+                        default_ratios=self.host_manager.default_ratios)
+                finally:
+                    trace.add(trace.CLAIM, time.perf_counter() - claiming)
+                won = True
+            except claims.NoRoom as e:
+                self.host_manager.forget(assumed)
+                if spec.force_hosts or spec.force_nodes:
+                    # Forcing skips the filters, never the capacity check,
+                    # and re-planning cannot pick another host.
+                    trace.refused(trace.CLAIM_REFUSAL)
+                    raise exception.NoValidHost(
+                        f"No valid host: the forced host has no room: {e}")
+                attempts.no_room(e, selections)
+                continue
+            except claims.ClaimConflict as e:
+                self.host_manager.forget(assumed)
+                if (isinstance(e, claims.GroupConflict)
+                        and (spec.force_hosts or spec.force_nodes)):
+                    # Forcing skips the group filters, not the claim's
+                    # group check; re-planning would force the same host.
+                    trace.refused(trace.CLAIM_REFUSAL)
+                    raise exception.NoValidHost(
+                        f"No valid host: the forced host would break its "
+                        f"server group: {e}")
+                attempts.lost(e)
+                continue
+            except claims.ConsumerExists:
+                self.host_manager.forget(assumed)
+                if optimistic:
+                    raise _AlreadyHeld() from None
+                metrics.claim_conflict("duplicate")
+                # A concurrent duplicate of this request claimed first.
+                held = retry(claims.placements)(self.engine, uuids)
+                if claims.holds_all(held, spec.num_instances):
+                    return self._answer_held(held, uuids)
+                replace = [u for u in held if u not in moving]
+                freed = claims.freed_by(held[u] for u in replace)
+                continue
+            except Exception:
+                self.host_manager.forget(assumed)
+                raise
+            finally:
+                self.host_manager.settle(to_claim, won)
+                self.chooser.claimed(assumed, won=won)
+            return [destination(spec, s) for s in selections]
+        raise attempts.given_up()
+
+    def _end_arrived_moves(self, spec: RequestSpec,
+                           held: dict[str, sa.Row]) -> dict[str, sa.Row]:
+        """``held``, after confirming the moves that ``spec`` says are
+        over (:func:`scheduler.request.moves.arrived`): the new request moves the
+        consumer from where it arrived, not from the source it left."""
+        if not any(row.source_node_id is not None for row in held.values()):
+            return held
+        retry = db_retry.for_conf(self.conf)
+        arrived = [u for u, h in retry(claims.holdings)(
+                       self.engine, list(held)).items()
+                   if moves.arrived(spec, held[u], h)]
+        if not arrived:
+            return held
+        retry(claims.confirm_move)(self.engine, arrived)
+        return retry(claims.placements)(self.engine, list(held))
+
+    def _answer_held(self, held: dict[str, sa.Row], uuids: list[str]
+                     ) -> list[dict[str, Any]]:
+        """Answer a re-send with what its consumers hold, handing their
+        provisional claims out again: their TTL restarts from this
+        answer, the caller's time to build runs from the reply it gets."""
+        retry = db_retry.for_conf(self.conf)
+        retry(claims.renew)(self.engine, uuids,
+                            self.conf.scheduler.unconfirmed_claim_ttl)
+        return [held_destination(held[u]) for u in uuids]
+
+    def _rebuild_check(self, spec: RequestSpec,
+                       held: dict[str, sa.Row]) -> list[dict[str, Any]]:
+        """Nova's rebuild check: run the filters on the instance's current
+        host (see :meth:`rebuild_check_spec`) and claim nothing.
+
+        :raises InvalidRequest: no destination, forced host or claim names
+            the current host.
+        :raises NoValidHost: the host no longer passes the filters.
+        """
+        check = self.rebuild_check_spec(spec, held)
+        # Inside the cycle so it never plans on a half-refreshed table;
+        # nothing is assumed because nothing is claimed.
+        with self.cycle() as table:
+            selections = self.plan(check, table)
+        return [destination(check, s) for s in selections]
+
+    def rebuild_check_spec(self, spec: RequestSpec,
+                           held: dict[str, sa.Row]) -> RequestSpec:
+        """What a rebuild check plans (resolved as :meth:`_resolved`): the
+        instance's current host as the requested destination, nothing
+        forced, so the filters run there as nova runs them for a rebuild.
+        The host is the requested destination's; else the one host forced
+        (nova 34's API forces the instance's host and node, and its
+        conductor's destination names only the cell); else the host of the
+        instance's claim in ``held``.
+
+        The instance already holds its resources there and a rebuild keeps
+        its flavor, so the host is asked for no more room than it has
+        given: the size is zero for the resource filters.
+        :raises InvalidRequest: no destination, forced host or claim names
+            the current host.
+        """
+        current = dict(spec.requested_destination or {})
+        if not current.get("host") and len(spec.force_hosts) == 1:
+            current.update(host=spec.force_hosts[0], node=(
+                spec.force_nodes[0] if len(spec.force_nodes) == 1 else None))
+        if not current.get("host"):
+            if len(held) != 1:
+                raise exception.InvalidRequest(
+                    "spec.requested_destination: a rebuild check needs the "
+                    "instance's current host")
+            row = next(iter(held.values()))
+            current = {"host": row.host, "node": row.hypervisor_hostname}
+        check = dataclasses.replace(
+            spec, flavor=dataclasses.replace(
+                spec.flavor, memory_mb=0, vcpus=0, root_gb=0,
+                ephemeral_gb=0, swap=0),
+            requested_destination=current, force_hosts=(), force_nodes=(),
+            ignore_hosts=(), return_alternates=False)
+        return self._resolved(check)
+
+    def _resolved(self, spec: RequestSpec) -> RequestSpec:
+        """``spec`` with everything the planner reads from the claims: the
+        group's members and the hosts of hinted instances (for a dry run:
+        nothing of the request is replaced)."""
+        return self.with_group_members(self.with_hint_hosts(spec, []), [])
+
+    def with_hint_hosts(self, spec: RequestSpec,
+                         replace: list[str]) -> RequestSpec:
+        """``spec`` with ``hint_hosts`` filled: where the instances named by
+        its ``same_host`` / ``different_host`` hints hold claims. One query,
+        and none at all without such hints."""
+        uuids = [u for name in HOST_HINTS for u in spec.hinted_uuids(name)]
+        if not uuids:
+            return spec
+        # As for group members: a consumer this request re-claims is not
+        # on the host of its old claim any more.
+        return dataclasses.replace(spec, hint_hosts=(
+            self.host_manager.consumer_hosts(uuids, exclude=replace)))
+
+    def with_group_members(self, spec: RequestSpec, replace: list[str],
+                            leaving: Collection[str] = ()) -> RequestSpec:
+        """``spec`` with its server group's ``hosts`` completed from the
+        claims this service holds (one entry per member): those claimed
+        for the group, and those of the instances named in its
+        ``members`` (nova's anti-affinity and soft weighers count the
+        members on a host). ``replace``: consumers this request claims
+        again, members nowhere else; ``leaving``: the hosts its moving
+        consumers are on."""
+        group = spec.instance_group
+        if group is None or not (group.uuid or group.members):
+            return spec
+        # Consumers this request re-claims are not members elsewhere: their
+        # old claims are released in the same transaction.
+        members = self.host_manager.member_hosts(
+            group.uuid, list(group.members), exclude=replace)
+        hosts = list(members.elements())
+        # nova's hosts name the host a moving member is on; under
+        # anti-affinity it is not its own neighbour there (nova's filter
+        # passes that host for it: a resize to the same host). Under
+        # affinity that host stays where the group is.
+        skip = set(members) | (
+            set(leaving) if group.policy == "anti-affinity" else set())
+        hosts += [h for h in group.hosts if h not in skip]
+        return dataclasses.replace(spec, instance_group=dataclasses.replace(
+            group, hosts=tuple(hosts)))
+
+    def _assume(self, placed: Iterable[tuple[HostState, Flavor]]
+                ) -> list[int]:
+        """Put the planned usage in the table before claiming (inside the
+        cycle): the hosts (as read) as the claim will leave them (one
+        flavor per instance), generation bumped once, and tell the chooser
+        they are being claimed. :returns: their node ids, to
+        :meth:`HostManager.forget` if the claim fails; the caller must pass
+        them to ``self.chooser.claimed`` once the claim is over, and its
+        claims to :meth:`HostManager.await_assumed` before it and to
+        :meth:`HostManager.settle` after it."""
+        after: dict[int, HostState] = {}
+        for host, flavor in placed:
+            state = after.get(host.node_id, host)
+            # One claim writes a node once, however many instances it
+            # places there: the generation as read, plus one.
+            after[host.node_id] = state.consumed(
+                flavor.vcpus, flavor.memory_mb, flavor.disk_gb,
+                generation=host.generation + 1)
+        assumed = list(after.values())
+        self.host_manager.assume(assumed)
+        # Marked inside the cycle: the next decision of this process
+        # already knows these nodes are being claimed.
+        self.chooser.claiming([(s.node_id, s.generation) for s in assumed])
+        return list(after)
+
+
+class _AlreadyHeld(Exception):
+    """A consumer of a request placed without reading its claims first
+    holds one (the claim was rolled back)."""
+
+
+def _nothing_depends_on_held(spec: RequestSpec) -> bool:
+    """Whether ``spec`` may be planned before reading what its consumers
+    hold: only a rebuild, a declared move, a server group (its members
+    exclude the request's own consumers) and host hints (likewise) read
+    it while planning. A held consumer of any other request is found by
+    the claim's unique key."""
+    return not (spec.is_rebuild or spec.move
+                or spec.instance_group is not None
+                or any(spec.hinted_uuids(name) for name in HOST_HINTS))
+
+
+def destination(spec: RequestSpec, s: Selection) -> dict[str, Any]:
+    """One destination of the RPC answer (DESIGN.md "select_destinations"),
+    for a selection just claimed."""
+    out = {"host": s.host.host, "nodename": s.host.nodename,
+           "uuid": s.consumer_uuid, "limits": s.limits,
+           "allocation": {"compute_node_uuid": s.host.uuid,
+                          "vcpus": spec.flavor.vcpus,
+                          "memory_mb": spec.flavor.memory_mb,
+                          "disk_gb": spec.flavor.disk_gb}}
+    if s.alternates is not None:
+        out["alternates"] = s.alternates
+    return out
+
+
+def held_destination(row: sa.Row) -> dict[str, Any]:
+    """The destination a re-send gets back, for a claim row as
+    :func:`claims.placements` reads it."""
+    return {"host": row.host, "nodename": row.hypervisor_hostname,
+            "uuid": row.consumer_uuid, "limits": {},
+            "allocation": {"compute_node_uuid": row.node_uuid,
+                           "vcpus": row.vcpus, "memory_mb": row.memory_mb,
+                           "disk_gb": row.disk_gb}}

@@ -1,0 +1,163 @@
+"""Client side of the scheduler RPC API, for conductor-like programs.
+
+``SchedulerAPI`` sends at most ``[upgrade_levels] scheduler`` (so a newer
+client can talk to older servers during an upgrade) and re-sends
+``select_destinations`` when a call times out, up to ``[scheduler]
+max_attempts`` calls in all. A re-sent call is safe because the client fills
+in ``instance_uuids`` before the first send: the server sees the same
+consumers again and hands back what they already hold instead of claiming
+twice.
+"""
+from __future__ import annotations
+
+from typing import Any
+import uuid as uuidlib
+
+from oslo_config import cfg
+from oslo_log import log as logging
+import oslo_messaging as messaging
+
+from scheduler import exception
+from scheduler.rpc import transport as rpc
+from scheduler.request.spec import MAX_LIST
+
+LOG = logging.getLogger(__name__)
+
+
+class SchedulerAPI:
+    """Version history: 1.0 select_destinations, release, ping;
+    1.1 rank_destinations; 1.2 confirm; 1.3 confirm_move, revert_move and
+    ``spec.move``; 1.4 select_stack, rank_stack, release_stack."""
+
+    def __init__(self, conf: cfg.ConfigOpts,
+                 transport: messaging.Transport | None = None,
+                 timeout: float | None = None):
+        self.conf = conf
+        self.transport = transport or rpc.get_transport(conf)
+        self.client = messaging.get_rpc_client(
+            self.transport, rpc.get_target(conf),
+            version_cap=conf.upgrade_levels.scheduler,
+            serializer=messaging.serializer.NoOpSerializer(),
+            timeout=timeout)
+
+    def select_destinations(self, ctxt: dict, spec: dict[str, Any]
+                            ) -> list[dict[str, Any]]:
+        """Place ``spec``'s instances; see DESIGN.md for the shapes.
+
+        :raises NoValidHost, InvalidRequest: re-raised from the server.
+        :raises MessagingTimeout: after ``max_attempts`` timed-out calls.
+        """
+        spec = _with_consumers(spec)
+        if isinstance(spec, dict) and "move" in spec:
+            # An older server would refuse the unknown field by name; say
+            # why instead.
+            cctxt = self._prepare("1.3", "spec.move")
+        else:
+            cctxt = self.client.prepare(version="1.0")
+        attempts = self.conf.scheduler.max_attempts
+        for attempt in range(1, attempts + 1):
+            try:
+                return cctxt.call(ctxt, "select_destinations", spec=spec)
+            except messaging.MessagingTimeout:
+                if attempt == attempts:
+                    raise
+                LOG.warning("select_destinations timed out (attempt %d of "
+                            "%d); re-sending the same request", attempt,
+                            attempts)
+        raise AssertionError("unreachable")
+
+    def rank_destinations(self, ctxt: dict, spec: dict[str, Any],
+                          limit: int = 20) -> dict[str, Any]:
+        """Dry-run ranking; needs servers at 1.1 or newer."""
+        if not self.client.can_send_version("1.1"):
+            raise exception.InvalidRequest(
+                "rank_destinations needs RPC API 1.1 but [upgrade_levels] "
+                f"scheduler caps this client at "
+                f"{self.conf.upgrade_levels.scheduler}")
+        return self.client.prepare(version="1.1").call(
+            ctxt, "rank_destinations", spec=spec, limit=limit)
+
+    def release(self, ctxt: dict, consumer_uuids: list[str]) -> int:
+        return self.client.prepare(version="1.0").call(
+            ctxt, "release", consumer_uuids=list(consumer_uuids))
+
+    def confirm(self, ctxt: dict, consumer_uuids: list[str]) -> int:
+        """Confirm provisional claims (the instances were built); needs
+        servers at 1.2 or newer."""
+        if not self.client.can_send_version("1.2"):
+            raise exception.InvalidRequest(
+                "confirm needs RPC API 1.2 but [upgrade_levels] scheduler "
+                f"caps this client at {self.conf.upgrade_levels.scheduler}")
+        return self.client.prepare(version="1.2").call(
+            ctxt, "confirm", consumer_uuids=list(consumer_uuids))
+
+    def confirm_move(self, ctxt: dict, consumer_uuids: list[str]) -> int:
+        """Finish the consumers' moves (their sources are released); needs
+        servers at 1.3 or newer."""
+        return self._prepare("1.3", "confirm_move").call(
+            ctxt, "confirm_move", consumer_uuids=list(consumer_uuids))
+
+    def revert_move(self, ctxt: dict, consumer_uuids: list[str]) -> int:
+        """Undo the consumers' moves (their destinations are released);
+        needs servers at 1.3 or newer."""
+        return self._prepare("1.3", "revert_move").call(
+            ctxt, "revert_move", consumer_uuids=list(consumer_uuids))
+
+    def select_stack(self, ctxt: dict, stack: dict[str, Any]
+                     ) -> dict[str, Any]:
+        """Place and claim a whole stack, all or nothing (DESIGN.md
+        "Stacks"); needs servers at 1.4 or newer. Re-sent on a timeout like
+        select_destinations: the stack id makes the call idempotent.
+
+        :raises NoValidHost, InvalidRequest: re-raised from the server.
+        :raises MessagingTimeout: after ``max_attempts`` timed-out calls.
+        """
+        cctxt = self._prepare("1.4", "select_stack")
+        attempts = self.conf.scheduler.max_attempts
+        for attempt in range(1, attempts + 1):
+            try:
+                return cctxt.call(ctxt, "select_stack", stack=stack)
+            except messaging.MessagingTimeout:
+                if attempt == attempts:
+                    raise
+                LOG.warning("select_stack timed out (attempt %d of %d); "
+                            "re-sending the same stack", attempt, attempts)
+        raise AssertionError("unreachable")
+
+    def rank_stack(self, ctxt: dict, stack: dict[str, Any]
+                   ) -> dict[str, Any]:
+        """Dry run of select_stack; needs servers at 1.4 or newer."""
+        return self._prepare("1.4", "rank_stack").call(
+            ctxt, "rank_stack", stack=stack)
+
+    def release_stack(self, ctxt: dict, stack_id: str) -> int:
+        """Release a stack's claims; idempotent; needs servers at 1.4."""
+        return self._prepare("1.4", "release_stack").call(
+            ctxt, "release_stack", stack_id=stack_id)
+
+    def _prepare(self, version: str, method: str):
+        if not self.client.can_send_version(version):
+            raise exception.InvalidRequest(
+                f"{method} needs RPC API {version} but [upgrade_levels] "
+                f"scheduler caps this client at "
+                f"{self.conf.upgrade_levels.scheduler}")
+        return self.client.prepare(version=version)
+
+    def ping(self, ctxt: dict, server: str | None = None) -> dict[str, str]:
+        """Ping any server on the topic, or the one named ``server``."""
+        return self.client.prepare(version="1.0", server=server).call(
+            ctxt, "ping")
+
+
+def _with_consumers(spec: dict[str, Any]) -> dict[str, Any]:
+    """The spec with ``instance_uuids`` filled in from ``num_instances``."""
+    if not isinstance(spec, dict) or spec.get("instance_uuids"):
+        return spec
+    num = spec.get("num_instances", 1)
+    if (not isinstance(num, int) or isinstance(num, bool)
+            or not 1 <= num <= MAX_LIST):
+        return spec   # let the server name the bad field
+    spec = dict(spec)
+    spec.pop("num_instances", None)
+    spec["instance_uuids"] = [str(uuidlib.uuid4()) for _ in range(num)]
+    return spec

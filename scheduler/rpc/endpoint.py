@@ -1,0 +1,300 @@
+"""SchedulerManager: the RPC endpoint.
+
+Every method validates its arguments at the edge and raises only expected
+exceptions for bad input or refusals, so the server logs one line (no
+traceback) and keeps serving, and the caller gets the same class back.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+import uuid as uuidlib
+
+from oslo_config import cfg
+from oslo_log import log as logging
+import oslo_messaging as messaging
+import sqlalchemy as sa
+
+from scheduler.decide import choice
+from scheduler import claims
+from scheduler import exception
+from scheduler.rpc import instrument
+from scheduler.rpc import notifications
+from scheduler.service import peers
+from scheduler.decide import plugins
+from scheduler.rpc import transport as rpc
+from scheduler import trace
+from scheduler.db import retry as db_retry
+from scheduler.hosts.manager import HostManager
+from scheduler.request.spec import RequestSpec
+from scheduler.stacks import placement as stack_placement
+from scheduler.stacks.stack import canonical_id
+from scheduler.stacks.stack import Stack
+
+LOG = logging.getLogger(__name__)
+
+MAX_RANK_LIMIT = 1000
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        uuidlib.UUID(text)
+    except ValueError:
+        return False
+    return len(text) <= 36
+
+
+class SchedulerManager:
+    target = messaging.Target(version=rpc.API_VERSION)
+    #: The API label of this endpoint's metrics and notifications.
+    rpc_api = "scheduler"
+
+    def __init__(self, conf: cfg.ConfigOpts, engine: sa.Engine,
+                 share: choice.Share = choice.ALONE):
+        """``share``: this worker's place among its server's workers."""
+        self.conf = conf
+        self.engine = engine
+        self.host_manager = HostManager(conf, engine)
+        self.driver = plugins.load_driver(conf, self.host_manager, engine)
+        # Given here, before any request, not to the driver's constructor:
+        # drivers, third parties' included, keep the (conf, host_manager,
+        # engine) signature.
+        chooser = getattr(self.driver, "chooser", None)
+        if chooser is not None:
+            chooser.share = share
+        self._retry = db_retry.for_conf(conf)
+        #: None unless a notification driver is configured.
+        self.notifier = notifications.notifier(conf)
+
+    def report(self) -> None:
+        """Heartbeat this server's ``services`` row and take this worker's
+        share among the servers up on its topic (:mod:`scheduler.service.peers`).
+
+        The chooser gets a new :class:`~scheduler.decide.choice.Share` (a request
+        reads it once), and only when the place changed.
+        :raises sqlalchemy.exc.SQLAlchemyError: the database is away.
+        """
+        topic, host = self.conf.scheduler.topic, self.conf.host
+        peers.report(self.engine, host, topic)
+        server, servers = peers.place(self.engine, host, topic,
+                                      self.conf.scheduler.service_down_time)
+        chooser = getattr(self.driver, "chooser", None)
+        if chooser is None or (chooser.share.server,
+                               chooser.share.servers) == (server, servers):
+            return
+        chooser.share = dataclasses.replace(chooser.share, server=server,
+                                            servers=servers)
+        LOG.info("Scheduler server %d of %d up on topic %r: its workers "
+                 "prefer 1 in %d of the best hosts", server + 1, servers,
+                 topic, servers * chooser.share.count)
+
+    def close(self) -> None:
+        """Release the notification transport and the driver's connections
+        (the worker stops, no request in flight)."""
+        if self.notifier is not None:
+            self.notifier.transport.cleanup()
+            self.notifier = None
+        self.driver.close()
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.NoValidHost,
+                                   exception.InvalidRequest)
+    @instrument.rpc_method
+    def select_destinations(self, ctxt: Any, spec: Any = None,
+                            request_spec: Any = None,
+                            filter_properties: Any = None
+                            ) -> list[dict[str, Any]]:
+        """Place and claim every instance of the request, all or nothing.
+
+        Takes ``spec`` (current shape) or the legacy ``request_spec`` +
+        ``filter_properties`` pair.
+        :raises InvalidRequest: the request is malformed (names the field).
+        :raises NoValidHost: it cannot be placed (says why, per filter).
+        """
+        parsed = self._parse(spec, request_spec, filter_properties)
+        try:
+            result = self.driver.select_destinations(parsed)
+        except exception.NoValidHost as e:
+            LOG.info("Request for %d instance(s) refused: %s",
+                     parsed.num_instances, e)
+            raise
+        # DEBUG, not INFO: one line per placement floods a busy service's
+        # log; the .end notification and the metrics carry placements.
+        LOG.debug("Placed %s", ", ".join(
+            f"{d['uuid']} on {d['host']}" for d in result))
+        return result
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.InvalidRequest)
+    @instrument.rpc_method
+    def rank_destinations(self, ctxt: Any, spec: Any = None,
+                          limit: Any = 20) -> dict[str, Any]:
+        """Dry run: the hosts that would be chosen, best first, with their
+        weights, and what each filter removed. Nothing is claimed."""
+        if not isinstance(limit, int) or isinstance(limit, bool) or not (
+                1 <= limit <= MAX_RANK_LIMIT):
+            raise exception.InvalidRequest(
+                f"limit: expected an integer from 1 to {MAX_RANK_LIMIT}, "
+                f"got {limit!r}"[:200])
+        parsed = self._parse(spec, None, None)
+        if not hasattr(self.driver, "rank"):
+            raise exception.InvalidRequest(
+                f"rank_destinations: driver {self.conf.scheduler.driver!r} "
+                f"does not rank hosts")
+        return self.driver.rank(parsed, limit)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.InvalidRequest)
+    @instrument.rpc_method
+    def release(self, ctxt: Any, consumer_uuids: Any = None) -> int:
+        """Give back the claims of these consumers; idempotent.
+        :returns: how many claims were released now."""
+        consumer_uuids = self._check_uuids(consumer_uuids)
+        released = self._retry(claims.release)(self.engine, consumer_uuids)
+        LOG.debug("Released %d of %d consumer(s)", released,
+                 len(consumer_uuids))
+        return released
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.InvalidRequest)
+    @instrument.rpc_method
+    def confirm(self, ctxt: Any, consumer_uuids: Any = None) -> int:
+        """Make provisional claims permanent (the instances were built), so
+        ``[scheduler] unconfirmed_claim_ttl`` no longer releases them.
+        :returns: how many of the consumers hold a claim."""
+        consumer_uuids = self._check_uuids(consumer_uuids)
+        return self._retry(claims.confirm)(self.engine, consumer_uuids)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.NoValidHost,
+                                   exception.InvalidRequest)
+    @instrument.rpc_method
+    def select_stack(self, ctxt: Any, stack: Any = None) -> dict[str, Any]:
+        """Place and claim every resource of a stack, all or nothing
+        (DESIGN.md "Stacks"); a re-sent stack returns what it holds.
+        :raises InvalidRequest: malformed stack (names the field), a
+            dependency cycle or unknown reference, or a different stack
+            under this stack_id (names what changed).
+        :raises NoValidHost: names the resource and why, per filter.
+        """
+        return self._stack(stack, dry_run=False)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.NoValidHost,
+                                   exception.InvalidRequest)
+    @instrument.rpc_method
+    def rank_stack(self, ctxt: Any, stack: Any = None) -> dict[str, Any]:
+        """Dry run of select_stack: the order and the plan, nothing
+        claimed. Raises as select_stack."""
+        return self._stack(stack, dry_run=True)
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.InvalidRequest)
+    @instrument.rpc_method
+    def release_stack(self, ctxt: Any, stack_id: Any = None) -> int:
+        """Release every claim of the stack and forget it; idempotent.
+        :returns: how many claims were released now.
+        :raises InvalidRequest: ``stack_id`` is not a uuid as select_stack
+            reads one (:func:`scheduler.stacks.stack.canonical_id`)."""
+        stack_id = canonical_id(stack_id)
+        trace.parsed(stack_id)
+        released = stack_placement.release(self.engine, stack_id,
+                                           self._retry)
+        LOG.debug("Released stack %s: %d claim(s)", stack_id, released)
+        return released
+
+    def _stack(self, stack: Any, dry_run: bool) -> dict[str, Any]:
+        started = time.perf_counter()
+        parsed = Stack.from_primitives(
+            stack, self.conf.scheduler.max_instances_per_request)
+        trace.parsed(parsed, started)
+        try:
+            result = stack_placement.select(self.driver, parsed, dry_run)
+        except exception.NoValidHost as e:
+            LOG.info("Stack %s refused: %s", parsed.stack_id, e)
+            raise
+        if not dry_run:
+            LOG.debug("Placed stack %s: %s", parsed.stack_id, ", ".join(
+                f"{name} on {'+'.join(d['host'] for d in dests)}"
+                for name, dests in result["resources"].items()))
+        return result
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.InvalidRequest)
+    @instrument.rpc_method
+    def confirm_move(self, ctxt: Any, consumer_uuids: Any = None) -> int:
+        """The consumers' moves are done: give back their sources, keep
+        their destinations (confirmed). Consumers not moving are left alone.
+        :returns: how many moves were confirmed now."""
+        consumer_uuids = self._check_uuids(consumer_uuids)
+        done = self._retry(claims.confirm_move)(self.engine, consumer_uuids)
+        LOG.debug("Confirmed %d move(s) of %d consumer(s)", done,
+                 len(consumer_uuids))
+        return done
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.InvalidRequest)
+    @instrument.rpc_method
+    def revert_move(self, ctxt: Any, consumer_uuids: Any = None) -> int:
+        """The consumers' moves are undone: give back their destinations;
+        their sources are their claims again. Consumers not moving are left
+        alone.
+        :returns: how many moves were reverted now."""
+        consumer_uuids = self._check_uuids(consumer_uuids)
+        done = self._retry(claims.revert_move)(self.engine, consumer_uuids)
+        LOG.debug("Reverted %d move(s) of %d consumer(s)", done,
+                 len(consumer_uuids))
+        return done
+
+    @messaging.expose
+    @instrument.rpc_method
+    def ping(self, ctxt: Any) -> dict[str, str]:
+        """Who answered: this server's host, API version and driver."""
+        return {"host": self.conf.host, "version": rpc.API_VERSION,
+                "driver": self.conf.scheduler.driver}
+
+    def run_periodic_tasks(self) -> None:
+        """Give back expired provisional claims; the driver's own tasks."""
+        expired = self._retry(claims.expire)(self.engine)
+        if expired:
+            LOG.info("Released %d claim(s) never confirmed within %d s",
+                     expired, self.conf.scheduler.unconfirmed_claim_ttl)
+        self.driver.run_periodic_tasks()
+
+    def _check_uuids(self, consumer_uuids: Any) -> list[str]:
+        """Validate ``consumer_uuids``; they are what the request asks
+        about (:func:`scheduler.trace.parsed`)."""
+        limit = self.conf.scheduler.max_instances_per_request
+        if (not isinstance(consumer_uuids, list)
+                or not all(isinstance(u, str) and len(u) <= 36
+                           for u in consumer_uuids)
+                or len(consumer_uuids) > limit):
+            raise exception.InvalidRequest(
+                f"consumer_uuids: expected a list of at most {limit} uuids")
+        bad = [u for u in consumer_uuids if not _is_uuid(u)]
+        if bad:
+            raise exception.InvalidRequest(
+                f"consumer_uuids: {bad[0]!r} is not a UUID")
+        # as claims store them (select_destinations takes any spelling)
+        consumer_uuids = [str(uuidlib.UUID(u)) for u in consumer_uuids]
+        trace.parsed(consumer_uuids)
+        return consumer_uuids
+
+    def _parse(self, spec, request_spec, filter_properties) -> RequestSpec:
+        started = time.perf_counter()
+        limit = self.conf.scheduler.max_instances_per_request
+        if spec is not None:
+            if request_spec is not None or filter_properties is not None:
+                raise exception.InvalidRequest(
+                    "spec: give either spec or the legacy request_spec and "
+                    "filter_properties, not both")
+            parsed = RequestSpec.from_primitives(spec, limit)
+        elif request_spec is None:
+            raise exception.InvalidRequest(
+                "spec: missing (or the legacy request_spec)")
+        else:
+            parsed = RequestSpec.from_legacy(request_spec, filter_properties,
+                                             limit)
+        trace.parsed(parsed, started)
+        return parsed
