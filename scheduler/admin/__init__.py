@@ -127,23 +127,22 @@ def audit_allocations(engine: sa.Engine, default_ratios: capacity.Ratios,
                 continue
             checked += 1
             # int(): SUM() of an integer column is DECIMAL on MariaDB.
+            # _node_resources lists capacity.RESOURCES in order; a node
+            # not judged on one (0 vCPUs) is never over capacity on it.
             checks = [
                 (r["resource"], r["used"],
-                 int(getattr(row, "a_" + r["resource"]) or 0), r["capacity"])
-                for r in _node_resources(row, default_ratios,
-                                         aggregates.get(row.host, ()),
-                                         enabled_filters)]
-            for resource, used, allocated, most in checks:
+                 int(getattr(row, "a_" + r["resource"]) or 0), r["capacity"],
+                 capacity.unjudged(res, r["total"]))
+                for res, r in zip(capacity.RESOURCES, _node_resources(
+                    row, default_ratios, aggregates.get(row.host, ()),
+                    enabled_filters))]
+            for resource, used, allocated, most, unjudged in checks:
                 if used != allocated:
                     problems.append({
                         "host": row.host, "node": row.hypervisor_hostname,
                         "resource": resource, "problem": "usage mismatch",
                         "used": used, "allocated": allocated,
                         "capacity": most})
-                # A node reporting 0 vCPUs is not judged on them
-                # (capacity.fits, the claim's SQL).
-                unjudged = (resource == "vcpus" and not row.vcpus
-                            and capacity.VCPU.zero_unjudged)
                 if allocated > most and not unjudged:
                     problems.append({
                         "host": row.host, "node": row.hypervisor_hostname,

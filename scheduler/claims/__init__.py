@@ -447,8 +447,8 @@ def _refused(row: sa.Row, amounts: dict, params: dict,
         if used + amount > MAX_USAGE:
             # even where the node's capacity is not judged
             out[resource.name] = (used, amount, min(lim, MAX_USAGE))
-        elif not (resource.zero_unjudged and total == 0) and \
-                used + amount > lim:
+        elif (not capacity.unjudged(resource, total)
+              and used + amount > lim):
             out[resource.name] = (used, amount, lim)
     return out
 
