@@ -23,7 +23,7 @@ from oslo_db import exception as db_exc
 import sqlalchemy as sa
 
 from scheduler.hosts import capacity
-from scheduler import claims
+from scheduler.db import allocations
 from scheduler import exception
 from scheduler.hosts import liveness
 from scheduler.db import api as db
@@ -100,7 +100,7 @@ def audit_allocations(engine: sa.Engine, default_ratios: capacity.Ratios,
     """
     n = models.compute_nodes
     # Both sides of a move in flight hold usage on their nodes.
-    a = claims.usage_sides()
+    a = allocations.usage_sides()
     sums = (sa.select(a.c.compute_node_id,
                       sa.func.sum(a.c.vcpus).label("vcpus"),
                       sa.func.sum(a.c.memory_mb).label("memory_mb"),
@@ -175,7 +175,7 @@ def fix_usage(engine: sa.Engine) -> int:
     :returns: how many nodes changed.
     """
     n = models.compute_nodes
-    a = claims.usage_sides()
+    a = allocations.usage_sides()
 
     def total(column):
         return (sa.select(sa.func.coalesce(sa.func.sum(column), 0))
@@ -333,7 +333,7 @@ def describe_host(engine: sa.Engine, host: str, *,
         by project, claims without a project last (``project_id`` None).
     :raises NotFound: ``no compute host 'X'`` (no live compute service).
     """
-    n, a = models.compute_nodes, claims.usage_sides()
+    n, a = models.compute_nodes, allocations.usage_sides()
     with engine.connect() as conn:
         now = db.db_time(conn)
         service = _compute_service(conn, host)
