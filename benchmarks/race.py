@@ -50,7 +50,8 @@ from benchmarks.timing import Limits  # noqa: E402
 from benchmarks.timing import Row  # noqa: E402
 from scheduler import admin  # noqa: E402
 from scheduler import capacity  # noqa: E402
-from scheduler import claims  # noqa: E402
+from scheduler.claims import consume  # noqa: E402
+from scheduler.hosts.planned import Claim  # noqa: E402
 from scheduler import conf as sched_conf  # noqa: E402
 from scheduler import exception  # noqa: E402
 from scheduler import races  # noqa: E402
@@ -224,14 +225,14 @@ def fill(engine: sa.Engine, ratios: capacity.Ratios, level: float,
             share = min(1.0, max(0.0, level + rng.uniform(-FILL_JITTER,
                                                           FILL_JITTER)))
             count = round(share * _room(row, ratios))
-            batch += [claims.Claim(
+            batch += [Claim(
                 consumer_uuid=str(uuidlib.uuid4()), node_id=row.id,
                 host=row.host, generation=row.generation,
                 vcpus=FLAVOR["vcpus"], memory_mb=FLAVOR["memory_mb"],
                 disk_gb=FLAVOR["root_gb"], project_id="race-fill")
                 for _ in range(count)]
         if batch:
-            claims.claim(engine, batch, default_ratios=ratios)
+            consume.claim(engine, batch, default_ratios=ratios)
             placed += len(batch)
     return placed
 

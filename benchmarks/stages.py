@@ -6,15 +6,19 @@ each in its own transaction or through group commit.
 Only the stable entry points are used: ``SchedulerManager(conf, engine)``,
 its ``.driver.host_manager.refresh(full=...)`` (see :func:`refresh`, the one
 place to switch), ``.driver.decide(spec)``,
-``RequestSpec.from_primitives``, ``scheduler.claims.claim``/``release``
-and ``scheduler.claims.batch.ClaimBatcher``.
+``RequestSpec.from_primitives``, ``scheduler.claims.consume.claim``,
+``scheduler.claims.lifecycle.release`` and
+``scheduler.claims.batch.ClaimBatcher``.
 """
 from __future__ import annotations
 
 import threading
 import uuid as uuidlib
 
-from scheduler import claims
+from scheduler.claims import consume
+from scheduler.claims import lifecycle
+from scheduler.hosts.planned import Claim
+from scheduler.hosts.planned import ClaimConflict
 from scheduler.claims.batch import ClaimBatcher
 from scheduler.rpc.endpoint import SchedulerManager
 from scheduler.request.spec import RequestSpec
@@ -128,7 +132,7 @@ class _ClaimTargets:
             self._targets = targets
             self._generation = {t[0]: t[2] for t in targets}
 
-    def next_claim(self) -> claims.Claim:
+    def next_claim(self) -> Claim:
         """The next node's claim; its generation counted as taken."""
         consumer = str(uuidlib.uuid4())
         with self._lock:
@@ -137,7 +141,7 @@ class _ClaimTargets:
             generation = self._generation[node_id]
             self._generation[node_id] = generation + 1
             self.consumers.append(consumer)
-        return claims.Claim(
+        return Claim(
             consumer_uuid=consumer, node_id=node_id, host=host,
             generation=generation, vcpus=CLAIM_FLAVOR["vcpus"],
             memory_mb=CLAIM_FLAVOR["memory_mb"],
@@ -150,8 +154,8 @@ class _ClaimTargets:
 
     def finish(self, row: Row) -> Row:
         for start in range(0, len(self.consumers), 500):
-            claims.release(self.fleet.engine,
-                           self.consumers[start:start + 500])
+            lifecycle.release(self.fleet.engine,
+                              self.consumers[start:start + 500])
         if self.conflicts:
             row.notes.append(f"{self.conflicts} generation conflicts "
                              f"(re-decided)")
@@ -170,14 +174,14 @@ def measure_claim(fleet: cluster_mod.Cluster, limits: Limits) -> Row:
     def call() -> None:
         try:
             batcher.claim([targets.next_claim()], ttl=targets.ttl)
-        except claims.ClaimConflict:
+        except ClaimConflict:
             # Someone else moved a node (nothing should, in-process):
             # count it, read again, keep going.
             targets.conflicted()
             raise
 
     try:
-        repeat(row, call, limits, expected=(claims.ClaimConflict,))
+        repeat(row, call, limits, expected=(ClaimConflict,))
     finally:
         batcher.close()
         targets.finish(row)
@@ -188,7 +192,7 @@ def measure_claims_concurrently(fleet: cluster_mod.Cluster, limits: Limits,
                                 batched: bool) -> Row:
     """CLAIM_CONCURRENCY threads claiming one instance each, back to back,
     on the nodes of :class:`_ClaimTargets` (distinct nodes in flight): each
-    claim its own transaction (``claims.claim``), or with ``batched``
+    claim its own transaction (``claims.consume.claim``), or with ``batched``
     through one :class:`scheduler.claims.batch.ClaimBatcher` of
     ``[scheduler] claim_batch_size`` (group commit), as a worker's request
     threads make them. ``req/s`` is claims committed per second."""
@@ -200,22 +204,22 @@ def measure_claims_concurrently(fleet: cluster_mod.Cluster, limits: Limits,
         batcher = ClaimBatcher(fleet.engine,
                                fleet.conf.scheduler.claim_batch_size)
 
-        def make(claim: claims.Claim) -> None:
+        def make(claim: Claim) -> None:
             batcher.claim([claim], ttl=targets.ttl)
     else:
-        def make(claim: claims.Claim) -> None:
-            claims.claim(fleet.engine, [claim], ttl=targets.ttl)
+        def make(claim: Claim) -> None:
+            consume.claim(fleet.engine, [claim], ttl=targets.ttl)
 
     def call() -> None:
         try:
             make(targets.next_claim())
-        except claims.ClaimConflict:
+        except ClaimConflict:
             targets.conflicted()
             raise
 
     try:
         concurrently(row, call, limits, CLAIM_CONCURRENCY,
-                     expected=(claims.ClaimConflict,))
+                     expected=(ClaimConflict,))
     finally:
         targets.finish(row)
     return row

@@ -23,7 +23,7 @@ from oslo_db import exception as db_exc
 import sqlalchemy as sa
 
 from scheduler.hosts import capacity
-from scheduler import claims
+from scheduler.db import allocations
 from scheduler import exception
 from scheduler.hosts import liveness
 from scheduler.db import api as db
@@ -100,7 +100,7 @@ def audit_allocations(engine: sa.Engine, default_ratios: capacity.Ratios,
     """
     n = models.compute_nodes
     # Both sides of a move in flight hold usage on their nodes.
-    a = claims.usage_sides()
+    a = allocations.usage_sides()
     sums = (sa.select(a.c.compute_node_id,
                       sa.func.sum(a.c.vcpus).label("vcpus"),
                       sa.func.sum(a.c.memory_mb).label("memory_mb"),
@@ -127,23 +127,22 @@ def audit_allocations(engine: sa.Engine, default_ratios: capacity.Ratios,
                 continue
             checked += 1
             # int(): SUM() of an integer column is DECIMAL on MariaDB.
+            # _node_resources lists capacity.RESOURCES in order; a node
+            # not judged on one (0 vCPUs) is never over capacity on it.
             checks = [
                 (r["resource"], r["used"],
-                 int(getattr(row, "a_" + r["resource"]) or 0), r["capacity"])
-                for r in _node_resources(row, default_ratios,
-                                         aggregates.get(row.host, ()),
-                                         enabled_filters)]
-            for resource, used, allocated, most in checks:
+                 int(getattr(row, "a_" + r["resource"]) or 0), r["capacity"],
+                 capacity.unjudged(res, r["total"]))
+                for res, r in zip(capacity.RESOURCES, _node_resources(
+                    row, default_ratios, aggregates.get(row.host, ()),
+                    enabled_filters))]
+            for resource, used, allocated, most, unjudged in checks:
                 if used != allocated:
                     problems.append({
                         "host": row.host, "node": row.hypervisor_hostname,
                         "resource": resource, "problem": "usage mismatch",
                         "used": used, "allocated": allocated,
                         "capacity": most})
-                # A node reporting 0 vCPUs is not judged on them
-                # (capacity.fits, the claim's SQL).
-                unjudged = (resource == "vcpus" and not row.vcpus
-                            and capacity.VCPU.zero_unjudged)
                 if allocated > most and not unjudged:
                     problems.append({
                         "host": row.host, "node": row.hypervisor_hostname,
@@ -176,7 +175,7 @@ def fix_usage(engine: sa.Engine) -> int:
     :returns: how many nodes changed.
     """
     n = models.compute_nodes
-    a = claims.usage_sides()
+    a = allocations.usage_sides()
 
     def total(column):
         return (sa.select(sa.func.coalesce(sa.func.sum(column), 0))
@@ -334,7 +333,7 @@ def describe_host(engine: sa.Engine, host: str, *,
         by project, claims without a project last (``project_id`` None).
     :raises NotFound: ``no compute host 'X'`` (no live compute service).
     """
-    n, a = models.compute_nodes, claims.usage_sides()
+    n, a = models.compute_nodes, allocations.usage_sides()
     with engine.connect() as conn:
         now = db.db_time(conn)
         service = _compute_service(conn, host)

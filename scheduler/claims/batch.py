@@ -11,23 +11,24 @@ transaction, commits once and hands each request its own outcome. Claims
 that arrive meanwhile queue for the next batch, led by the first of them.
 Alone, a claim is its own transaction as before; nothing waits for
 company. On PostgreSQL a lone claim of one instance is one statement
-instead (:func:`scheduler.claims.claim_alone`): one round trip, not four.
+instead (:func:`scheduler.claims.consume.claim_alone`): one round trip,
+not four.
 
 Each claim keeps its own outcome and raises to its request alone, exactly
-as :func:`scheduler.claims.claim` would; the others commit. A claim that
-loses a race wrote nothing (its node's guarded UPDATE matched no row), so
-the batch goes on without a SAVEPOINT per claim (two statements each). One
-that finds its consumer already placed has written its node's UPDATE: the
-transaction is rolled back and the others are made again without it, a
-rare case (a re-sent request). If the transaction itself fails (a lost
-connection, a deadlock, the commit), nothing of the batch was written and
-every request that had no outcome of its own gets that error, to retry as
-it would have.
+as :func:`scheduler.claims.consume.claim` would; the others commit. A
+claim that loses a race wrote nothing (its node's guarded UPDATE matched
+no row), so the batch goes on without a SAVEPOINT per claim (two
+statements each). One that finds its consumer already placed has written
+its node's UPDATE: the transaction is rolled back and the others are made
+again without it, a rare case (a re-sent request). If the transaction
+itself fails (a lost connection, a deadlock, the commit), nothing of the
+batch was written and every request that had no outcome of its own gets
+that error, to retry as it would have.
 
 Only plain claims share a transaction: one node, no server group, nothing
 replaced or moved. A batch first locks all its nodes in id order
-(:func:`scheduler.claims.lock_nodes`: every writer takes its nodes before
-the change counter, so nobody deadlocks), then makes the claims in node
+(:func:`scheduler.claims.consume.lock_nodes`: every writer takes its nodes
+before the change counter, so nobody deadlocks), then makes the claims in node
 order, keeping arrival order on the same node (a later request planned on
 the earlier one's claim). Any other claim is made alone, as before.
 """
@@ -40,7 +41,11 @@ from typing import Iterable
 
 import sqlalchemy as sa
 
-from scheduler import claims
+from scheduler.claims import consume
+from scheduler.claims.groups import GroupRule
+from scheduler.claims.refusals import ConsumerExists
+from scheduler.hosts.planned import Claim
+from scheduler.hosts.planned import ClaimConflict
 from scheduler import metrics
 from scheduler.hosts.capacity import Ratios
 from scheduler.db import kept
@@ -49,7 +54,7 @@ from scheduler.db import kept
 @dataclasses.dataclass
 class _Pending:
     """One request's claim, waiting for its batch."""
-    claims: list[claims.Claim]
+    claims: list[Claim]
     ttl: int
     default_ratios: Ratios
     done: threading.Event = dataclasses.field(default_factory=threading.Event)
@@ -60,7 +65,7 @@ class _Pending:
 
 
 class ClaimBatcher:
-    """:func:`scheduler.claims.claim` for concurrent requests of one
+    """:func:`scheduler.claims.consume.claim` for concurrent requests of one
     process, committed together when they queue up.
 
     :param max_batch: most claims per transaction; 1 makes every claim its
@@ -87,22 +92,22 @@ class ClaimBatcher:
         self._conn.close()
         self._alone.close()
 
-    def claim(self, to_claim: list[claims.Claim], *,
-              group: claims.GroupRule | None = None,
+    def claim(self, to_claim: list[Claim], *,
+              group: GroupRule | None = None,
               replace: Iterable[str] = (), move: Iterable[str] = (),
               ttl: int = 0, default_ratios: Ratios = Ratios(),
               moving_from: dict | None = None,
               confirm_on_arrival: bool = False) -> None:
         """Record ``to_claim`` all together or not at all; the contract and
-        errors of :func:`scheduler.claims.claim`, whose transaction it may
-        share with other requests' plain claims."""
+        errors of :func:`scheduler.claims.consume.claim`, whose transaction
+        it may share with other requests' plain claims."""
         replace, move = list(replace), list(move)
         if (self.max_batch <= 1 or group is not None or replace or move
                 or len({c.node_id for c in to_claim}) != 1):
-            claims.claim(self.engine, to_claim, group=group, replace=replace,
-                         move=move, ttl=ttl, default_ratios=default_ratios,
-                         moving_from=moving_from,
-                         confirm_on_arrival=confirm_on_arrival)
+            consume.claim(self.engine, to_claim, group=group, replace=replace,
+                          move=move, ttl=ttl, default_ratios=default_ratios,
+                          moving_from=moving_from,
+                          confirm_on_arrival=confirm_on_arrival)
             return
         me = _Pending(to_claim, ttl, default_ratios)
         with self._lock:
@@ -140,12 +145,12 @@ class ClaimBatcher:
             [pending] = batch
             try:
                 if len(pending.claims) == 1 and \
-                        self.engine.dialect.name in claims.ONE_STATEMENT:
-                    self._alone.run(lambda conn: claims.claim_alone(
+                        self.engine.dialect.name in consume.ONE_STATEMENT:
+                    self._alone.run(lambda conn: consume.claim_alone(
                         conn, pending.claims[0], ttl=pending.ttl,
                         default_ratios=pending.default_ratios))
                 else:
-                    self._conn.run(lambda conn: claims.claim_in(
+                    self._conn.run(lambda conn: consume.claim_in(
                         conn, pending.claims, ttl=pending.ttl,
                         default_ratios=pending.default_ratios))
             except BaseException as e:
@@ -178,20 +183,20 @@ class ClaimBatcher:
         # A run before this one was rolled back: its outcomes are void, but
         # a consumer found placed stays placed.
         todo = [p for p in batch
-                if not isinstance(p.error, claims.ConsumerExists)]
+                if not isinstance(p.error, ConsumerExists)]
         for pending in todo:
             pending.error = None
         if not todo:
             return
-        claims.lock_nodes(conn, {p.claims[0].node_id for p in todo})
+        consume.lock_nodes(conn, {p.claims[0].node_id for p in todo})
         # Node order, stable: same node keeps arrival order.
         for pending in sorted(todo, key=lambda p: p.claims[0].node_id):
             try:
-                claims.claim_in(conn, pending.claims, ttl=pending.ttl,
-                                default_ratios=pending.default_ratios)
-            except claims.ClaimConflict as e:
+                consume.claim_in(conn, pending.claims, ttl=pending.ttl,
+                                 default_ratios=pending.default_ratios)
+            except ClaimConflict as e:
                 pending.error = e
-            except claims.ConsumerExists as e:
+            except ConsumerExists as e:
                 pending.error = e
                 raise _Repeated() from e
 

@@ -170,7 +170,7 @@ class Allocation(Base):
     # Set on a claim whose move (one waiting for its confirm) expired and
     # was reverted (migration 0010): the destination it gave back, counted
     # nowhere. The instance reported there after all (a resize whose disk
-    # copy outlived the TTL) gets that move back (claims.relocate).
+    # copy outlived the TTL) gets that move back (claims.moves.relocate).
     expired_node_id = sa.Column(sa.Integer, nullable=True)
     expired_vcpus = sa.Column(sa.Integer, nullable=True)
     expired_memory_mb = sa.Column(sa.Integer, nullable=True)

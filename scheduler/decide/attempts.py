@@ -6,9 +6,9 @@ One owner for the two retry loops that plan, assume and claim: one request
 :class:`Attempts`, plans on :meth:`Attempts.table` with
 :attr:`Attempts.spread`, and hands every refused claim to it:
 
-- ``claims.ClaimConflict`` (a node's generation moved): :meth:`lost`, a
+- ``ClaimConflict`` (a node's generation moved): :meth:`lost`, a
   lost race; re-plan.
-- ``claims.NoRoom`` (not forced): :meth:`no_room` tells a race (the node
+- ``NoRoom`` (not forced): :meth:`no_room` tells a race (the node
   changed under the planner) from a disagreement between planner and claim
   on capacity (a bug): the node is left out and the decision re-planned
   once; a second disagreement is NoValidHost naming both.
@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Iterator
 from oslo_log import log as logging
 
 from scheduler.decide import choice
-from scheduler import claims
+from scheduler.claims.refusals import NoRoom
+from scheduler.hosts.planned import ClaimConflict
 from scheduler import exception
 from scheduler import metrics
 from scheduler.decide import races
@@ -108,7 +109,7 @@ class Attempts:
             f"{'s' if len(self.excluded) > 1 else ''} left out after "
             f"{DISAGREED}: " + " | ".join(self.disagreed))
 
-    def lost(self, e: claims.ClaimConflict | claims.NoRoom) -> None:
+    def lost(self, e: ClaimConflict | NoRoom) -> None:
         """A claim race on ``e.node_id`` was lost: another writer changed
         the node after it was read. The loop re-plans, on a fresh table."""
         self.conflict = e
@@ -118,7 +119,7 @@ class Attempts:
                    time.thread_time() - self._began,
                    replanning=self._attempt < self.retries)
 
-    def no_room(self, e: claims.NoRoom, selections: list[Selection]) -> None:
+    def no_room(self, e: NoRoom, selections: list[Selection]) -> None:
         """The claim found no room on a node the planner chose (not a
         forced one: the caller says that itself). A lost race if the node
         changed under the planner; else the node is left out of the next
@@ -159,7 +160,7 @@ class Attempts:
             f"{self.conflict}){disagreed}")
 
 
-def disagreement(e: claims.NoRoom,
+def disagreement(e: NoRoom,
                  selections: list[Selection]) -> str | None:
     """Why the claim refused a node the planner chose, or None if it was
     a race.

@@ -26,7 +26,16 @@ import sqlalchemy as sa
 from scheduler.decide import choice
 from scheduler.decide.attempts import Attempts
 from scheduler.claims import batch as claim_batch
-from scheduler import claims
+from scheduler.claims import lifecycle
+from scheduler.claims import moves as claim_moves
+from scheduler.claims import usage
+from scheduler.claims.groups import GroupRule
+from scheduler.claims.refusals import ConsumerExists
+from scheduler.claims.refusals import GroupConflict
+from scheduler.claims.refusals import NoRoom
+from scheduler.db import allocations
+from scheduler.hosts.planned import Claim
+from scheduler.hosts.planned import ClaimConflict
 from scheduler import exception
 from scheduler import metrics
 from scheduler.request import moves
@@ -50,11 +59,11 @@ class Selection:
     limits: dict[str, float] = dataclasses.field(default_factory=dict)
     alternates: list[dict[str, Any]] | None = None
 
-    def claim(self, spec: RequestSpec) -> claims.Claim:
+    def claim(self, spec: RequestSpec) -> Claim:
         """The claim of this choice for an instance of ``spec``: its
         flavor's size on the node at the generation the plan read."""
         group = spec.instance_group
-        return claims.Claim(
+        return Claim(
             consumer_uuid=self.consumer_uuid, node_id=self.host.node_id,
             host=self.host.host, generation=self.host.generation,
             vcpus=spec.flavor.vcpus, memory_mb=spec.flavor.memory_mb,
@@ -142,13 +151,13 @@ class Driver:
             try:
                 return self._place(spec, None)
             except exception.NoValidHost:
-                held = retry(claims.placements)(self.engine, uuids)
+                held = retry(allocations.placements)(self.engine, uuids)
                 if not held:
                     raise
             except _AlreadyHeld:
-                held = retry(claims.placements)(self.engine, uuids)
+                held = retry(allocations.placements)(self.engine, uuids)
         else:
-            held = retry(claims.placements)(self.engine, uuids)
+            held = retry(allocations.placements)(self.engine, uuids)
         return self._place(spec, held)
 
     def _place(self, spec: RequestSpec, held: dict[str, sa.Row] | None
@@ -168,14 +177,14 @@ class Driver:
         moving = [u for u in uuids if u in held
                   and not held[u].node_deleted
                   and moves.is_move(spec, held[u])]
-        if claims.holds_all(held, spec.num_instances) and not moving:
+        if allocations.holds_all(held, spec.num_instances) and not moving:
             # The same consumers again (a retry after a lost reply, or the
             # message delivered twice): what they hold is the answer.
             return self._answer_held(held, uuids)
         # Held but not moving, while others are new: the new claim replaces
         # those, atomically, and what they hold is room for it.
         replace = [u for u in held if u not in moving]
-        freed = claims.freed_by(held[u] for u in replace)
+        freed = usage.freed_by(held[u] for u in replace)
         # Where the hinted instances are: once per request, not per attempt
         # (they are not this request's to move). A moving consumer is
         # leaving its host, so it counts there no more than a replaced one.
@@ -183,8 +192,8 @@ class Driver:
         group = spec.instance_group
         rule = None
         if group is not None and group.uuid and group.is_hard:
-            rule = claims.GroupRule(group.uuid, group.policy,
-                                    group.max_server_per_host)
+            rule = GroupRule(group.uuid, group.policy,
+                             group.max_server_per_host)
         attempts = Attempts(self.conf.scheduler.claim_retries, self.chooser)
         for attempt in attempts:
             plan_spec = retry(self.with_group_members)(
@@ -221,7 +230,7 @@ class Driver:
                 finally:
                     trace.add(trace.CLAIM, time.perf_counter() - claiming)
                 won = True
-            except claims.NoRoom as e:
+            except NoRoom as e:
                 self.host_manager.forget(assumed)
                 if spec.force_hosts or spec.force_nodes:
                     # Forcing skips the filters, never the capacity check,
@@ -231,9 +240,9 @@ class Driver:
                         f"No valid host: the forced host has no room: {e}")
                 attempts.no_room(e, selections)
                 continue
-            except claims.ClaimConflict as e:
+            except ClaimConflict as e:
                 self.host_manager.forget(assumed)
-                if (isinstance(e, claims.GroupConflict)
+                if (isinstance(e, GroupConflict)
                         and (spec.force_hosts or spec.force_nodes)):
                     # Forcing skips the group filters, not the claim's
                     # group check; re-planning would force the same host.
@@ -243,17 +252,17 @@ class Driver:
                         f"server group: {e}")
                 attempts.lost(e)
                 continue
-            except claims.ConsumerExists:
+            except ConsumerExists:
                 self.host_manager.forget(assumed)
                 if optimistic:
                     raise _AlreadyHeld() from None
                 metrics.claim_conflict("duplicate")
                 # A concurrent duplicate of this request claimed first.
-                held = retry(claims.placements)(self.engine, uuids)
-                if claims.holds_all(held, spec.num_instances):
+                held = retry(allocations.placements)(self.engine, uuids)
+                if allocations.holds_all(held, spec.num_instances):
                     return self._answer_held(held, uuids)
                 replace = [u for u in held if u not in moving]
-                freed = claims.freed_by(held[u] for u in replace)
+                freed = usage.freed_by(held[u] for u in replace)
                 continue
             except Exception:
                 self.host_manager.forget(assumed)
@@ -272,13 +281,13 @@ class Driver:
         if not any(row.source_node_id is not None for row in held.values()):
             return held
         retry = db_retry.for_conf(self.conf)
-        arrived = [u for u, h in retry(claims.holdings)(
+        arrived = [u for u, h in retry(allocations.holdings)(
                        self.engine, list(held)).items()
                    if moves.arrived(spec, held[u], h)]
         if not arrived:
             return held
-        retry(claims.confirm_move)(self.engine, arrived)
-        return retry(claims.placements)(self.engine, list(held))
+        retry(claim_moves.confirm_move)(self.engine, arrived)
+        return retry(allocations.placements)(self.engine, list(held))
 
     def _answer_held(self, held: dict[str, sa.Row], uuids: list[str]
                      ) -> list[dict[str, Any]]:
@@ -286,8 +295,8 @@ class Driver:
         provisional claims out again: their TTL restarts from this
         answer, the caller's time to build runs from the reply it gets."""
         retry = db_retry.for_conf(self.conf)
-        retry(claims.renew)(self.engine, uuids,
-                            self.conf.scheduler.unconfirmed_claim_ttl)
+        retry(lifecycle.renew)(self.engine, uuids,
+                               self.conf.scheduler.unconfirmed_claim_ttl)
         return [held_destination(held[u]) for u in uuids]
 
     def _rebuild_check(self, spec: RequestSpec,
@@ -445,7 +454,7 @@ def destination(spec: RequestSpec, s: Selection) -> dict[str, Any]:
 
 def held_destination(row: sa.Row) -> dict[str, Any]:
     """The destination a re-send gets back, for a claim row as
-    :func:`claims.placements` reads it."""
+    :func:`allocations.placements` reads it."""
     return {"host": row.host, "nodename": row.hypervisor_hostname,
             "uuid": row.consumer_uuid, "limits": {},
             "allocation": {"compute_node_uuid": row.node_uuid,

@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from oslo_log import log as logging
 
-from scheduler import claims
+from scheduler.db import allocations
 from scheduler import exception
 from scheduler.conf import frozen
 from scheduler.decide import plugins
@@ -282,7 +282,7 @@ class FilterScheduler(Driver):
         """
         if spec.is_rebuild:
             retry = db_retry.for_conf(self.conf)
-            spec = self.rebuild_check_spec(spec, retry(claims.placements)(
+            spec = self.rebuild_check_spec(spec, retry(allocations.placements)(
                 self.engine, list(spec.instance_uuids)))
         else:
             spec = self._resolved(spec)

@@ -1,7 +1,7 @@
 """Lost claim races: the one place that records them.
 
 A scheduler process loses a claim race when another writer changed a node
-between this process's read and its claim (``claims.ClaimConflict``): the
+between this process's read and its claim (``ClaimConflict``): the
 decision is thrown away and the request re-plans, up to ``[scheduler]
 claim_retries`` times. Every lost race goes through :func:`lost`, which logs
 one INFO line (what ``benchmarks/race.py`` counts, and what an operator

@@ -11,7 +11,9 @@ variants):
 - its **limit** is total × ratio (``limit``);
 - a request **fits** when it is no larger than the physical total (an
   instance cannot overcommit against itself) and used + need stays within
-  the limit; a node reporting 0 vCPUs is not judged on vCPUs (``fits``).
+  the limit (``fits``);
+- a node reporting 0 vCPUs is not judged on vCPUs at all (``unjudged``):
+  nova's CoreFilter passes it, whatever the request.
 
 The same rule in its shapes sits side by side here — one host (``fits``,
 ``headroom``), NumPy columns (``headroom_columns``) and the claim's SQL
@@ -129,11 +131,21 @@ def limit(total: float, ratio_: float) -> float:
     return total * ratio_
 
 
+def unjudged(resource: Resource, total: float) -> bool:
+    """Whether a node with this ``total`` of ``resource`` is not judged on
+    it: no limit, no physical size — one reporting 0 vCPUs (nova's
+    CoreFilter passes it). The rule's one statement: :func:`fits`,
+    :func:`headroom`, the claim's refusal and the allocations audit ask
+    it; the column and SQL forms below are its shapes (``total == 0``
+    where ``resource.zero_unjudged``)."""
+    return resource.zero_unjudged and total == 0
+
+
 def fits(resource: Resource, need: float, total: float, used: float,
          limit_: float) -> bool:
     """Whether ``need`` more fits a node with this ``total``, ``used`` and
     ``limit`` (see the module docstring)."""
-    if resource.zero_unjudged and total == 0:
+    if unjudged(resource, total):
         return True
     return need <= total and used + need <= limit_
 
@@ -166,7 +178,7 @@ def headroom(resource: Resource, total: float, used: float,
              limit_: float) -> float:
     """:func:`headroom_columns` of one node (a table updating one host: a
     NumPy call on one value costs more than the arithmetic)."""
-    if resource.zero_unjudged and total == 0:
+    if unjudged(resource, total):
         return math.inf
     return min(total, limit_ - used)
 

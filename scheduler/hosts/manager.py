@@ -55,7 +55,9 @@ from oslo_log import log as logging
 import sqlalchemy as sa
 
 from scheduler.hosts import capacity
-from scheduler import claims
+from scheduler.db import allocations
+from scheduler.hosts.planned import Claim
+from scheduler.hosts.planned import ClaimConflict
 from scheduler import errors
 from scheduler.hosts import liveness
 from scheduler import metrics
@@ -171,7 +173,7 @@ class HostManager:
         and the named ``members`` that hold claims, each once, leaving out
         the consumers in ``exclude``."""
         with self.engine.connect() as conn:
-            return claims.member_hosts(conn, group_uuid, members, exclude)
+            return allocations.member_hosts(conn, group_uuid, members, exclude)
 
     def consumer_hosts(self, consumer_uuids: list[str],
                        exclude: list[str] = ()
@@ -179,7 +181,7 @@ class HostManager:
         """consumer uuid -> hosts of its claims (those that hold one),
         leaving out the consumers in ``exclude``."""
         with self.engine.connect() as conn:
-            return claims.consumer_hosts(conn, consumer_uuids, exclude)
+            return allocations.consumer_hosts(conn, consumer_uuids, exclude)
 
     def assume(self, states: list[HostState]) -> None:
         """This process is about to claim on these hosts: put their states
@@ -198,7 +200,7 @@ class HostManager:
                 if i is not None:
                     table.set(i, state)
 
-    def await_assumed(self, to_claim: list[claims.Claim]) -> None:
+    def await_assumed(self, to_claim: list[Claim]) -> None:
         """Before claiming ``to_claim``: wait for the claims of this
         process whose assumed states it was planned on (a node at the
         generation such a claim is to leave) to be over.
@@ -214,11 +216,11 @@ class HostManager:
                 continue
             prior.over.wait()
             if not prior.won:
-                raise claims.ClaimConflict(
+                raise ClaimConflict(
                     f"compute node {node_id}: the claim this plan counted "
                     f"on was lost", node_id)
 
-    def settle(self, to_claim: list[claims.Claim], won: bool) -> None:
+    def settle(self, to_claim: list[Claim], won: bool) -> None:
         """The claim of ``to_claim``, assumed by :meth:`assume` (one
         generation bump per node), is over: let the claims planned on it
         go on (``won``) or lose. Call in the thread that assumed it."""

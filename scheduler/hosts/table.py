@@ -147,7 +147,7 @@ class HostTable:
     def releasing(self, usages: Iterable[tuple[int, int, int, int]]
                   ) -> HostTable:
         """This table as if the claims that hold ``usages`` (``(node id,
-        vcpus, memory_mb, disk_gb)``, as ``claims.freed_by`` lists them)
+        vcpus, memory_mb, disk_gb)``, as ``claims.usage.freed_by`` lists them)
         were given back: what a request that replaces those claims plans
         on, since its claim gives them back in the same transaction. The
         columns are copied (the shared table is never changed under its

@@ -16,7 +16,7 @@ maps that onto our claims:
   moves there (nova's conductor re-tried a failed build on an alternate
   host without asking a scheduler, or evacuated to a forced host) — or,
   reported resized on the destination of its resize that expired during
-  the disk copy, the resize comes back (``claims.relocate``) — and so
+  the disk copy, the resize comes back (``claims.moves.relocate``) — and so
   does one left on a deleted node of its host (the node re-created under
   a new uuid); seen on a third host while moving, the destination of its
   move moves there (a resize re-tried on an alternate host) and the source
@@ -48,7 +48,10 @@ from typing import Any, Callable, Collection
 
 import sqlalchemy as sa
 
-from scheduler import claims
+from scheduler.claims import lifecycle
+from scheduler.claims import moves
+from scheduler.db import allocations
+from scheduler.db.allocations import Holding
 from scheduler import exception
 from scheduler.nova import primitives
 from scheduler.request.spec import canonical_uuid
@@ -162,7 +165,7 @@ def seen(engine: sa.Engine, where: dict[str, str],
     the instance turned up on, unless that is the source of its move.
 
     A resize on one host whose destination expired during its disk copy
-    gets its move back (``claims.relocate``) when that host reports the
+    gets its move back (``claims.moves.relocate``) when that host reports the
     instance: finish_resize's report is the only word that the resize went
     on (the host lists the instance throughout, so :func:`listed` does
     not; a resize that failed there would be held at both sizes for good).
@@ -175,13 +178,13 @@ def seen(engine: sa.Engine, where: dict[str, str],
     ``retry`` runs each transaction (:data:`Retry`).
     :returns: how many claims were confirmed or relocated.
     """
-    held = retry(claims.holdings)(engine, list(where))
+    held = retry(allocations.holdings)(engine, list(where))
     resumed: dict[str, list[str]] = {}
     for uuid, h in held.items():
         if h.expired_host == where[uuid] == h.host and uuid in resized:
             resumed.setdefault(h.host, []).append(uuid)
-    changed = sum(retry(claims.relocate)(engine, uuids, host,
-                                         resumable=uuids)
+    changed = sum(retry(moves.relocate)(engine, uuids, host,
+                                        resumable=uuids)
                   for host, uuids in resumed.items())
     done = {u for uuids in resumed.values() for u in uuids}
     return changed + _seen(engine, where, {
@@ -204,18 +207,18 @@ def listed(engine: sa.Engine, where: dict[str, str],
     (:data:`Retry`).
     :returns: how many claims changed.
     """
-    held = retry(claims.holdings)(engine, list(where))
+    held = retry(allocations.holdings)(engine, list(where))
     reverted = [u for u, h in held.items()
                 if h.source_host == where[u] and h.host != where[u]
                 and not h.provisional]
     # A list names no vm_state, so it brings no expired resize back
     # (see seen): finish_resize's own report does.
     return (_seen(engine, where, held, frozenset(), retry)
-            + retry(claims.revert_move)(engine, reverted))
+            + retry(moves.revert_move)(engine, reverted))
 
 
 def _seen(engine: sa.Engine, where: dict[str, str],
-          held: dict[str, claims.Holding], resized: Collection[str],
+          held: dict[str, Holding], resized: Collection[str],
           retry: Retry) -> int:
     on_claim = [u for u, h in held.items()
                 if h.host == where[u] and not h.node_deleted]
@@ -233,11 +236,11 @@ def _seen(engine: sa.Engine, where: dict[str, str],
         if where[uuid] not in (h.host, h.source_host) or (
                 h.node_deleted and where[uuid] == h.host):
             elsewhere.setdefault(where[uuid], []).append(uuid)
-    changed = retry(claims.confirm)(engine, here) if here else 0
-    changed += retry(claims.confirm_move)(engine, arrived)
+    changed = retry(lifecycle.confirm)(engine, here) if here else 0
+    changed += retry(moves.confirm_move)(engine, arrived)
     for host, uuids in elsewhere.items():
-        changed += retry(claims.relocate)(engine, uuids, host,
-                                          resumable=resized)
+        changed += retry(moves.relocate)(engine, uuids, host,
+                                         resumable=resized)
     return changed
 
 
@@ -258,7 +261,7 @@ def gone(engine: sa.Engine, where: dict[str, str], ttl: int = 0,
     transaction (:data:`Retry`).
     :returns: how many claims changed.
     """
-    held = retry(claims.holdings)(engine, list(where))
+    held = retry(allocations.holdings)(engine, list(where))
     release, confirm_moves, revert_moves = [], [], []
     for uuid, h in held.items():
         if where[uuid] not in (h.host, h.source_host):
@@ -279,6 +282,6 @@ def gone(engine: sa.Engine, where: dict[str, str], ttl: int = 0,
              else release).append(uuid)
     # Each step acts only on claims still in the state it expects
     # (confirm_move / revert_move skip consumers no longer moving).
-    return (retry(claims.release)(engine, release)
-            + retry(claims.confirm_move)(engine, confirm_moves, ttl=ttl)
-            + retry(claims.revert_move)(engine, revert_moves, ttl=ttl))
+    return (retry(lifecycle.release)(engine, release)
+            + retry(moves.confirm_move)(engine, confirm_moves, ttl=ttl)
+            + retry(moves.revert_move)(engine, revert_moves, ttl=ttl))

@@ -18,7 +18,7 @@ from scheduler.request.spec import RequestSpec
 
 
 class HeldClaim(Protocol):
-    """What a consumer holds now (a ``claims.placements`` row)."""
+    """What a consumer holds now (a ``db.allocations.placements`` row)."""
     host: str
     hypervisor_hostname: str
     vcpus: int
@@ -28,7 +28,7 @@ class HeldClaim(Protocol):
 
 
 class MoveHolding(Protocol):
-    """Where a consumer's claim is (a ``claims.holdings`` value)."""
+    """Where a consumer's claim is (a ``db.allocations.holdings`` value)."""
     host: str
     source_host: str | None         # set while it is moving
     confirm_on_arrival: bool

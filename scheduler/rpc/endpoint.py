@@ -17,7 +17,8 @@ import oslo_messaging as messaging
 import sqlalchemy as sa
 
 from scheduler.decide import choice
-from scheduler import claims
+from scheduler.claims import lifecycle
+from scheduler.claims import moves
 from scheduler import exception
 from scheduler.rpc import instrument
 from scheduler.rpc import notifications
@@ -151,7 +152,7 @@ class SchedulerManager:
         """Give back the claims of these consumers; idempotent.
         :returns: how many claims were released now."""
         consumer_uuids = self._check_uuids(consumer_uuids)
-        released = self._retry(claims.release)(self.engine, consumer_uuids)
+        released = self._retry(lifecycle.release)(self.engine, consumer_uuids)
         LOG.debug("Released %d of %d consumer(s)", released,
                  len(consumer_uuids))
         return released
@@ -164,7 +165,7 @@ class SchedulerManager:
         ``[scheduler] unconfirmed_claim_ttl`` no longer releases them.
         :returns: how many of the consumers hold a claim."""
         consumer_uuids = self._check_uuids(consumer_uuids)
-        return self._retry(claims.confirm)(self.engine, consumer_uuids)
+        return self._retry(lifecycle.confirm)(self.engine, consumer_uuids)
 
     @messaging.expose
     @messaging.expected_exceptions(exception.NoValidHost,
@@ -228,7 +229,7 @@ class SchedulerManager:
         their destinations (confirmed). Consumers not moving are left alone.
         :returns: how many moves were confirmed now."""
         consumer_uuids = self._check_uuids(consumer_uuids)
-        done = self._retry(claims.confirm_move)(self.engine, consumer_uuids)
+        done = self._retry(moves.confirm_move)(self.engine, consumer_uuids)
         LOG.debug("Confirmed %d move(s) of %d consumer(s)", done,
                  len(consumer_uuids))
         return done
@@ -242,7 +243,7 @@ class SchedulerManager:
         alone.
         :returns: how many moves were reverted now."""
         consumer_uuids = self._check_uuids(consumer_uuids)
-        done = self._retry(claims.revert_move)(self.engine, consumer_uuids)
+        done = self._retry(moves.revert_move)(self.engine, consumer_uuids)
         LOG.debug("Reverted %d move(s) of %d consumer(s)", done,
                  len(consumer_uuids))
         return done
@@ -256,7 +257,7 @@ class SchedulerManager:
 
     def run_periodic_tasks(self) -> None:
         """Give back expired provisional claims; the driver's own tasks."""
-        expired = self._retry(claims.expire)(self.engine)
+        expired = self._retry(lifecycle.expire)(self.engine)
         if expired:
             LOG.info("Released %d claim(s) never confirmed within %d s",
                      expired, self.conf.scheduler.unconfirmed_claim_ttl)

@@ -23,7 +23,16 @@ from typing import Any, Callable
 
 from oslo_log import log as logging
 
-from scheduler import claims
+from scheduler.claims import lifecycle
+from scheduler.claims import usage
+from scheduler.claims.groups import GroupRule
+from scheduler.claims.refusals import ConsumerExists
+from scheduler.claims.refusals import GroupConflict
+from scheduler.claims.refusals import NoRoom
+from scheduler.claims.usage import Usage
+from scheduler.db import allocations
+from scheduler.hosts.planned import Claim
+from scheduler.hosts.planned import ClaimConflict
 from scheduler.decide.attempts import Attempts
 from scheduler import exception
 from scheduler import metrics
@@ -73,12 +82,12 @@ def select(driver, stack: stacks.Stack,
                 f"stack_id: stack {stack.stack_id} is already placed with "
                 f"another definition (release it first): "
                 + "; ".join(stacks.changes(stored, stack.definition)))
-        held = retry(claims.placements)(driver.engine, consumers)
-        if stored is not None and claims.holds_all(held, len(consumers)):
+        held = retry(allocations.placements)(driver.engine, consumers)
+        if stored is not None and allocations.holds_all(held, len(consumers)):
             if not dry_run:
                 # Handed out again: the caller's time to build restarts.
-                retry(claims.renew)(driver.engine, consumers,
-                                    conf.scheduler.unconfirmed_claim_ttl)
+                retry(lifecycle.renew)(driver.engine, consumers,
+                                       conf.scheduler.unconfirmed_claim_ttl)
             return _result(stack, {
                 name: [held_destination(held[u])
                        for u in r.spec.instance_uuids]
@@ -93,7 +102,7 @@ def select(driver, stack: stacks.Stack,
         # What is left of an earlier placement of this stack is replaced in
         # the same transaction.
         replace = list(held)
-        result = _place(driver, stack, replace, claims.freed_by(
+        result = _place(driver, stack, replace, usage.freed_by(
             held.values()), stored is not None, dry_run, retry)
         if result is not None:
             return result
@@ -141,7 +150,7 @@ def _unclaimed(driver, stack: stacks.Stack, held: dict[str, Any],
 
 
 def _place(driver, stack: stacks.Stack, replace: list[str],
-           freed: list[claims.Usage], known: bool, dry_run: bool,
+           freed: list[Usage], known: bool, dry_run: bool,
            retry) -> dict[str, Any] | None:
     """Plan and claim; None if a concurrent duplicate claimed first.
     ``replace`` names the consumers whose claims the new ones replace, and
@@ -177,7 +186,7 @@ def _place(driver, stack: stacks.Stack, replace: list[str],
             _claim(driver, stack, to_claim, assumed, known=known,
                    groups=rules, replace=replace, retry=retry)
             won = True
-        except claims.NoRoom as e:
+        except NoRoom as e:
             forced = _forced_on(plan, e.node_id)
             if forced:
                 trace.refused(trace.CLAIM_REFUSAL)
@@ -187,8 +196,8 @@ def _place(driver, stack: stacks.Stack, replace: list[str],
             attempts.no_room(e, [s for chosen in plan.selections.values()
                                  for s in chosen])
             continue
-        except claims.ClaimConflict as e:
-            if (isinstance(e, claims.GroupConflict)
+        except ClaimConflict as e:
+            if (isinstance(e, GroupConflict)
                     and _forced_in_hard_group(plan)):
                 # Forcing skips the group filters, not the claim's group
                 # check; re-planning would force the same hosts.
@@ -198,7 +207,7 @@ def _place(driver, stack: stacks.Stack, replace: list[str],
                     f"host would break its server group: {e}")
             attempts.lost(e)
             continue
-        except claims.ConsumerExists:
+        except ConsumerExists:
             metrics.claim_conflict("duplicate")
             return None
         finally:
@@ -208,9 +217,9 @@ def _place(driver, stack: stacks.Stack, replace: list[str],
     raise attempts.given_up()
 
 
-def _claim(driver, stack: stacks.Stack, to_claim: list[claims.Claim],
+def _claim(driver, stack: stacks.Stack, to_claim: list[Claim],
            assumed: list[int], *, known: bool,
-           groups: list[claims.GroupRule], replace: list[str],
+           groups: list[GroupRule], replace: list[str],
            retry) -> None:
     """store.claim, once the claims of this process it was planned on are
     won; if it fails, the table forgets what was assumed."""
@@ -234,14 +243,14 @@ def release(engine, stack_id: str, retry: Callable) -> int:
     return retry(store.release)(engine, stack_id)
 
 
-def _group_rules(specs) -> list[claims.GroupRule]:
+def _group_rules(specs) -> list[GroupRule]:
     """One rule per hard server group named in the stack (the stack's
     validation made its resources agree on each group's policy)."""
-    rules: dict[str, claims.GroupRule] = {}
+    rules: dict[str, GroupRule] = {}
     for spec in specs:
         group = spec.instance_group
         if group is not None and group.uuid and group.is_hard:
-            rules[group.uuid] = claims.GroupRule(
+            rules[group.uuid] = GroupRule(
                 group.uuid, group.policy, group.max_server_per_host)
     return list(rules.values())
 

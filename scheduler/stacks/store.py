@@ -1,7 +1,7 @@
 """The ``stacks`` table, and the one transaction that claims a stack.
 
 A stack's row and every claim of the stack are written in one transaction
-(claims.claim_in: the same generation, capacity and server-group checks as
+(consume.claim_in: the same generation, capacity and server-group checks as
 a single request), so either the stack holds all its claims or none. The
 row is written first: a concurrent send of the same stack then waits on it
 (and fails on its primary key) instead of claiming beside it.
@@ -13,7 +13,12 @@ from typing import Iterable
 from oslo_db import exception as db_exc
 import sqlalchemy as sa
 
-from scheduler import claims
+from scheduler.claims import consume
+from scheduler.claims import lifecycle
+from scheduler.claims.groups import GroupRule
+from scheduler.claims.refusals import ConsumerExists
+from scheduler.hosts.capacity import Ratios
+from scheduler.hosts.planned import Claim
 from scheduler.db import models
 from scheduler.stacks.stack import consumers_of
 from scheduler.stacks.stack import Stack
@@ -53,14 +58,14 @@ def owners(engine: sa.Engine, stack_id: str,
     return found
 
 
-def claim(engine: sa.Engine, stack: Stack, to_claim: list[claims.Claim], *,
-          known: bool, groups: Iterable[claims.GroupRule] = (),
+def claim(engine: sa.Engine, stack: Stack, to_claim: list[Claim], *,
+          known: bool, groups: Iterable[GroupRule] = (),
           replace: Iterable[str] = (), ttl: int = 0,
-          default_ratios: claims.Ratios = claims.Ratios()) -> None:
+          default_ratios: Ratios = Ratios()) -> None:
     """Record ``stack`` (new unless ``known``: its identical row is
     expected) and all of ``to_claim``, or nothing.
 
-    :raises ClaimConflict, NoRoom, GroupConflict: as claims.claim.
+    :raises ClaimConflict, NoRoom, GroupConflict: as consume.claim.
     :raises ConsumerExists: a consumer already holds a claim, or the
         stack's row appeared, changed or went since it was read; nothing
         was written.
@@ -74,7 +79,7 @@ def claim(engine: sa.Engine, stack: Stack, to_claim: list[claims.Claim], *,
                                  t.c.definition == stack.definition)
                 .values(definition=stack.definition)).rowcount
             if found != 1:
-                raise claims.ConsumerExists(
+                raise ConsumerExists(
                     f"stack {stack.stack_id} changed concurrently")
         else:
             try:
@@ -83,9 +88,9 @@ def claim(engine: sa.Engine, stack: Stack, to_claim: list[claims.Claim], *,
                     user_id=stack.user_id, definition=stack.definition))
             except db_exc.DBDuplicateEntry as e:
                 # A concurrent request stored the stack first.
-                raise claims.ConsumerExists(str(e)) from e
-        claims.claim_in(conn, to_claim, groups=groups, replace=replace,
-                        ttl=ttl, default_ratios=default_ratios)
+                raise ConsumerExists(str(e)) from e
+        consume.claim_in(conn, to_claim, groups=groups, replace=replace,
+                         ttl=ttl, default_ratios=default_ratios)
 
 
 def release(engine: sa.Engine, stack_id: str) -> int:
@@ -109,4 +114,4 @@ def release(engine: sa.Engine, stack_id: str) -> int:
                            .returning(t.c.definition)).first()
         if row is None:
             return 0
-        return claims.release_in(conn, consumers_of(row.definition))
+        return lifecycle.release_in(conn, consumers_of(row.definition))

@@ -15,7 +15,11 @@ from prometheus_client.parser import text_string_to_metric_families
 import pytest
 import sqlalchemy as sa
 
-from scheduler import claims
+from scheduler.claims import consume
+from scheduler.claims.refusals import ConsumerExists
+from scheduler.claims.refusals import NoRoom
+from scheduler.hosts.planned import Claim
+from scheduler.hosts.planned import ClaimConflict
 from scheduler.sim import fleet
 from scheduler import metrics
 from scheduler.claims.batch import ClaimBatcher
@@ -43,10 +47,10 @@ def _nodes(engine) -> dict[str, sa.Row]:
 
 
 def _claim(row: sa.Row, consumer: str | None = None,
-           generation: int | None = None) -> claims.Claim:
-    return claims.Claim(consumer or str(uuid.uuid4()), row.id, row.host,
-                        row.generation if generation is None else generation,
-                        1, 512, 1)
+           generation: int | None = None) -> Claim:
+    return Claim(consumer or str(uuid.uuid4()), row.id, row.host,
+                 row.generation if generation is None else generation,
+                 1, 512, 1)
 
 
 @contextlib.contextmanager
@@ -82,7 +86,7 @@ def _batches() -> float:
 def test_each_claim_of_a_batch_keeps_its_own_outcome(engine):
     rows = _nodes(engine)
     placed = str(uuid.uuid4())
-    claims.claim(engine, [_claim(rows["h5"], placed)])
+    consume.claim(engine, [_claim(rows["h5"], placed)])
     rows = _nodes(engine)
     batcher = ClaimBatcher(engine, max_batch=16)
     calls = {"first": [_claim(rows["h0"])],
@@ -113,8 +117,8 @@ def test_each_claim_of_a_batch_keeps_its_own_outcome(engine):
         thread.join(60)
     assert outcome["first"] is None
     assert outcome["won"] is None and outcome["also won"] is None
-    assert type(outcome["lost race"]) is claims.ClaimConflict
-    assert isinstance(outcome["already placed"], claims.ConsumerExists)
+    assert type(outcome["lost race"]) is ClaimConflict
+    assert isinstance(outcome["already placed"], ConsumerExists)
     after = _nodes(engine)
     for host, moved in (("h0", 1), ("h1", 1), ("h2", 0), ("h3", 0),
                         ("h4", 1)):
@@ -147,10 +151,10 @@ def test_two_processes_batching_on_the_same_nodes_never_deadlock(engine):
                 seen = known[k][host]
                 known[k][host] = seen + 1       # assumed, as planned
             try:
-                batchers[k].claim([claims.Claim(
+                batchers[k].claim([Claim(
                     str(uuid.uuid4()), ids[host], host, seen, 1, 512, 1)])
                 made[host] += 1
-            except claims.ClaimConflict:
+            except ClaimConflict:
                 with lock:                      # forget: re-read it
                     known[k][host] = _nodes(engine)[host].generation
             except Exception as e:
@@ -207,10 +211,10 @@ def test_a_lone_claim_has_the_outcomes_of_a_transaction(engine):
 
     refusals = {
         "moved": (_claim(after, generation=after.generation - 1),
-                  claims.ClaimConflict),
+                  ClaimConflict),
         "no room": (dataclasses.replace(
-            _claim(after), memory_mb=10 ** 6), claims.NoRoom),
-        "placed": (_claim(after, placed), claims.ConsumerExists)}
+            _claim(after), memory_mb=10 ** 6), NoRoom),
+        "placed": (_claim(after, placed), ConsumerExists)}
     raised = {}
     for name, (refused, error) in refusals.items():
         with pytest.raises(error) as caught:
@@ -233,7 +237,7 @@ def test_a_lone_claim_on_postgresql_is_one_statement(engine):
     sa.event.listen(engine, "before_cursor_execute",
                     lambda *args: statements.append(args[2]))
     batcher.claim([_claim(rows["h1"])])
-    one_statement = engine.dialect.name in claims.ONE_STATEMENT
+    one_statement = engine.dialect.name in consume.ONE_STATEMENT
     assert one_statement == (engine.dialect.name == "postgresql")
     # Elsewhere a transaction: the node's UPDATE, the allocation's INSERT.
     assert len(statements) == (1 if one_statement else 2), statements

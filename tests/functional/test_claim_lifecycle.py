@@ -11,7 +11,9 @@ import sqlalchemy as sa
 
 from scheduler import admin
 from scheduler.hosts import capacity
-from scheduler import claims
+from scheduler.claims import consume
+from scheduler.db import allocations
+from scheduler.hosts.planned import Claim
 from scheduler import exception
 from scheduler.sim import fleet
 from scheduler.db import models
@@ -275,14 +277,14 @@ def test_a_claim_left_on_a_re_created_node_follows_its_instance(engine):
     counts the instance and the books balance."""
     fleet.register(engine, [node("h1", vcpus=8, memory_mb=8192)])
     old = node_row(engine, "h1")
-    claims.claim(engine, [claims.Claim(VM, old.id, "h1", old.generation,
-                                       1, 2048, 10)])
+    consume.claim(engine, [Claim(VM, old.id, "h1", old.generation,
+                                 1, 2048, 10)])
     recreate_node(engine, "h1")
 
     assert casts.listed(engine, {VM: "h1"}) == 1
     assert casts.listed(engine, {VM: "h1"}) == 0      # once
     new = node_row(engine, "h1")
-    assert claims.placements(engine, [VM])[VM].node_uuid == new.uuid
+    assert allocations.placements(engine, [VM])[VM].node_uuid == new.uuid
     assert (new.memory_mb_used, new.running_vms) == (2048, 1)
     assert admin.audit_allocations(engine, capacity.Ratios()) == []
 

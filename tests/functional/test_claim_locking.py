@@ -11,7 +11,12 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from scheduler import claims
+from scheduler.claims import consume
+from scheduler.claims import lifecycle
+from scheduler.claims import moves
+from scheduler.claims.groups import GroupRule
+from scheduler.db import allocations
+from scheduler.hosts.planned import Claim
 from scheduler.sim import fleet
 from scheduler.db import models
 from scheduler.db import retry
@@ -30,12 +35,12 @@ def engine(engine):
     return engine
 
 
-def _claim(engine: sa.Engine, host: str, group: claims.GroupRule) -> None:
+def _claim(engine: sa.Engine, host: str, group: GroupRule) -> None:
     n = models.compute_nodes
     with engine.connect() as conn:
         node = conn.execute(sa.select(n.c.id, n.c.generation)
                             .where(n.c.host == host)).one()
-    claims.claim(engine, [claims.Claim(
+    consume.claim(engine, [Claim(
         str(uuid.uuid4()), node.id, host, node.generation, 1, 512, 1,
         group_uuid=group.uuid)], group=group)
 
@@ -49,7 +54,7 @@ def test_concurrent_claims_of_one_group_wait_for_each_other_not_deadlock(
     both take a shared lock on the existing row and deadlock upgrading
     it.) Whether the claims meet in that window is chance: three rounds
     caught the old statements where one missed one time in four."""
-    group = claims.GroupRule(str(uuid.uuid4()), "anti-affinity")
+    group = GroupRule(str(uuid.uuid4()), "anti-affinity")
     _claim(engine, "h0", group)
     start = threading.Barrier(HOSTS - 1, timeout=30)
     errors: list[BaseException] = []
@@ -69,7 +74,7 @@ def test_concurrent_claims_of_one_group_wait_for_each_other_not_deadlock(
         thread.join(60)
     assert errors == []
     with engine.connect() as conn:
-        assert claims.group_hosts(conn, group.uuid) == {
+        assert allocations.group_hosts(conn, group.uuid) == {
             f"h{i}": 1 for i in range(HOSTS)}
         generation = conn.execute(
             sa.select(models.claim_groups.c.generation)
@@ -84,22 +89,22 @@ def _moving(engine: sa.Engine, ttl: int = 0) -> str:
     with engine.connect() as conn:
         nodes = {r.host: r for r in conn.execute(sa.select(n))}
     consumer = str(uuid.uuid4())
-    claims.claim(engine, [claims.Claim(consumer, nodes["h0"].id, "h0",
-                                       nodes["h0"].generation, 1, 512, 1)])
-    claims.claim(engine, [claims.Claim(consumer, nodes["h1"].id, "h1",
-                                       nodes["h1"].generation, 2, 1024, 2)],
-                 move=[consumer], ttl=ttl)
+    consume.claim(engine, [Claim(consumer, nodes["h0"].id, "h0",
+                                 nodes["h0"].generation, 1, 512, 1)])
+    consume.claim(engine, [Claim(consumer, nodes["h1"].id, "h1",
+                                 nodes["h1"].generation, 2, 1024, 2)],
+                  move=[consumer], ttl=ttl)
     return consumer
 
 
 def _after_a_move_end(engine: sa.Engine, consumer: str, end: str,
                       name: str, call, ttl: int = 0) -> dict[str, int]:
-    """Run the move's ``end`` (``claims.<end>``, ``ttl`` for its new
+    """Run the move's ``end`` (``claims.moves.<end>``, ``ttl`` for its new
     claim) and then ``call(engine, [consumer])`` at once, queued for the
     consumer's row in that order: what each returned, by ``end`` and
     ``name``."""
     return _in_turn(engine, consumer, end,
-                    functools.partial(getattr(claims, end), ttl=ttl),
+                    functools.partial(getattr(moves, end), ttl=ttl),
                     name, call)
 
 
@@ -170,8 +175,8 @@ def test_a_release_that_waited_for_a_move_to_end_releases_the_claim(
     first, nothing may be left."""
     consumer = _moving(engine)
     outcome = _after_a_move_end(engine, consumer, end, "release",
-                                claims.release)
-    assert claims.placements(engine, [consumer]) == {}, outcome
+                                lifecycle.release)
+    assert allocations.placements(engine, [consumer]) == {}, outcome
     assert _usage(engine) == _used(), outcome
     assert outcome["release"] + outcome[end] >= 1
 
@@ -187,12 +192,12 @@ def test_a_relocate_that_waited_for_a_move_to_end_relocates_the_claim(
     consumer = _moving(engine)
     outcome = _after_a_move_end(
         engine, consumer, end, "relocate",
-        lambda engine, uuids: claims.relocate(engine, uuids, "h2",
-                                              resumable=()))
+        lambda engine, uuids: moves.relocate(engine, uuids, "h2",
+                                             resumable=()))
     # In either order the consumer holds a claim off h2 when relocate
     # runs.
     assert outcome == {end: 1, "relocate": 1}
-    held = claims.holdings(engine, [consumer])[consumer]
+    held = allocations.holdings(engine, [consumer])[consumer]
     assert (held.host, held.source_host, held.provisional) == (
         "h2", None, False), outcome
     _, size = _END[end]
@@ -210,11 +215,11 @@ def test_a_move_end_that_waited_for_a_relocate_ends_the_move(engine, end):
     consumer = _moving(engine)
     outcome = _in_turn(
         engine, consumer, "relocate",
-        lambda engine, uuids: claims.relocate(engine, uuids, "h2",
-                                              resumable=()),
-        end, getattr(claims, end))
+        lambda engine, uuids: moves.relocate(engine, uuids, "h2",
+                                             resumable=()),
+        end, getattr(moves, end))
     assert outcome == {"relocate": 1, end: 1}
-    held = claims.holdings(engine, [consumer])[consumer]
+    held = allocations.holdings(engine, [consumer])[consumer]
     # Relocated first, the move ends from h2: confirmed there, or reverted
     # to h0. On MariaDB the two may deadlock and the end go first: the
     # claim it leaves is then relocated to h2, at the size it kept.

@@ -9,7 +9,7 @@ from oslo_db import exception as db_exc
 import pytest
 import sqlalchemy as sa
 
-from scheduler import claims
+from scheduler.hosts.planned import Claim
 from scheduler import conf as sched_conf
 from scheduler.sim import fleet
 from scheduler.claims.batch import ClaimBatcher
@@ -200,7 +200,7 @@ def test_claims_carry_on_after_the_server_ends_their_connection(engine):
         with engine.connect() as conn:
             row = conn.execute(sa.select(nodes)).one()
         _end_other_sessions(engine)
-        batcher.claim([claims.Claim(
+        batcher.claim([Claim(
             consumer_uuid=f"cccccccc-0000-4000-8000-{i:012d}",
             node_id=row.id, host="h1", generation=row.generation, vcpus=1,
             memory_mb=512, disk_gb=1)])

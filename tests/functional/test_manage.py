@@ -11,7 +11,8 @@ import sqlalchemy as sa
 
 from scheduler import admin
 from scheduler.hosts import capacity
-from scheduler import claims
+from scheduler.claims import consume
+from scheduler.hosts.planned import Claim
 from scheduler import exception
 from scheduler.sim import fleet
 from scheduler.db import models
@@ -299,15 +300,15 @@ def test_audit_fix_keeps_a_claim_committed_while_it_waited(engine):
     UPDATE summed what it saw when it started)."""
     fleet.register(engine, [node("h1", vcpus=8, memory_mb=8192)])
     row = _node(engine)
-    claims.claim(engine, [claims.Claim(A1, row.id, "h1", row.generation,
-                                       1, 512, 1)])
+    consume.claim(engine, [Claim(A1, row.id, "h1", row.generation,
+                                 1, 512, 1)])
     with engine.begin() as conn:   # the drift the audit reports
         conn.execute(models.compute_nodes.update().values(vcpus_used=0))
     row = _node(engine)
     conn = engine.connect()
     tx = conn.begin()
-    claims.claim_in(conn, [claims.Claim(A2, row.id, "h1", row.generation,
-                                        1, 512, 1)])
+    consume.claim_in(conn, [Claim(A2, row.id, "h1", row.generation,
+                                  1, 512, 1)])
     fixer = threading.Thread(target=admin.fix_usage, args=(engine,))
     with lock_waits(engine) as waiting:
         fixer.start()
@@ -397,8 +398,8 @@ def test_audit_reports_claims_left_on_a_deleted_node(engine):
     said the books balance (it read live nodes only)."""
     fleet.register(engine, [node("h1", vcpus=8, memory_mb=8192)])
     row = _node(engine)
-    claims.claim(engine, [claims.Claim(A1, row.id, "h1", row.generation,
-                                       1, 512, 1)])
+    consume.claim(engine, [Claim(A1, row.id, "h1", row.generation,
+                                 1, 512, 1)])
     n = models.compute_nodes
     with engine.begin() as conn:
         conn.execute(n.update().values(deleted=n.c.id))
@@ -419,7 +420,7 @@ def test_audit_fix_leaves_claims_on_a_deleted_node_an_error(
     deployment = make_deployment()
     deployment.add_nodes([node("h1", vcpus=8, memory_mb=8192)])
     row = _node(deployment.engine)
-    claims.claim(deployment.engine, [claims.Claim(
+    consume.claim(deployment.engine, [Claim(
         A1, row.id, "h1", row.generation, 1, 512, 1)])
     n = models.compute_nodes
     with deployment.engine.begin() as conn:

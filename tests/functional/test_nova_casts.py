@@ -8,7 +8,10 @@ import time
 import oslo_messaging as messaging
 import pytest
 
-from scheduler import claims
+from scheduler.claims import consume
+from scheduler.claims import lifecycle
+from scheduler.db import allocations
+from scheduler.hosts.planned import Claim
 from scheduler.db import models
 from scheduler.nova import casts
 from tests.functional.conftest import continued_lines
@@ -31,15 +34,15 @@ def test_an_instance_uuid_in_upper_case_is_the_same_instance(
     deployment.add_nodes([node("h1")])
     engine = deployment.engine
     row = node_row(engine, "h1")
-    claims.claim(engine, [claims.Claim(
+    consume.claim(engine, [Claim(
         consumer_uuid=VM, node_id=row.id, host="h1",
         generation=row.generation, vcpus=1, memory_mb=1024, disk_gb=10)],
         ttl=3600)
 
     assert casts.listed(engine, casts.uuids_listed([VM.upper()], "h1")) == 1
-    assert claims.holdings(engine, [VM])[VM].provisional is False
+    assert allocations.holdings(engine, [VM])[VM].provisional is False
     assert casts.gone(engine, casts.uuids_listed([VM.upper()], "h1")) == 1
-    assert claims.holdings(engine, [VM]) == {}
+    assert allocations.holdings(engine, [VM]) == {}
 
 
 @every_database
@@ -52,7 +55,7 @@ def test_a_resize_reported_after_its_destination_expired_keeps_its_size(
     engine = deployment.engine
     for host, memory_mb, move in (("h1", 1024, []), ("h2", 2048, [VM])):
         row = node_row(engine, host)
-        claims.claim(engine, [claims.Claim(
+        consume.claim(engine, [Claim(
             consumer_uuid=VM, node_id=row.id, host=host,
             generation=row.generation, vcpus=1, memory_mb=memory_mb,
             disk_gb=10)], move=move, ttl=3600)
@@ -60,7 +63,7 @@ def test_a_resize_reported_after_its_destination_expired_keeps_its_size(
     with engine.begin() as conn:
         conn.execute(a.update().values(
             expires_at=datetime.datetime(2000, 1, 1)))
-    assert claims.expire(engine) == 1               # disk still copying
+    assert lifecycle.expire(engine) == 1               # disk still copying
 
     assert casts.seen(engine, {VM: "h2"}, {VM}) == 1   # finish_resize
     assert {h: node_row(engine, h).memory_mb_used for h in ("h1", "h2")
@@ -86,7 +89,7 @@ def _serving_a_claim_on_h1(deployment, ttl: int = 0):
     deployment.add_nodes([node("h1")])
     deployment.start_server()
     row = node_row(deployment.engine, "h1")
-    claims.claim(deployment.engine, [claims.Claim(
+    consume.claim(deployment.engine, [Claim(
         consumer_uuid=VM, node_id=row.id, host="h1",
         generation=row.generation, vcpus=1, memory_mb=1024, disk_gb=10)],
         ttl=ttl)
@@ -140,7 +143,7 @@ def test_a_cast_sent_while_the_database_restarts_is_applied(
     db_outage_timeout) and release the claim."""
     deployment = _serving_a_claim_on_h1(make_deployment(), ttl=3600)
     engine = deployment.engine
-    assert claims.confirm(engine, [VM]) == 1
+    assert lifecycle.confirm(engine, [VM]) == 1
     # As systemctl stop does: a clean shutdown. (The fixture's SIGKILL may
     # lose the last commits: its servers do not flush each one.)
     database_server._shut_down()

@@ -17,7 +17,7 @@ import uuid
 
 import pytest
 
-from scheduler import claims
+from scheduler.claims import lifecycle
 from scheduler.db import models
 from tests.fixtures.availability import require
 from tests.fixtures.config import write_config
@@ -427,7 +427,7 @@ def test_a_resize_that_expired_comes_back_only_when_reported_resized(
     with cloud.engine.begin() as conn:          # the disk copy outlived
         conn.execute(a.update().values(         # the claim TTL
             expires_at=datetime.datetime(2000, 1, 1)))
-    assert claims.expire(cloud.engine) == 1
+    assert lifecycle.expire(cloud.engine) == 1
     # Nova's own Instance primitive, as finish_resize (vm_state resized)
     # or a forced evacuation or live migration (active) reports it.
     nova("update_instance_info", host=target, uuids=[instance],

@@ -7,7 +7,8 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from scheduler import claims
+from scheduler.claims import consume
+from scheduler.hosts.planned import Claim
 from scheduler import exception
 from scheduler.rpc import transport as rpc
 from scheduler.db import models
@@ -167,7 +168,7 @@ def test_a_re_send_held_on_a_deleted_node_is_placed_again(make_deployment):
     n = models.compute_nodes
     with deployment.engine.connect() as conn:
         dead = conn.execute(sa.select(n).where(n.c.host == "gone")).one()
-    claims.claim(deployment.engine, [claims.Claim(
+    consume.claim(deployment.engine, [Claim(
         consumer, dead.id, "gone", dead.generation, 1, 2048, 10)])
     with deployment.engine.begin() as conn:
         conn.execute(n.update().where(n.c.id == dead.id)

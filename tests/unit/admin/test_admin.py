@@ -11,7 +11,9 @@ from scheduler import admin
 from scheduler.hosts import capacity
 from scheduler.db import api as db_api
 from scheduler.db import models
-from scheduler import claims
+from scheduler.claims import consume
+from scheduler.claims import lifecycle
+from scheduler.hosts.planned import Claim
 from scheduler import exception
 from tests.unit.conftest import fresh_host_manager
 from tests.unit.fakes import node
@@ -106,7 +108,7 @@ def test_audit_of_balanced_books_is_empty(register, engine):
     _claim(engine, "h1", A2)
     _claim(engine, "h2", A3, vcpus=8, memory_mb=8192, disk_gb=100)  # full
     assert _audit(engine) == []
-    claims.release(engine, [A1])
+    lifecycle.release(engine, [A1])
     assert _audit(engine) == []
 
 
@@ -358,7 +360,7 @@ def _placed(engine, host, consumer, project_id, vcpus=2, memory_mb=1024,
         row = conn.execute(sa.select(n).where(
             n.c.host == host, n.c.deleted == 0,
             n.c.hypervisor_hostname == (nodename or host))).one()
-    claims.claim(engine, [claims.Claim(
+    consume.claim(engine, [Claim(
         consumer_uuid=consumer, node_id=row.id, host=host,
         generation=row.generation, vcpus=vcpus, memory_mb=memory_mb,
         disk_gb=disk_gb, project_id=project_id)])

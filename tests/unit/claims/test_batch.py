@@ -12,9 +12,11 @@ import time
 import pytest
 import sqlalchemy as sa
 
-from scheduler import claims
+from scheduler.claims import consume
 from scheduler.claims.batch import ClaimBatcher
-from scheduler.claims import Claim
+from scheduler.claims.refusals import ConsumerExists
+from scheduler.hosts.planned import Claim
+from scheduler.hosts.planned import ClaimConflict
 from tests.unit.fakes import allocation_rows
 from tests.unit.fakes import node
 from tests.unit.fakes import node_row
@@ -128,7 +130,7 @@ def test_a_lost_race_in_a_batch_fails_its_own_request_alone(
                          [[_claim(rows["h2"], 1)], [stale],
                           [_claim(rows["h4"], 3)]])
     assert errors[:2] == [None, None] and errors[3] is None
-    assert type(errors[2]) is claims.ClaimConflict
+    assert type(errors[2]) is ClaimConflict
     assert errors[2].node_id == rows["h3"].id
     assert node_row(engine, "h3").generation == rows["h3"].generation
     assert {a.consumer_uuid for a in allocation_rows(engine)} == {
@@ -136,7 +138,7 @@ def test_a_lost_race_in_a_batch_fails_its_own_request_alone(
 
 
 def test_a_consumer_already_placed_is_rolled_back_alone(engine, rows):
-    claims.claim(engine, [_claim(rows["h4"], 7)])
+    consume.claim(engine, [_claim(rows["h4"], 7)])
     batcher = ClaimBatcher(engine, max_batch=16)
     again = Claim(consumer_uuid=_uuid(7), node_id=rows["h2"].id, host="h2",
                   generation=rows["h2"].generation, vcpus=1, memory_mb=1024,
@@ -144,7 +146,7 @@ def test_a_consumer_already_placed_is_rolled_back_alone(engine, rows):
     errors = _run_queued(batcher, [_claim(rows["h1"], 0)],
                          [[again], [_claim(rows["h3"], 2)]])
     assert errors[0] is None and errors[2] is None
-    assert isinstance(errors[1], claims.ConsumerExists)
+    assert isinstance(errors[1], ConsumerExists)
     # Its node UPDATE was rolled back with the batch; the others were
     # made again without it.
     h2 = node_row(engine, "h2")
@@ -157,7 +159,7 @@ def test_after_a_repeated_consumer_the_others_are_decided_again(engine,
     """Made again without the consumer already placed, a claim planned on
     top of it (same node, the generation after its claim) now loses the
     race; the rest are made."""
-    claims.claim(engine, [_claim(rows["h4"], 7)])
+    consume.claim(engine, [_claim(rows["h4"], 7)])
     batcher = ClaimBatcher(engine, max_batch=16)
     g = rows["h3"].generation
     again = Claim(consumer_uuid=_uuid(7), node_id=rows["h3"].id, host="h3",
@@ -166,8 +168,8 @@ def test_after_a_repeated_consumer_the_others_are_decided_again(engine,
                          [[again], [_claim(rows["h3"], 2, generation=g + 1)],
                           [_claim(rows["h2"], 3)]])
     assert errors[0] is None and errors[3] is None
-    assert isinstance(errors[1], claims.ConsumerExists)
-    assert type(errors[2]) is claims.ClaimConflict
+    assert isinstance(errors[1], ConsumerExists)
+    assert type(errors[2]) is ClaimConflict
     h3 = node_row(engine, "h3")
     assert (h3.memory_mb_used, h3.generation) == (0, g)
     assert {a.consumer_uuid for a in allocation_rows(engine)} == {
@@ -201,7 +203,7 @@ def test_a_failed_transaction_fails_every_claim_in_it_and_writes_nothing(
     assert errors[0] is None
     assert type(errors[1]) is type(errors[2])
     assert str(errors[1]) == str(errors[2]) and "NOT NULL" in str(errors[1])
-    assert not isinstance(errors[1], claims.ClaimConflict)
+    assert not isinstance(errors[1], ClaimConflict)
     assert {a.consumer_uuid for a in allocation_rows(engine)} == {_uuid(0)}
     assert node_row(engine, "h2").generation == rows["h2"].generation
 
@@ -261,7 +263,7 @@ def test_a_repeated_lone_claim_keeps_the_connection(engine, rows):
     sa.event.listen(engine, "checkout", lambda *args: checkouts.append(1))
     batcher = ClaimBatcher(engine, max_batch=16)
     batcher.claim([_claim(rows["h1"], 0)])
-    with pytest.raises(claims.ConsumerExists):
+    with pytest.raises(ConsumerExists):
         batcher.claim([_claim(rows["h2"], 0)])
     batcher.claim([_claim(rows["h3"], 1)])
     assert len(checkouts) == 1

@@ -9,7 +9,8 @@ import pytest
 import sqlalchemy as sa
 
 from scheduler import admin
-from scheduler import claims
+from scheduler.claims import consume
+from scheduler.hosts.planned import Claim
 from scheduler.cmd import manage
 from tests.unit.fakes import node
 from tests.unit.fakes import node_row
@@ -46,7 +47,7 @@ def _run(capsys, argv):
 
 def _claim(engine, host, consumer, vcpus=2, memory_mb=1024, disk_gb=10):
     row = node_row(engine, host)
-    claims.claim(engine, [claims.Claim(
+    consume.claim(engine, [Claim(
         consumer_uuid=consumer, node_id=row.id, host=host,
         generation=row.generation, vcpus=vcpus, memory_mb=memory_mb,
         disk_gb=disk_gb)])
@@ -181,7 +182,7 @@ P1 = "project-1"
 def _placed(engine, host, consumer, project_id, vcpus=2, memory_mb=1024,
             disk_gb=10):
     row = node_row(engine, host)
-    claims.claim(engine, [claims.Claim(
+    consume.claim(engine, [Claim(
         consumer_uuid=consumer, node_id=row.id, host=host,
         generation=row.generation, vcpus=vcpus, memory_mb=memory_mb,
         disk_gb=disk_gb, project_id=project_id)])

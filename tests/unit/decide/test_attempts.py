@@ -7,7 +7,8 @@ import logging
 import pytest
 
 from scheduler.decide import choice
-from scheduler import claims
+from scheduler.claims.refusals import NoRoom
+from scheduler.hosts.planned import ClaimConflict
 from scheduler import exception
 from scheduler.decide import races
 from scheduler.decide.attempts import Attempts
@@ -26,9 +27,9 @@ def _chosen(node_id: int = 3, memory_mb_used: int = 1024) -> Selection:
                      limits={"memory_mb": 8192.0})
 
 
-def _no_room(node_id: int = 3, used: int = 1024) -> claims.NoRoom:
-    return claims.NoRoom("no room", node_id,
-                         {"memory_mb": (used, 8192, 8192.0)})
+def _no_room(node_id: int = 3, used: int = 1024) -> NoRoom:
+    return NoRoom("no room", node_id,
+                  {"memory_mb": (used, 8192, 8192.0)})
 
 
 def test_there_is_one_attempt_more_than_retries():
@@ -40,7 +41,7 @@ def test_each_lost_race_doubles_the_spread_and_is_recorded():
     before = races.totals()
     for attempt in attempts:
         assert attempts.spread == 2 ** attempt
-        attempts.lost(claims.ClaimConflict("generation moved", 5))
+        attempts.lost(ClaimConflict("generation moved", 5))
     after = races.totals()
     assert after.lost - before.lost == 3
     assert after.replans - before.replans == 2       # the last gives up
@@ -50,7 +51,7 @@ def test_each_lost_race_doubles_the_spread_and_is_recorded():
 def test_a_lost_race_makes_this_process_avoid_the_node():
     attempts = _attempts()
     next(iter(attempts))
-    attempts.lost(claims.ClaimConflict("generation moved", 5))
+    attempts.lost(ClaimConflict("generation moved", 5))
     assert 5 in attempts.chooser._avoid
 
 
@@ -99,7 +100,7 @@ def test_a_second_disagreement_is_no_valid_host_naming_both():
 def test_giving_up_after_races_names_how_many_and_the_last():
     attempts = _attempts(retries=1)
     for _ in attempts:
-        attempts.lost(claims.ClaimConflict("node 9 changed", 9))
+        attempts.lost(ClaimConflict("node 9 changed", 9))
     assert str(attempts.given_up()) == (
         "No valid host: lost the claim race 2 times to concurrent requests "
         "(last: node 9 changed)")
@@ -112,7 +113,7 @@ def test_giving_up_after_races_and_a_disagreement_names_both():
     attempts = _attempts(retries=1)
     it = iter(attempts)
     next(it)
-    attempts.lost(claims.ClaimConflict("node 9 changed", 9))
+    attempts.lost(ClaimConflict("node 9 changed", 9))
     next(it)
     attempts.no_room(_no_room(), [_chosen()])
     assert str(attempts.given_up()) == (

@@ -12,7 +12,10 @@ import pytest
 import sqlalchemy as sa
 
 from scheduler import admin
-from scheduler import claims
+from scheduler.claims import consume
+from scheduler.db import allocations
+from scheduler.hosts.planned import Claim
+from scheduler.hosts.planned import ClaimConflict
 from scheduler import exception
 from scheduler.sim import fleet
 from scheduler.db import models
@@ -132,7 +135,7 @@ def test_a_process_never_races_its_own_threads(register, engine,
     def counting_claim(*args, **kwargs):
         try:
             return real_claim(*args, **kwargs)
-        except claims.ClaimConflict as e:
+        except ClaimConflict as e:
             lost.append(str(e))
             raise
 
@@ -410,7 +413,7 @@ def test_a_claim_planned_on_a_failed_claim_keeps_max_instances_per_host(
     row = node_row(engine, "h1")
 
     def other_server():
-        claims.claim(engine, [claims.Claim(
+        consume.claim(engine, [Claim(
             f"00000000-0000-4000-8000-00000000001{i}", row.id, "h1",
             row.generation, 1, 512, 1) for i in range(2)])
 
@@ -479,7 +482,7 @@ def test_a_claim_whose_commit_reply_was_lost_is_not_made_twice(
     before its reply (a restart under the COMMIT): the retry must find
     the consumers' claims (consumer_uuid is unique) and answer with them,
     not claim again. One instance goes through the group commit, two
-    through claims.claim."""
+    through consume.claim."""
     from oslo_db import exception as db_exc
     register(node("h1", memory_mb=4096), node("h2", memory_mb=4096))
     driver = make_driver()
@@ -500,7 +503,7 @@ def test_a_claim_whose_commit_reply_was_lost_is_not_made_twice(
         num_instances=num_instances))
     assert lost
     assert [p["uuid"] for p in placed] == uuids
-    held = claims.placements(engine, uuids)
+    held = allocations.placements(engine, uuids)
     assert sorted(held) == uuids
     assert {held[u].host for u in uuids} == {p["host"] for p in placed}
     used = sum(node_row(engine, h).memory_mb_used for h in ("h1", "h2"))

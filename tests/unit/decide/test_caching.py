@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler import claims
+from scheduler.claims import consume
+from scheduler.hosts.planned import Claim
 from scheduler import exception
 from tests.unit.fakes import allocation_rows
 from tests.unit.fakes import make_spec
@@ -89,8 +90,8 @@ def test_stale_cache_loses_the_race_then_refreshes(
     caching_driver.run_periodic_tasks()
     # Another scheduler process claims on h1.
     row = node_row(engine, "h1")
-    claims.claim(engine, [claims.Claim(OTHER, row.id, row.host, row.generation, 1,
-                                       4096, 10)])
+    consume.claim(engine, [Claim(OTHER, row.id, row.host, row.generation, 1,
+                                 4096, 10)])
     [dest] = caching_driver.select_destinations(_spec())
     assert dest["host"] == "h1"
     assert len(sql_reads) == 2          # the periodic read + the retry

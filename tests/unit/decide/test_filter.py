@@ -9,7 +9,10 @@ import logging
 import pytest
 from stevedore import extension
 
-from scheduler import claims
+from scheduler.claims import consume
+from scheduler.claims import lifecycle
+from scheduler.hosts.planned import Claim
+from scheduler.hosts.planned import ClaimConflict
 from scheduler import exception
 from scheduler.hosts.table import HostTable
 from scheduler.db import api as db_api
@@ -221,7 +224,7 @@ def test_a_partly_held_request_fits_where_its_own_claims_are(
     register(node("h1", memory_mb=8192))
     spec = _spec(instance_uuids=[U[0], U[1]])
     filter_driver.select_destinations(spec)
-    claims.release(engine, [U[1]])
+    lifecycle.release(engine, [U[1]])
     dests = filter_driver.select_destinations(spec)
     assert [(d["uuid"], d["host"]) for d in dests] == [(U[0], "h1"),
                                                        (U[1], "h1")]
@@ -249,9 +252,8 @@ def test_claim_conflict_is_retried_with_fresh_states(register, engine,
     register(node("h1", memory_mb=8192))
     stale = filter_driver.host_manager.host_states()
     # Another scheduler claims on h1 after we read it.
-    from scheduler import claims
-    claims.claim(engine, [claims.Claim(U[9], stale[0].node_id, stale[0].host,
-                                       stale[0].generation, 1, 2048, 10)])
+    consume.claim(engine, [Claim(U[9], stale[0].node_id, stale[0].host,
+                                 stale[0].generation, 1, 2048, 10)])
     calls = []
     fresh_cycle = filter_driver.cycle
 
@@ -279,9 +281,8 @@ def test_conflict_retry_replans_when_the_winner_filled_the_host(
     register(node("h1", memory_mb=4096), node("h2", memory_mb=2048))
     stale = filter_driver.host_manager.host_states()
     h1 = next(s for s in stale if s.host == "h1")
-    from scheduler import claims
-    claims.claim(engine, [claims.Claim(U[9], h1.node_id, h1.host, h1.generation, 1,
-                                       2048, 10)])
+    consume.claim(engine, [Claim(U[9], h1.node_id, h1.host, h1.generation, 1,
+                                 2048, 10)])
     filter_driver.cycle = _stale_first(filter_driver, stale)
     # h1 looked best (most free RAM) but is now half full; the retry still
     # fits the 2048 MB instance on either host.
@@ -294,12 +295,11 @@ def test_losing_every_race_gives_no_valid_host(register, engine, conf,
                                                filter_driver, monkeypatch):
     register(node("h1"))
     conf.set_override("claim_retries", 2, group="scheduler")
-    from scheduler import claims
     attempts = []
 
     def always_conflict(to_claim, **kw):
         attempts.append(to_claim)
-        raise claims.ClaimConflict("node changed", to_claim[0].node_id)
+        raise ClaimConflict("node changed", to_claim[0].node_id)
 
     monkeypatch.setattr(filter_driver.claims, "claim", always_conflict)
     with pytest.raises(exception.NoValidHost) as info:
@@ -312,15 +312,14 @@ def test_losing_every_race_gives_no_valid_host(register, engine, conf,
 def test_concurrent_duplicate_request_returns_what_it_claimed(
         register, engine, filter_driver):
     register(node("h1", memory_mb=16384), node("h2", memory_mb=8192))
-    from scheduler import claims
     original_plan = filter_driver.plan
 
     def plan_while_a_twin_claims(spec, hosts, spread=1):
         selections = original_plan(spec, hosts, spread)
         # The twin request (same consumer) wins on h2 in the meantime.
         h2 = node_row(engine, "h2")
-        claims.claim(engine, [claims.Claim(U[0], h2.id, h2.host, h2.generation, 1,
-                                           4096, 10)])
+        consume.claim(engine, [Claim(U[0], h2.id, h2.host, h2.generation, 1,
+                                     4096, 10)])
         return selections
 
     filter_driver.plan = plan_while_a_twin_claims
@@ -337,10 +336,9 @@ def test_concurrent_duplicate_move_returns_what_its_twin_claimed(
     # delivered twice and handled at the same time.
     register(node("h1", memory_mb=16384), node("h2", memory_mb=4096),
              node("h3", memory_mb=4096))
-    from scheduler import claims
     h1 = node_row(engine, "h1")
-    claims.claim(engine, [claims.Claim(U[0], h1.id, "h1", h1.generation, 1,
-                                       4096, 10)])
+    consume.claim(engine, [Claim(U[0], h1.id, "h1", h1.generation, 1,
+                                 4096, 10)])
     original_plan = filter_driver.plan
     plans = []
     twin_answered = []
@@ -354,9 +352,9 @@ def test_concurrent_duplicate_move_returns_what_its_twin_claimed(
             # moves U0 to h2 now.
             twin = ({"h2", "h3"} - {selections[0].host.host}).pop()
             row = node_row(engine, twin)
-            claims.claim(engine, [claims.Claim(U[0], row.id, twin,
-                                               row.generation, 1, 4096,
-                                               10)], move=[U[0]])
+            consume.claim(engine, [Claim(U[0], row.id, twin,
+                                         row.generation, 1, 4096,
+                                         10)], move=[U[0]])
             twin_answered.append(twin)
         return selections
 
@@ -549,14 +547,13 @@ def test_a_lost_race_widens_the_choice(register, engine, filter_driver,
         subsets.append(spread)
         return original(spec, table, spread)
 
-    from scheduler import claims
     real_claim = filter_driver.claims.claim
     lost = []
 
     def lose_twice(*args, **kwargs):
         if len(lost) < 2:
             lost.append(1)
-            raise claims.ClaimConflict("node changed")
+            raise ClaimConflict("node changed")
         return real_claim(*args, **kwargs)
 
     filter_driver.plan = recording

@@ -8,7 +8,8 @@ import dataclasses
 import sqlalchemy as sa
 import pytest
 
-from scheduler import claims
+from scheduler.claims import lifecycle
+from scheduler.db import allocations
 from scheduler import exception
 from scheduler.db import models
 from tests.unit.fakes import allocation_rows
@@ -73,7 +74,7 @@ def test_anti_affinity_spreads_one_request_over_distinct_hosts(
     assert {r.group_uuid for r in rows} == {G}
     assert _group_rows(engine) == {G: 1}
     with engine.connect() as conn:
-        assert claims.group_hosts(conn, G) == {"h1": 1, "h2": 1, "h3": 1}
+        assert allocations.group_hosts(conn, G) == {"h1": 1, "h2": 1, "h3": 1}
 
 
 def test_without_a_group_the_same_request_packs(register, filter_driver):
@@ -170,7 +171,7 @@ def test_anti_affinity_sees_members_claimed_by_earlier_requests(
         "removed 3 (server group anti-affinity: host already holds a "
         "member)")
     # releasing a member frees its host for the group
-    claims.release(engine, [U[0]])
+    lifecycle.release(engine, [U[0]])
     [dest] = filter_driver.select_destinations(
         _spec("anti-affinity", uuids=U[3:4]))
     assert dest["host"] == _hosts(first)[0]

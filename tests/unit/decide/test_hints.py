@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler import claims
+from scheduler.claims import lifecycle
+from scheduler.hosts.planned import ClaimConflict
 from scheduler import exception
 from tests.unit.fakes import allocation_rows
 from tests.unit.fakes import make_spec
@@ -80,7 +81,7 @@ def test_same_host_after_the_instance_was_released(register, engine,
                                                    hint_driver):
     _fleet(register)
     _place_on(hint_driver, U[0], "small-1")
-    claims.release(engine, [U[0]])
+    lifecycle.release(engine, [U[0]])
     with pytest.raises(exception.NoValidHost):
         hint_driver.select_destinations(_spec(
             U[1:2], scheduler_hints={"same_host": [U[0]]}))
@@ -144,7 +145,7 @@ def test_hints_are_resolved_once_per_request_and_only_with_hints(
     def lose_once(to_claim, **kw):
         if not lost:
             lost.append(to_claim)
-            raise claims.ClaimConflict("node changed", to_claim[0].node_id)
+            raise ClaimConflict("node changed", to_claim[0].node_id)
         return real_claim(to_claim, **kw)
 
     monkeypatch.setattr(hint_driver.claims, "claim", lose_once)

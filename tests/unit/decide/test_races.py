@@ -5,7 +5,7 @@ import logging
 
 import pytest
 
-from scheduler import claims
+from scheduler.hosts.planned import ClaimConflict
 from scheduler import exception
 from scheduler.decide import races
 from scheduler.decide.filter import FilterScheduler
@@ -38,7 +38,7 @@ def test_the_driver_records_each_lost_race(register, conf, engine,
     driver = FilterScheduler(conf, fresh_host_manager(conf, engine), engine)
 
     def always_conflict(to_claim, **kw):
-        raise claims.ClaimConflict("node changed", to_claim[0].node_id)
+        raise ClaimConflict("node changed", to_claim[0].node_id)
 
     monkeypatch.setattr(driver.claims, "claim", always_conflict)
     before = races.totals()

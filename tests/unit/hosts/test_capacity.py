@@ -74,6 +74,19 @@ def test_the_claims_sql_judges_by_the_planners_limit(engine, planned, fits):
     assert bool(ok) is fits
 
 
+def test_only_a_node_reporting_no_vcpus_goes_unjudged():
+    """nova's CoreFilter passes a node reporting 0 vCPUs whatever the
+    request; no other resource, and no node with some, is exempt."""
+    assert capacity.unjudged(capacity.VCPU, 0)
+    assert not capacity.unjudged(capacity.VCPU, 1)
+    assert not capacity.unjudged(capacity.MEMORY, 0)
+    assert not capacity.unjudged(capacity.DISK, 0)
+    # The exemption is the whole of it: no limit and no physical size.
+    assert capacity.fits(capacity.VCPU, 64, 0, 100, 0.0)
+    assert capacity.headroom(capacity.VCPU, 0, 100, 0.0) == float("inf")
+    assert not capacity.fits(capacity.MEMORY, 1, 0, 0, 0.0)
+
+
 def test_a_node_without_a_ratio_uses_the_default():
     assert capacity.ratio(None, 1.5) == 1.5
     assert capacity.ratio(0.0, 1.5) == 1.5

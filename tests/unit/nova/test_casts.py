@@ -7,7 +7,9 @@ import pytest
 
 from scheduler import admin
 from scheduler.hosts import capacity
-from scheduler import claims
+from scheduler.claims import consume
+from scheduler.claims import lifecycle
+from scheduler.hosts.planned import Claim
 from scheduler import exception
 from scheduler.db import models
 from scheduler.nova import casts
@@ -26,7 +28,7 @@ def nodes(register, engine):
 
 def claim(engine, host, move=(), memory_mb=1024, confirm_on_arrival=False):
     row = node_row(engine, host)
-    claims.claim(engine, [claims.Claim(
+    consume.claim(engine, [Claim(
         consumer_uuid=VM, node_id=row.id, host=host,
         generation=row.generation, vcpus=1, memory_mb=memory_mb,
         disk_gb=10)], move=move, ttl=3600,
@@ -325,7 +327,7 @@ def _expire_now(engine):
     with engine.begin() as conn:
         conn.execute(a.update().where(a.c.expires_at.is_not(None)).values(
             expires_at=datetime.datetime(2000, 1, 1)))
-    return claims.expire(engine)
+    return lifecycle.expire(engine)
 
 
 @pytest.mark.parametrize("destination", ["h1", "h2"])

@@ -11,6 +11,9 @@ import uuid
 import oslo_messaging as messaging
 import pytest
 
+from scheduler.claims import lifecycle
+from scheduler.claims import moves
+from scheduler.db import allocations
 from scheduler.rpc.endpoint import SchedulerManager
 from scheduler.nova.endpoint import NovaSchedulerEndpoint
 from scheduler.nova.exception import NoValidHost
@@ -291,13 +294,12 @@ def test_a_same_host_resize_confirm_with_its_commit_reply_lost_keeps_a_claim(
     instance."""
     from oslo_db import exception as db_exc
 
-    from scheduler import claims
     test_casts.claim(engine, "h1")
     endpoint.update_instance_info({}, host_name="h1", instance_info={
         "nova_object.name": "Instance",
         "nova_object.data": {"uuid": test_casts.VM, "host": "h1"}})
     test_casts.claim(engine, "h1", move=[test_casts.VM], memory_mb=2048)
-    real_confirm_move = claims.confirm_move
+    real_confirm_move = moves.confirm_move
     lost = []
 
     def commit_then_lose_the_reply(*args, **kwargs):
@@ -307,7 +309,7 @@ def test_a_same_host_resize_confirm_with_its_commit_reply_lost_keeps_a_claim(
             raise db_exc.DBConnectionError("Lost connection to server "
                                            "during query")
         return done
-    monkeypatch.setattr(claims, "confirm_move", commit_then_lose_the_reply)
+    monkeypatch.setattr(moves, "confirm_move", commit_then_lose_the_reply)
     endpoint.delete_instance_info({}, host_name="h1",
                                   instance_uuid=test_casts.VM)
     assert lost
@@ -326,7 +328,6 @@ def test_a_cast_waits_one_outage_window_in_all_not_one_per_step(
     steps. The window is the cast's, counted from its arrival."""
     from oslo_db import exception as db_exc
 
-    from scheduler import claims
     from scheduler.db import retry
     outage = conf.scheduler.db_outage_timeout
     test_casts.claim(engine, "h1")
@@ -337,7 +338,7 @@ def test_a_cast_waits_one_outage_window_in_all_not_one_per_step(
         return True
     monkeypatch.setattr(retry, "_pause", pause)
     monkeypatch.setattr(retry.time, "monotonic", lambda: clock["now"])
-    real_holdings = claims.holdings
+    real_holdings = allocations.holdings
 
     def away_for_most_of_the_window(*args, **kwargs):
         if clock["now"] < 1000.0 + outage * 2 / 3:
@@ -346,8 +347,8 @@ def test_a_cast_waits_one_outage_window_in_all_not_one_per_step(
 
     def away(*args, **kwargs):
         raise db_exc.DBConnectionError("Lost connection to server")
-    monkeypatch.setattr(claims, "holdings", away_for_most_of_the_window)
-    monkeypatch.setattr(claims, "release", away)
+    monkeypatch.setattr(allocations, "holdings", away_for_most_of_the_window)
+    monkeypatch.setattr(lifecycle, "release", away)
     caplog.set_level(logging.WARNING)
     endpoint.delete_instance_info({}, host_name="h1",
                                   instance_uuid=test_casts.VM)

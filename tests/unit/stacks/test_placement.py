@@ -4,7 +4,8 @@ idempotent by stack id."""
 import pytest
 
 from scheduler import admin
-from scheduler import claims
+from scheduler.claims import lifecycle
+from scheduler.db import allocations
 from scheduler import exception
 from scheduler.db import retry as db_retry
 from scheduler.decide.filter import FilterScheduler
@@ -120,7 +121,7 @@ def test_release_gives_back_what_the_stacks_consumers_hold_whoever_claimed(
     cannot tell that claim from another request's that took the uuid."""
     placement.select(filter_driver, _stack(
         {"db": {"spec": spec_dict(flavor=F, instance_uuids=[X])}}))
-    claims.release(engine, [X])
+    lifecycle.release(engine, [X])
     filter_driver.select_destinations(make_spec(flavor=F,
                                                 instance_uuids=[X]))
     assert placement.release(engine, SID, NO_RETRY) == 1
@@ -131,7 +132,7 @@ def test_a_stack_that_lost_some_claims_is_placed_again(four_hosts,
                                                        filter_driver,
                                                        engine):
     first = placement.select(filter_driver, _stack(_three_tier()))
-    claims.release(engine, [first["resources"]["web"][0]["uuid"]])
+    lifecycle.release(engine, [first["resources"]["web"][0]["uuid"]])
     again = placement.select(filter_driver, _stack(_three_tier()))
     assert len(allocation_rows(engine)) == 5
     hosts = _hosts(again)
@@ -147,7 +148,7 @@ def test_a_full_stack_that_lost_a_claim_fits_again(register,
     register(node("h1", memory_mb=2048), node("h2", memory_mb=2048))
     stack = {"x": {"spec": spec_dict(flavor=F, num_instances=4)}}
     first = placement.select(filter_driver, _stack(stack))
-    claims.release(engine, [first["resources"]["x"][3]["uuid"]])
+    lifecycle.release(engine, [first["resources"]["x"][3]["uuid"]])
     again = placement.select(filter_driver, _stack(stack))
     assert sorted(_hosts(again)["x"]) == ["h1", "h1", "h2", "h2"]
     assert len(allocation_rows(engine)) == 4
@@ -191,7 +192,7 @@ def test_a_hard_group_spans_resources_and_earlier_members(
     members = [h for dests in hosts.values() for h in dests]
     assert len(set(members)) == 3
     assert {r.group_uuid for r in allocation_rows(engine)} == {G}
-    held = claims.group_hosts
+    held = allocations.group_hosts
     with filter_driver.engine.connect() as conn:
         assert sorted(held(conn, G).values()) == [1, 1, 1, 1]
     # A fourth resource of the group in another stack finds no host left.
@@ -251,8 +252,8 @@ def test_a_concurrent_send_of_the_same_stack_gets_what_the_first_claimed(
         reads.append(stack_id)
         return None if len(reads) == 1 else real(engine, stack_id)
     monkeypatch.setattr(store, "definition", stale_then_real)
-    held = claims.placements
-    monkeypatch.setattr(claims, "placements", lambda engine, uuids: {}
+    held = allocations.placements
+    monkeypatch.setattr(allocations, "placements", lambda engine, uuids: {}
                         if len(reads) == 1 else held(engine, uuids))
     again = placement.select(filter_driver, _stack(_three_tier()))
     assert len(reads) == 2
@@ -405,7 +406,7 @@ def test_a_stack_naming_a_consumer_another_stack_lost_is_refused(
     places it again): another stack naming it would share it."""
     placement.select(filter_driver, _stack(
         {"db": {"spec": spec_dict(flavor=F, instance_uuids=[X])}}))
-    claims.release(engine, [X])
+    lifecycle.release(engine, [X])
     with pytest.raises(exception.InvalidRequest,
                        match=f"{X} is an instance of stack {SID}"):
         placement.select(filter_driver, _stack(
