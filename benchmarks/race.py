@@ -49,14 +49,14 @@ from benchmarks.timing import concurrently  # noqa: E402
 from benchmarks.timing import Limits  # noqa: E402
 from benchmarks.timing import Row  # noqa: E402
 from scheduler import admin  # noqa: E402
-from scheduler import capacity  # noqa: E402
+from scheduler.hosts import capacity  # noqa: E402
 from scheduler.claims import consume  # noqa: E402
 from scheduler.hosts.planned import Claim  # noqa: E402
 from scheduler import conf as sched_conf  # noqa: E402
 from scheduler import exception  # noqa: E402
-from scheduler import races  # noqa: E402
-from scheduler import rpc  # noqa: E402
-from scheduler import targeting  # noqa: E402
+from scheduler.decide import races  # noqa: E402
+from scheduler.rpc import transport as rpc  # noqa: E402
+from scheduler.decide import targeting  # noqa: E402
 from scheduler.db import models  # noqa: E402
 from scheduler.filters.base import run_filters  # noqa: E402
 from scheduler.hosts.table import HostView  # noqa: E402

@@ -34,7 +34,7 @@ from benchmarks import cluster  # noqa: E402
 from benchmarks import machine  # noqa: E402
 from benchmarks import rpc  # noqa: E402
 from benchmarks import servers  # noqa: E402
-from scheduler import rpc as sched_rpc  # noqa: E402
+from scheduler.rpc import transport as sched_rpc  # noqa: E402
 from scheduler.rpc.client import SchedulerAPI  # noqa: E402
 
 #: nova's m1 flavors the tiers use.
