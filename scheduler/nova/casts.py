@@ -51,7 +51,7 @@ import sqlalchemy as sa
 from scheduler import claims
 from scheduler import exception
 from scheduler.nova import primitives
-from scheduler.request.spec import canonical_uuid
+from scheduler.request.names import canonical_uuid
 
 #: At most this many instances per cast; a compute with more is not real.
 MAX_INSTANCES = 10000

@@ -23,9 +23,9 @@ import uuid as uuidlib
 import jsonschema
 
 from scheduler import exception
-from scheduler.request.spec import _describe
-from scheduler.request.spec import check_utf8
-from scheduler.request.spec import HOST_HINTS
+from scheduler.request.hints import HOST_HINTS
+from scheduler.request.schema import check_utf8
+from scheduler.request.schema import describe
 from scheduler.request.spec import RequestSpec
 from scheduler.stacks import graph
 
@@ -129,7 +129,7 @@ class Stack:
         if error is not None:
             path = ".".join(["stack", *(str(p) for p in
                                         error.absolute_path)])
-            raise exception.InvalidRequest(f"{path}: {_describe(error)}")
+            raise exception.InvalidRequest(f"{path}: {describe(error)}")
         _check_unicode(stack)
         stack_id = canonical_id(stack["stack_id"], "stack.stack_id")
         project_id = stack.get("project_id")
