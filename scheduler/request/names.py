@@ -1,9 +1,14 @@
 """How a request names things: uuids and hosts, one rule each.
 
-- A **uuid** in a request is a string of 32 hex digits, in either case,
-  with or without the dashes of 8-4-4-4-12 (:func:`is_uuid`). Its
+- A **uuid** (a consumer, a server group, a stack, an instance in a nova
+  cast) is a string of 32 hex digits, in either case, with or without the
+  dashes of 8-4-4-4-12, and nothing around it (:func:`is_uuid`). Its
   canonical form, the one claims store and compare, is lower case with
-  dashes (:func:`canonical_uuid`).
+  dashes (:func:`canonical_uuid`). ``uuid.UUID`` alone is not the rule: it
+  also takes braces, a ``urn:uuid:`` prefix and dashes anywhere, which
+  select_destinations never took; every RPC method reads ids here so that
+  none accepts an id another refuses. Nova sends instance uuids in the
+  canonical form, which is one of them.
 - A **host** name compares without regard to case (:func:`host_key`).
 """
 from __future__ import annotations
@@ -29,17 +34,16 @@ def is_uuid(value: Any) -> bool:
     return isinstance(value, str) and _UUID_RE.fullmatch(value) is not None
 
 
-def canonical_uuid(value: str, field: str) -> str:
+def canonical_uuid(value: Any, field: str) -> str:
     """``value`` as claims store uuids (lower case, with dashes).
 
-    :raises InvalidRequest: naming ``field`` (the schema's pattern lets a
-        trailing newline through).
+    :raises InvalidRequest: ``{field}: '...' is not a uuid``, naming the
+        value, for anything :func:`is_uuid` refuses.
     """
-    try:
-        return str(uuidlib.UUID(value))
-    except ValueError:
+    if not is_uuid(value):
         raise exception.InvalidRequest(
-            f"{field}: {value[:60]!r} is not a uuid") from None
+            f"{field}: {str(value)[:60]!r} is not a uuid")
+    return str(uuidlib.UUID(value))
 
 
 def host_key(host: str) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import time
 from typing import Any
-import uuid as uuidlib
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -27,6 +26,8 @@ from scheduler.rpc import transport as rpc
 from scheduler import trace
 from scheduler.db import retry as db_retry
 from scheduler.hosts.manager import HostManager
+from scheduler.request.names import canonical_uuid
+from scheduler.request.names import is_uuid
 from scheduler.request.spec import RequestSpec
 from scheduler.stacks import placement as stack_placement
 from scheduler.stacks.stack import canonical_id
@@ -35,14 +36,6 @@ from scheduler.stacks.stack import Stack
 LOG = logging.getLogger(__name__)
 
 MAX_RANK_LIMIT = 1000
-
-
-def _is_uuid(text: str) -> bool:
-    try:
-        uuidlib.UUID(text)
-    except ValueError:
-        return False
-    return len(text) <= 36
 
 
 class SchedulerManager:
@@ -272,12 +265,14 @@ class SchedulerManager:
                 or len(consumer_uuids) > limit):
             raise exception.InvalidRequest(
                 f"consumer_uuids: expected a list of at most {limit} uuids")
-        bad = [u for u in consumer_uuids if not _is_uuid(u)]
+        bad = [u for u in consumer_uuids if not is_uuid(u)]
         if bad:
             raise exception.InvalidRequest(
                 f"consumer_uuids: {bad[0]!r} is not a UUID")
-        # as claims store them (select_destinations takes any spelling)
-        consumer_uuids = [str(uuidlib.UUID(u)) for u in consumer_uuids]
+        # as claims store them (select_destinations takes either case,
+        # dashes optional)
+        consumer_uuids = [canonical_uuid(u, "consumer_uuids")
+                          for u in consumer_uuids]
         trace.parsed(consumer_uuids)
         return consumer_uuids
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from typing import Any
 import uuid as uuidlib
 
@@ -24,6 +23,8 @@ import jsonschema
 
 from scheduler import exception
 from scheduler.request.hints import HOST_HINTS
+from scheduler.request.names import canonical_uuid
+from scheduler.request.names import is_uuid
 from scheduler.request.schema import check_utf8
 from scheduler.request.schema import describe
 from scheduler.request.spec import RequestSpec
@@ -204,18 +205,13 @@ def canonical_id(stack_id: Any, field: str = "stack_id") -> str:
     :raises InvalidRequest: ``{field}: expected a uuid ...`` for anything
         else.
     """
-    # Not uuid.UUID's own reading: it also takes braces, "urn:uuid:" and
-    # dashes anywhere, which select_stack never took; one call must not
-    # accept an id another refuses.
-    if not isinstance(stack_id, str) or not _UUID.fullmatch(stack_id):
+    # The request's uuid rule (scheduler.request.names), worded for a
+    # stack id: one call must not accept an id another refuses.
+    if not is_uuid(stack_id):
         raise exception.InvalidRequest(
             f"{field}: expected a uuid (32 hex digits, dashes optional), "
             f"got {stack_id!r}"[:200])
-    return str(uuidlib.UUID(stack_id))
-
-
-_UUID = re.compile("[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?"
-                   "[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}")
+    return canonical_uuid(stack_id, field)
 
 
 def consumer_uuid(stack_id: str, name: str, index: int) -> str:
