@@ -30,7 +30,7 @@ from scheduler.request.names import canonical_uuid
 from scheduler.request.names import is_uuid
 from scheduler.request.spec import RequestSpec
 from scheduler.stacks import placement as stack_placement
-from scheduler.stacks.stack import canonical_id
+from scheduler.stacks.ids import canonical_id
 from scheduler.stacks.stack import Stack
 
 LOG = logging.getLogger(__name__)
@@ -189,7 +189,7 @@ class SchedulerManager:
         """Release every claim of the stack and forget it; idempotent.
         :returns: how many claims were released now.
         :raises InvalidRequest: ``stack_id`` is not a uuid as select_stack
-            reads one (:func:`scheduler.stacks.stack.canonical_id`)."""
+            reads one (:func:`scheduler.stacks.ids.canonical_id`)."""
         stack_id = canonical_id(stack_id)
         trace.parsed(stack_id)
         released = stack_placement.release(self.engine, stack_id,

@@ -7,33 +7,32 @@ relations between resources are dependencies, as Heat's ``get_resource``
 references are.
 
 Consumer uuids a spec does not give are derived from the stack id, the
-resource name and the instance's index, so sending the same stack again
-names the same consumers. The validated stack has one canonical JSON
+resource name and the instance's index (``stacks.ids``), so sending the
+same stack again names the same consumers. The validated stack has one canonical JSON
 definition; two sends of one stack are the same stack exactly when their
-definitions are equal, and :func:`changes` says what differs otherwise.
+definitions are equal (``stacks.definition`` reads one back and says what
+changed between two).
 """
 from __future__ import annotations
 
 import dataclasses
 import json
 from typing import Any
-import uuid as uuidlib
 
 import jsonschema
 
 from scheduler import exception
 from scheduler.request.hints import HOST_HINTS
-from scheduler.request.names import canonical_uuid
-from scheduler.request.names import is_uuid
 from scheduler.request.schema import check_utf8
 from scheduler.request.schema import describe
 from scheduler.request.spec import RequestSpec
 from scheduler.stacks import graph
+from scheduler.stacks.ids import canonical_id
+from scheduler.stacks.ids import consumer_uuid
+from scheduler.stacks.ids import with_consumers
 
 #: Resources in one stack; Heat's own default limit is 1,000 per stack.
 MAX_RESOURCES = 1000
-#: Consumer uuids derived here live in this namespace (uuid5).
-CONSUMER_NAMESPACE = uuidlib.UUID("0b6f7c2e-5a1d-4c3e-9e2f-53a7c4d1e8b0")
 RELATIONS = ("same_host", "different_host")
 
 _NAME = {"type": "string", "minLength": 1, "maxLength": 255}
@@ -159,7 +158,7 @@ class Stack:
             raw = given[name]
             resources[name] = Resource(
                 name=name,
-                spec=_with_consumers(stack_id, name, spec, raw.get("spec")),
+                spec=with_consumers(stack_id, name, spec, raw.get("spec")),
                 depends_on=_names(raw, "depends_on"),
                 same_host=_names(raw, "same_host"),
                 different_host=_names(raw, "different_host"))
@@ -192,39 +191,11 @@ def _names(raw: dict, field: str) -> tuple:
     return tuple(values)
 
 
-def canonical_id(stack_id: Any, field: str = "stack_id") -> str:
-    """``stack_id`` as the stack is known by (lower case, with dashes), so
-    that everything derived from it (consumer and group uuids, the row)
-    is the same however it was written.
-
-    The one rule for reading a stack id, for every method that takes one
-    (select_stack, rank_stack, release_stack, a template's): a string of
-    32 hex digits, in either case, with or without the dashes of
-    8-4-4-4-12; nothing around it.
-
-    :raises InvalidRequest: ``{field}: expected a uuid ...`` for anything
-        else.
-    """
-    # The request's uuid rule (scheduler.request.names), worded for a
-    # stack id: one call must not accept an id another refuses.
-    if not is_uuid(stack_id):
-        raise exception.InvalidRequest(
-            f"{field}: expected a uuid (32 hex digits, dashes optional), "
-            f"got {stack_id!r}"[:200])
-    return canonical_uuid(stack_id, field)
-
-
-def consumer_uuid(stack_id: str, name: str, index: int) -> str:
-    """The consumer uuid of instance ``index`` of resource ``name``."""
-    return str(uuidlib.uuid5(CONSUMER_NAMESPACE,
-                             f"{stack_id}/{name}/{index}"))
-
-
 def _spec(name: str, spec: dict | None, project_id: str | None,
           user_id: str | None, max_instances: int,
           parsed_before: dict[str, RequestSpec]) -> RequestSpec | None:
     """The resource's RequestSpec, its consumers not yet derived (see
-    :func:`_with_consumers`). Specs equal to one validated before
+    :func:`scheduler.stacks.ids.with_consumers`). Specs equal to one validated before
     (``parsed_before``, by their JSON) are not validated again: a stack's
     servers mostly share a few specs, and validation is most of the cost of
     reading a stack."""
@@ -261,17 +232,6 @@ def _requested(spec: Any) -> int:
         return len(uuids)
     num = spec.get("num_instances")
     return num if type(num) is int and num > 0 else 1
-
-
-def _with_consumers(stack_id: str, name: str, parsed: RequestSpec | None,
-                    spec: dict | None) -> RequestSpec | None:
-    """``parsed`` with the consumer uuids derived from the stack id and
-    ``name``, unless its ``spec`` gave them."""
-    if parsed is None or spec.get("instance_uuids"):
-        return parsed
-    return dataclasses.replace(parsed, instance_uuids=tuple(
-        consumer_uuid(stack_id, name, i)
-        for i in range(parsed.num_instances)))
 
 
 def _edges(r: Resource) -> dict[str, str]:
@@ -380,52 +340,3 @@ def _definition(stack_id: str, project_id: str | None, user_id: str | None,
                       "different_host": list(r.different_host)}
                for name, r in resources.items()}}
     return json.dumps(doc, sort_keys=True, separators=(",", ":"))
-
-
-def consumers_of(definition: str) -> list[str]:
-    """The consumer uuids recorded in a stored ``definition``."""
-    doc = json.loads(definition)
-    return [u for r in doc["resources"].values() if r["spec"]
-            for u in r["spec"]["instance_uuids"]]
-
-
-def changes(old: str, new: str, limit: int = 5) -> list[str]:
-    """What differs from definition ``old`` to ``new``, as field paths
-    (``resources.web.spec.flavor.vcpus: 1 -> 2``, ``resources.db added``),
-    at most ``limit`` of them, then how many more."""
-    found: list[str] = []
-    _diff(json.loads(old), json.loads(new), "", found)
-    if len(found) > limit:
-        found = found[:limit] + [f"and {len(found) - limit} more"]
-    return found
-
-
-def _diff(old: Any, new: Any, path: str, found: list[str]) -> None:
-    if isinstance(old, dict) and isinstance(new, dict):
-        inner: list[str] = []
-        for key in sorted(set(old) | set(new)):
-            where = f"{path}.{key}" if path else key
-            if key not in new:
-                inner.append(f"{where} removed")
-            elif key not in old:
-                inner.append(f"{where} added")
-            else:
-                _diff(old[key], new[key], where, inner)
-        # A flavor swapped for another changes all its fields: say so once.
-        many = path.count(".") >= 2 and len(inner) > 2
-        found.extend([f"{path} changed"] if many else inner)
-    elif (isinstance(old, list) and isinstance(new, list) and old != new
-          and _short(old) == _short(new)):
-        # Cut alike (instance uuids): both sides would read the same.
-        if len(old) != len(new):
-            found.append(f"{path}: {len(old)} -> {len(new)} items")
-        else:
-            for i, (before, after) in enumerate(zip(old, new)):
-                _diff(before, after, f"{path}.{i}", found)
-    elif old != new:
-        found.append(f"{path}: {_short(old)} -> {_short(new)}")
-
-
-def _short(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True)
-    return text if len(text) <= 60 else text[:57] + "..."

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 from scheduler import claims
 from scheduler.db import models
-from scheduler.stacks.stack import consumers_of
+from scheduler.stacks.definition import consumers_of
 from scheduler.stacks.stack import Stack
 
 
