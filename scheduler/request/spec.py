@@ -113,8 +113,9 @@ class RequestSpec:
                      for entry in dest.get("aggregates") or ())
 
     def hinted_uuids(self, name: str) -> tuple[str, ...]:
-        """The instance uuids of hint ``name`` (one of HOST_HINTS),
-        normalized (lower case with dashes, as claims store them)."""
+        """The instance uuids of hint ``name`` (one of
+        ``request.hints.HOST_HINTS``), normalized (lower case with dashes,
+        as claims store them)."""
         return tuple((self.scheduler_hints or {}).get(name) or ())
 
     def hinted_hosts(self, name: str) -> set[str]:
