@@ -24,7 +24,7 @@ from scheduler.rpc import broker
 from scheduler import cmd
 from scheduler import errors
 from scheduler import exception
-from scheduler.request.spec import POLICIES
+from scheduler.request.schema import POLICIES
 from scheduler.rpc.client import SchedulerAPI
 from scheduler.stacks import template
 

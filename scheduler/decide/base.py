@@ -44,8 +44,8 @@ from scheduler.db import retry as db_retry
 from scheduler.hosts.manager import HostManager
 from scheduler.hosts.state import HostState
 from scheduler.hosts.table import HostTable
+from scheduler.request.hints import HOST_HINTS
 from scheduler.request.spec import Flavor
-from scheduler.request.spec import HOST_HINTS
 from scheduler.request.spec import RequestSpec
 
 LOG = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ from scheduler.filters.base import SAMPLE_SIZE
 from scheduler.filters.base import FilterStep
 from scheduler.filters.base import narrow
 from scheduler.hosts.table import HostView
-from scheduler.request.spec import host_key
+from scheduler.request.names import host_key
 from scheduler.request.spec import RequestSpec
 
 

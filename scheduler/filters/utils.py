@@ -6,11 +6,9 @@ Aggregate metadata (nova's ``scheduler/filters/utils.py`` semantics):
 - :func:`aggregate_values` -- the raw values of one key over the host's
   aggregates (a set: two aggregates saying the same count once);
 - :func:`aggregate_metadata` -- key -> set of comma-split, stripped values;
-- :func:`min_value` -- the smallest value cast to a number, the default if
-  there is none, and the default too if any value does not cast (logged once
-  per distinct bad value, never per host and request);
-- :func:`aggregate_number` -- both at once, for per-aggregate limits and
-  ratios.
+- :func:`aggregate_number` -- the smallest value of a key, cast to a
+  number (``hosts.aggregates.min_value``, the one rule for that), for
+  per-aggregate limits.
 
 :func:`scheduler_hint` reads a hint the way nova does (a one-item list is
 its item).
@@ -21,35 +19,15 @@ from collections.abc import Callable
 from collections.abc import Mapping
 import dataclasses
 import json
-import math
-import threading
 from typing import Any
 
-from oslo_log import log as logging
-
 from scheduler.filters.base import BaseFilter
+from scheduler.hosts.aggregates import min_value
 from scheduler.hosts.state import HostState
-
-LOG = logging.getLogger(__name__)
 
 #: :meth:`RequestFilter.prepare` returns this when the request asks nothing
 #: of the filter: every host passes without being looked at.
 PASS_ALL: Any = object()
-
-_warned: set[Any] = set()
-_warned_lock = threading.Lock()
-
-
-def warn_once(key: Any, msg: str, *args: Any) -> None:
-    """Log a warning the first time ``key`` (hashable) is seen in this
-    process; the message is formatted only then."""
-    if key in _warned:
-        return
-    with _warned_lock:
-        if key in _warned:
-            return
-        _warned.add(key)
-    LOG.warning(msg, *args)
 
 
 # --- aggregate metadata ----------------------------------------------------
@@ -72,31 +50,6 @@ def aggregate_metadata(host: HostState, key: str | None = None
             out.setdefault(k, set()).update(
                 v.strip() for v in str(value).split(","))
     return out
-
-
-def min_value(values: set[str], default: Any, cast: Callable[[str], Any],
-              key: str = "") -> Any:
-    """The minimum of ``values`` cast with ``cast``; ``default`` when there
-    are none, or when one does not cast (nova falls back as a whole) or
-    casts to an infinity or NaN: float() takes "inf" and "nan", but no
-    ratio, limit or multiplier means either (an infinite ratio would let a
-    host take anything; a NaN's minimum depends on the set's order)."""
-    if not values:
-        return default
-    try:
-        numbers = [cast(v) for v in values]
-        # Only a float can be infinite or NaN: a whole number is finite
-        # however long (and math.isfinite overflows on one beyond a
-        # float's range).
-        if not all(math.isfinite(n) for n in numbers
-                   if isinstance(n, float)):
-            raise ValueError("not a finite number")
-        return min(numbers)
-    except (TypeError, ValueError):
-        warn_once((key, frozenset(values)), "Could not decode aggregate "
-                  "metadata %s=%s; using the default %s", key,
-                  sorted(values), default)
-        return default
 
 
 def aggregate_number(host: HostState, key: str, default: Any,

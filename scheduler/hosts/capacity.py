@@ -20,8 +20,8 @@ The same rule in its shapes sits side by side here — one host (``fits``,
 (``within_sql``) — so the planner and the claim cannot drift apart: the claim
 is handed the limit the planner enforced and checks exactly that.
 
-This module imports nothing of the scheduler at load time (host states,
-filters and claims all import it).
+This module imports nothing of the scheduler but ``hosts.aggregates`` (host
+states, filters and claims all import it).
 """
 from __future__ import annotations
 
@@ -32,6 +32,8 @@ import math
 
 import numpy as np
 import sqlalchemy as sa
+
+from scheduler.hosts.aggregates import min_value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,9 +99,6 @@ def aggregate_ratio(aggregates: Iterable, resource: Resource,
     values = {a.metadata[key] for a in aggregates if key in a.metadata}
     if not values:
         return own
-    # Imported here: the filters package imports host_state, which imports
-    # this module.
-    from scheduler.filters.utils import min_value
     return min_value(values, own, float, key)
 
 

@@ -9,7 +9,6 @@ The database claim is what makes a plan real.
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
 from scheduler.hosts import capacity
@@ -136,9 +135,3 @@ class HostState:
             memory_mb_used=self.memory_mb_used - memory_mb,
             disk_gb_used=self.disk_gb_used - disk_gb,
             num_instances=self.num_instances - 1)
-
-
-def disk_gb_of(root_gb: int, ephemeral_gb: int, swap_mb: int) -> int:
-    """Disk a flavor takes, in whole GB: swap (MB) rounded up, like nova's
-    DiskFilter which counts swap against local disk."""
-    return root_gb + ephemeral_gb + math.ceil(swap_mb / 1024)

@@ -22,7 +22,7 @@ import numpy as np
 
 from scheduler.hosts import capacity
 from scheduler.hosts.state import HostState
-from scheduler.request.spec import host_key
+from scheduler.request.names import host_key
 
 #: HostState fields mirrored as float64 columns.
 NUMERIC = ("vcpus_total", "vcpus_used", "memory_mb_total", "memory_mb_used",

@@ -54,7 +54,7 @@ from scheduler.db import allocations
 from scheduler.db.allocations import Holding
 from scheduler import exception
 from scheduler.nova import primitives
-from scheduler.request.spec import canonical_uuid
+from scheduler.request.names import canonical_uuid
 
 #: At most this many instances per cast; a compute with more is not real.
 MAX_INSTANCES = 10000

@@ -20,7 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler import exception
-from scheduler.request import spec as request_spec_module
+from scheduler.request import legacy
+from scheduler.request import unsupported
 
 _NAME = "nova_object.name"
 _DATA = "nova_object.data"
@@ -150,8 +151,7 @@ def spec_from_legacy(request_spec: Any, filter_properties: Any,
                                             "request_spec.image")}
     elif not image:
         request_spec.pop("image", None)
-    spec = request_spec_module.legacy_to_spec(request_spec,
-                                              filter_properties)
+    spec = legacy.legacy_to_spec(request_spec, filter_properties)
     group_uuid = filter_properties.get("group_uuid")
     if spec.get("instance_group") is not None and group_uuid:
         spec["instance_group"]["uuid"] = group_uuid
@@ -173,7 +173,7 @@ def flavor_from(primitive: Any, field: str, boot_from_volume: bool = False
         raise exception.InvalidRequest(
             f"{field}.extra_specs: expected an object")
     for key, value in extra_specs.items():
-        if isinstance(key, str) and request_spec_module.unsupported_extra_spec(
+        if isinstance(key, str) and unsupported.unsupported_extra_spec(
                 key, value):
             raise Unsupported(f"{field}.extra_specs.{key}: not supported by "
                               f"this scheduler")
@@ -208,7 +208,7 @@ def _plain_properties(props: Any, field: str) -> dict[str, Any]:
                                        f"object")
     out: dict[str, Any] = {}
     for key, value in props.items():
-        if value and request_spec_module.unsupported_image_property(
+        if value and unsupported.unsupported_image_property(
                 key, value, props):
             raise Unsupported(f"{field}.properties.{key}: not supported by "
                               f"this scheduler")

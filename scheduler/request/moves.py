@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Collection, Protocol
 
-from scheduler.request.spec import host_key
+from scheduler.request.names import host_key
 from scheduler.request.spec import RequestSpec
 
 
@@ -36,7 +36,7 @@ class MoveHolding(Protocol):
 
 def _named(host: str | None, hosts: Collection[str]) -> bool:
     """Whether ``hosts`` (a request's) name ``host``, as targeting matches
-    them (:func:`scheduler.request.spec.host_key`)."""
+    them (:func:`scheduler.request.names.host_key`)."""
     return host is not None and host_key(host) in {
         host_key(h) for h in hosts}
 

@@ -19,7 +19,7 @@ import oslo_messaging as messaging
 
 from scheduler import exception
 from scheduler.rpc import transport as rpc
-from scheduler.request.spec import MAX_LIST
+from scheduler.request.schema import MAX_LIST
 
 LOG = logging.getLogger(__name__)
 

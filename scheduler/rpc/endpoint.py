@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import time
 from typing import Any
-import uuid as uuidlib
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -28,22 +27,16 @@ from scheduler.rpc import transport as rpc
 from scheduler import trace
 from scheduler.db import retry as db_retry
 from scheduler.hosts.manager import HostManager
+from scheduler.request.names import canonical_uuid
+from scheduler.request.names import is_uuid
 from scheduler.request.spec import RequestSpec
 from scheduler.stacks import placement as stack_placement
-from scheduler.stacks.stack import canonical_id
+from scheduler.stacks.ids import canonical_id
 from scheduler.stacks.stack import Stack
 
 LOG = logging.getLogger(__name__)
 
 MAX_RANK_LIMIT = 1000
-
-
-def _is_uuid(text: str) -> bool:
-    try:
-        uuidlib.UUID(text)
-    except ValueError:
-        return False
-    return len(text) <= 36
 
 
 class SchedulerManager:
@@ -197,7 +190,7 @@ class SchedulerManager:
         """Release every claim of the stack and forget it; idempotent.
         :returns: how many claims were released now.
         :raises InvalidRequest: ``stack_id`` is not a uuid as select_stack
-            reads one (:func:`scheduler.stacks.stack.canonical_id`)."""
+            reads one (:func:`scheduler.stacks.ids.canonical_id`)."""
         stack_id = canonical_id(stack_id)
         trace.parsed(stack_id)
         released = stack_placement.release(self.engine, stack_id,
@@ -273,12 +266,14 @@ class SchedulerManager:
                 or len(consumer_uuids) > limit):
             raise exception.InvalidRequest(
                 f"consumer_uuids: expected a list of at most {limit} uuids")
-        bad = [u for u in consumer_uuids if not _is_uuid(u)]
+        bad = [u for u in consumer_uuids if not is_uuid(u)]
         if bad:
             raise exception.InvalidRequest(
                 f"consumer_uuids: {bad[0]!r} is not a UUID")
-        # as claims store them (select_destinations takes any spelling)
-        consumer_uuids = [str(uuidlib.UUID(u)) for u in consumer_uuids]
+        # as claims store them (select_destinations takes either case,
+        # dashes optional)
+        consumer_uuids = [canonical_uuid(u, "consumer_uuids")
+                          for u in consumer_uuids]
         trace.parsed(consumer_uuids)
         return consumer_uuids
 

@@ -1,9 +1,12 @@
 """Stacks: a whole Heat stack's servers placed at once, atomically.
 
 - ``graph``: the dependency graph and Heat's creation batches (Kahn).
-- ``stack``: the ``select_stack`` request, validated; the one reading of
-  a stack id (``canonical_id``, release_stack's too); consumer ids; what
-  changed between two definitions.
+- ``stack``: the ``select_stack`` request, validated, with its canonical
+  definition.
+- ``ids``: the one reading of a stack id (``canonical_id``, release_stack's
+  too) and the consumer uuids derived from it.
+- ``definition``: a stored definition read back: its consumers, and what
+  changed between two.
 - ``planner``: every resource planned on one view of the hosts, relations
   and groups kept, hardest first with repairs.
 - ``store``: the ``stacks`` table and the one transaction that claims a

@@ -42,14 +42,15 @@ from scheduler.decide.base import destination
 from scheduler.decide.base import held_destination
 from scheduler.request.spec import InstanceGroup
 from scheduler.request.spec import RequestSpec
+from scheduler.stacks import definition
 from scheduler.stacks import planner
-from scheduler.stacks import stack as stacks
 from scheduler.stacks import store
+from scheduler.stacks.stack import Stack
 
 LOG = logging.getLogger(__name__)
 
 
-def select(driver, stack: stacks.Stack,
+def select(driver, stack: Stack,
            dry_run: bool = False) -> dict[str, Any]:
     """Place and claim every resource of ``stack``, all or nothing; with
     ``dry_run`` only plan (nothing is written).
@@ -81,7 +82,7 @@ def select(driver, stack: stacks.Stack,
             raise exception.InvalidRequest(
                 f"stack_id: stack {stack.stack_id} is already placed with "
                 f"another definition (release it first): "
-                + "; ".join(stacks.changes(stored, stack.definition)))
+                + "; ".join(definition.changes(stored, stack.definition)))
         held = retry(allocations.placements)(driver.engine, consumers)
         if stored is not None and allocations.holds_all(held, len(consumers)):
             if not dry_run:
@@ -115,7 +116,7 @@ def select(driver, stack: stacks.Stack,
         f"claimed concurrently {lost} times in a row")
 
 
-def _unclaimed(driver, stack: stacks.Stack, held: dict[str, Any],
+def _unclaimed(driver, stack: Stack, held: dict[str, Any],
                retry) -> bool:
     """Whether the consumers of new stack ``stack`` are no one else's:
     False if what they hold (``held``) is this stack's own, placed by a
@@ -149,7 +150,7 @@ def _unclaimed(driver, stack: stacks.Stack, held: dict[str, Any],
         f"a claim this stack did not make (release it first)")
 
 
-def _place(driver, stack: stacks.Stack, replace: list[str],
+def _place(driver, stack: Stack, replace: list[str],
            freed: list[Usage], known: bool, dry_run: bool,
            retry) -> dict[str, Any] | None:
     """Plan and claim; None if a concurrent duplicate claimed first.
@@ -217,7 +218,7 @@ def _place(driver, stack: stacks.Stack, replace: list[str],
     raise attempts.given_up()
 
 
-def _claim(driver, stack: stacks.Stack, to_claim: list[Claim],
+def _claim(driver, stack: Stack, to_claim: list[Claim],
            assumed: list[int], *, known: bool,
            groups: list[GroupRule], replace: list[str],
            retry) -> None:
@@ -292,7 +293,7 @@ def _forced_on(plan: planner.Plan, node_id: int | None) -> str | None:
     return None
 
 
-def _planned_result(stack: stacks.Stack, plan: planner.Plan,
+def _planned_result(stack: Stack, plan: planner.Plan,
                     dry_run: bool = False) -> dict[str, Any]:
     return _result(stack, {
         name: [destination(plan.specs[name], s)
@@ -300,7 +301,7 @@ def _planned_result(stack: stacks.Stack, plan: planner.Plan,
         for name in stack.placed}, dry_run)
 
 
-def _result(stack: stacks.Stack, resources: dict[str, list],
+def _result(stack: Stack, resources: dict[str, list],
             dry_run: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"stack_id": stack.stack_id, "order": stack.order,
                            "resources": resources}

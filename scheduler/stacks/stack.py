@@ -7,32 +7,32 @@ relations between resources are dependencies, as Heat's ``get_resource``
 references are.
 
 Consumer uuids a spec does not give are derived from the stack id, the
-resource name and the instance's index, so sending the same stack again
-names the same consumers. The validated stack has one canonical JSON
+resource name and the instance's index (``stacks.ids``), so sending the
+same stack again names the same consumers. The validated stack has one canonical JSON
 definition; two sends of one stack are the same stack exactly when their
-definitions are equal, and :func:`changes` says what differs otherwise.
+definitions are equal (``stacks.definition`` reads one back and says what
+changed between two).
 """
 from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from typing import Any
-import uuid as uuidlib
 
 import jsonschema
 
 from scheduler import exception
-from scheduler.request.spec import _describe
-from scheduler.request.spec import check_utf8
-from scheduler.request.spec import HOST_HINTS
+from scheduler.request.hints import HOST_HINTS
+from scheduler.request.schema import check_utf8
+from scheduler.request.schema import describe
 from scheduler.request.spec import RequestSpec
 from scheduler.stacks import graph
+from scheduler.stacks.ids import canonical_id
+from scheduler.stacks.ids import consumer_uuid
+from scheduler.stacks.ids import with_consumers
 
 #: Resources in one stack; Heat's own default limit is 1,000 per stack.
 MAX_RESOURCES = 1000
-#: Consumer uuids derived here live in this namespace (uuid5).
-CONSUMER_NAMESPACE = uuidlib.UUID("0b6f7c2e-5a1d-4c3e-9e2f-53a7c4d1e8b0")
 RELATIONS = ("same_host", "different_host")
 
 _NAME = {"type": "string", "minLength": 1, "maxLength": 255}
@@ -129,7 +129,7 @@ class Stack:
         if error is not None:
             path = ".".join(["stack", *(str(p) for p in
                                         error.absolute_path)])
-            raise exception.InvalidRequest(f"{path}: {_describe(error)}")
+            raise exception.InvalidRequest(f"{path}: {describe(error)}")
         _check_unicode(stack)
         stack_id = canonical_id(stack["stack_id"], "stack.stack_id")
         project_id = stack.get("project_id")
@@ -158,7 +158,7 @@ class Stack:
             raw = given[name]
             resources[name] = Resource(
                 name=name,
-                spec=_with_consumers(stack_id, name, spec, raw.get("spec")),
+                spec=with_consumers(stack_id, name, spec, raw.get("spec")),
                 depends_on=_names(raw, "depends_on"),
                 same_host=_names(raw, "same_host"),
                 different_host=_names(raw, "different_host"))
@@ -191,44 +191,11 @@ def _names(raw: dict, field: str) -> tuple:
     return tuple(values)
 
 
-def canonical_id(stack_id: Any, field: str = "stack_id") -> str:
-    """``stack_id`` as the stack is known by (lower case, with dashes), so
-    that everything derived from it (consumer and group uuids, the row)
-    is the same however it was written.
-
-    The one rule for reading a stack id, for every method that takes one
-    (select_stack, rank_stack, release_stack, a template's): a string of
-    32 hex digits, in either case, with or without the dashes of
-    8-4-4-4-12; nothing around it.
-
-    :raises InvalidRequest: ``{field}: expected a uuid ...`` for anything
-        else.
-    """
-    # Not uuid.UUID's own reading: it also takes braces, "urn:uuid:" and
-    # dashes anywhere, which select_stack never took; one call must not
-    # accept an id another refuses.
-    if not isinstance(stack_id, str) or not _UUID.fullmatch(stack_id):
-        raise exception.InvalidRequest(
-            f"{field}: expected a uuid (32 hex digits, dashes optional), "
-            f"got {stack_id!r}"[:200])
-    return str(uuidlib.UUID(stack_id))
-
-
-_UUID = re.compile("[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?"
-                   "[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}")
-
-
-def consumer_uuid(stack_id: str, name: str, index: int) -> str:
-    """The consumer uuid of instance ``index`` of resource ``name``."""
-    return str(uuidlib.uuid5(CONSUMER_NAMESPACE,
-                             f"{stack_id}/{name}/{index}"))
-
-
 def _spec(name: str, spec: dict | None, project_id: str | None,
           user_id: str | None, max_instances: int,
           parsed_before: dict[str, RequestSpec]) -> RequestSpec | None:
     """The resource's RequestSpec, its consumers not yet derived (see
-    :func:`_with_consumers`). Specs equal to one validated before
+    :func:`scheduler.stacks.ids.with_consumers`). Specs equal to one validated before
     (``parsed_before``, by their JSON) are not validated again: a stack's
     servers mostly share a few specs, and validation is most of the cost of
     reading a stack."""
@@ -265,17 +232,6 @@ def _requested(spec: Any) -> int:
         return len(uuids)
     num = spec.get("num_instances")
     return num if type(num) is int and num > 0 else 1
-
-
-def _with_consumers(stack_id: str, name: str, parsed: RequestSpec | None,
-                    spec: dict | None) -> RequestSpec | None:
-    """``parsed`` with the consumer uuids derived from the stack id and
-    ``name``, unless its ``spec`` gave them."""
-    if parsed is None or spec.get("instance_uuids"):
-        return parsed
-    return dataclasses.replace(parsed, instance_uuids=tuple(
-        consumer_uuid(stack_id, name, i)
-        for i in range(parsed.num_instances)))
 
 
 def _edges(r: Resource) -> dict[str, str]:
@@ -384,52 +340,3 @@ def _definition(stack_id: str, project_id: str | None, user_id: str | None,
                       "different_host": list(r.different_host)}
                for name, r in resources.items()}}
     return json.dumps(doc, sort_keys=True, separators=(",", ":"))
-
-
-def consumers_of(definition: str) -> list[str]:
-    """The consumer uuids recorded in a stored ``definition``."""
-    doc = json.loads(definition)
-    return [u for r in doc["resources"].values() if r["spec"]
-            for u in r["spec"]["instance_uuids"]]
-
-
-def changes(old: str, new: str, limit: int = 5) -> list[str]:
-    """What differs from definition ``old`` to ``new``, as field paths
-    (``resources.web.spec.flavor.vcpus: 1 -> 2``, ``resources.db added``),
-    at most ``limit`` of them, then how many more."""
-    found: list[str] = []
-    _diff(json.loads(old), json.loads(new), "", found)
-    if len(found) > limit:
-        found = found[:limit] + [f"and {len(found) - limit} more"]
-    return found
-
-
-def _diff(old: Any, new: Any, path: str, found: list[str]) -> None:
-    if isinstance(old, dict) and isinstance(new, dict):
-        inner: list[str] = []
-        for key in sorted(set(old) | set(new)):
-            where = f"{path}.{key}" if path else key
-            if key not in new:
-                inner.append(f"{where} removed")
-            elif key not in old:
-                inner.append(f"{where} added")
-            else:
-                _diff(old[key], new[key], where, inner)
-        # A flavor swapped for another changes all its fields: say so once.
-        many = path.count(".") >= 2 and len(inner) > 2
-        found.extend([f"{path} changed"] if many else inner)
-    elif (isinstance(old, list) and isinstance(new, list) and old != new
-          and _short(old) == _short(new)):
-        # Cut alike (instance uuids): both sides would read the same.
-        if len(old) != len(new):
-            found.append(f"{path}: {len(old)} -> {len(new)} items")
-        else:
-            for i, (before, after) in enumerate(zip(old, new)):
-                _diff(before, after, f"{path}.{i}", found)
-    elif old != new:
-        found.append(f"{path}: {_short(old)} -> {_short(new)}")
-
-
-def _short(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True)
-    return text if len(text) <= 60 else text[:57] + "..."

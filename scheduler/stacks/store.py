@@ -20,7 +20,7 @@ from scheduler.claims.refusals import ConsumerExists
 from scheduler.hosts.capacity import Ratios
 from scheduler.hosts.planned import Claim
 from scheduler.db import models
-from scheduler.stacks.stack import consumers_of
+from scheduler.stacks.definition import consumers_of
 from scheduler.stacks.stack import Stack
 
 

@@ -43,8 +43,8 @@ import yaml
 
 from scheduler import exception
 from scheduler.stacks.parameters import parameter_values
-from scheduler.stacks.stack import canonical_id
-from scheduler.stacks.stack import CONSUMER_NAMESPACE
+from scheduler.stacks.ids import canonical_id
+from scheduler.stacks.ids import CONSUMER_NAMESPACE
 
 SERVER = "OS::Nova::Server"
 SERVER_GROUP = "OS::Nova::ServerGroup"

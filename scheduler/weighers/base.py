@@ -18,7 +18,7 @@ from typing import ClassVar, Iterable, Sequence
 import numpy as np
 from oslo_config import cfg
 
-from scheduler.filters.utils import min_value
+from scheduler.hosts.aggregates import min_value
 from scheduler.hosts.state import Aggregate
 from scheduler.hosts.state import HostState
 from scheduler.hosts.table import HostTable

@@ -14,7 +14,7 @@ from scheduler.filters.base import filter_hosts
 from scheduler.filters.base import run_filters
 from scheduler.hosts.table import HostTable
 from scheduler.hosts.table import HostView
-from scheduler.request.spec import MAX_LIST
+from scheduler.request.schema import MAX_LIST
 from scheduler.request.spec import RequestSpec
 from tests.unit.fakes import make_host
 from tests.unit.fakes import make_spec

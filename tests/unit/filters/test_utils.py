@@ -1,7 +1,5 @@
 """Shared filter helpers: aggregate metadata, HostState lookups,
 RequestFilter."""
-import logging
-
 import pytest
 
 from scheduler.filters import utils
@@ -38,36 +36,6 @@ def test_aggregate_metadata_for_a_key_keeps_only_aggregates_with_it():
     host = _host({"k": "a", "x": "1"}, {"y": "2"})
     assert utils.aggregate_metadata(host, "k") == {"k": {"a"}, "x": {"1"}}
     assert utils.aggregate_metadata(host, "none") == {}
-
-
-@pytest.mark.parametrize("values,expected", [
-    (set(), 7.0), ({"2.5"}, 2.5), ({"3", "1.5", "2"}, 1.5),
-    ({"2", "bad"}, 7.0), ({"bad"}, 7.0), ({""}, 7.0),
-    # float() takes these, but no limit or multiplier is infinite or NaN
-    # (a NaN's minimum would depend on the set's order).
-    ({"nan"}, 7.0), ({"NaN", "3"}, 7.0), ({"inf"}, 7.0), ({"-inf", "2"}, 7.0)])
-def test_min_value(values, expected):
-    assert utils.min_value(values, 7.0, float, "ratio") == expected
-
-
-def test_min_value_with_int_rejects_fractions():
-    assert utils.min_value({"4", "2"}, 9, int) == 2
-    assert utils.min_value({"4.5"}, 9, int) == 9
-
-
-def test_min_value_with_int_takes_numbers_beyond_float_range():
-    huge = "9" * 400
-    assert utils.min_value({huge}, 9, int) == int(huge)
-    assert utils.min_value({huge, "4"}, 9, int) == 4
-
-
-def test_bad_metadata_is_logged_once(caplog):
-    caplog.set_level(logging.WARNING)
-    host = _host({"weird_ratio_key": "x1"})
-    for _ in range(3):
-        assert utils.aggregate_number(host, "weird_ratio_key", 1.0) == 1.0
-    logged = [r for r in caplog.records if "weird_ratio_key" in r.getMessage()]
-    assert len(logged) == 1
 
 
 def test_aggregate_number():

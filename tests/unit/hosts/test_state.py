@@ -4,7 +4,6 @@ import dataclasses
 import pytest
 
 from scheduler.hosts.state import Aggregate
-from scheduler.hosts.state import disk_gb_of
 from tests.unit.fakes import make_host
 
 
@@ -95,10 +94,3 @@ def test_key_and_zones():
     assert host.key == ("ironic", "node-1")
     assert host.availability_zones() == {"az1", "az2"}
     assert make_host().availability_zones() == set()
-
-
-@pytest.mark.parametrize("root,eph,swap,expected", [
-    (0, 0, 0, 0), (1, 2, 0, 3), (1, 0, 1, 2), (1, 0, 2048, 3),
-    (1, 0, 2049, 4)])
-def test_disk_gb_of(root, eph, swap, expected):
-    assert disk_gb_of(root, eph, swap) == expected

@@ -204,6 +204,21 @@ def test_uuid_lists_must_be_lists_of_strings():
         casts.uuids_listed([1], "h1")
 
 
+@pytest.mark.parametrize("written", ["{" + VM + "}", "urn:uuid:" + VM,
+                                     "{" + VM.replace("-", "") + "}"])
+def test_casts_read_instance_uuids_by_the_request_rule(written):
+    """Nova sends canonical uuids; what select_destinations refuses (braces,
+    a urn) no cast takes either."""
+    with pytest.raises(exception.InvalidRequest,
+                       match=r"^instance_uuids.0: .* is not a uuid$"):
+        casts.uuids_listed([written], "h1")
+    with pytest.raises(exception.InvalidRequest,
+                       match=r"^instance_info.0.uuid: .* is not a uuid$"):
+        casts.instances_reported({"nova_object.name": "Instance",
+                                  "nova_object.data": {"uuid": written}},
+                                 "h1")
+
+
 def test_seen_on_another_host_while_not_moving_moves_the_claim(nodes,
                                                                 engine):
     claim(engine, "h1")

@@ -94,6 +94,24 @@ def test_release_validates_consumer_uuids(manager):
     assert error.message.startswith("consumer_uuids:")
 
 
+@pytest.mark.parametrize("written", [
+    "{" + U[0].replace("-", "") + "}", "urn:" + U[0].replace("-", ""),
+    U[0].replace("-", "")[:4] + "-" + U[0].replace("-", "")[4:]])
+@pytest.mark.parametrize("method", ["release", "confirm", "confirm_move",
+                                    "revert_move"])
+def test_consumer_ids_select_destinations_refuses_are_refused_alike(
+        manager, method, written):
+    """One rule reads a consumer uuid (scheduler.request.names): these
+    methods took braces, ``urn:`` and stray dashes (``uuid.UUID``'s
+    reading), which select_destinations refuses."""
+    selected = _raised(manager.select_destinations, {},
+                       spec=_spec([written]))
+    assert type(selected) is exception.InvalidRequest
+    error = _raised(getattr(manager, method), {}, [U[1], written])
+    assert type(error) is exception.InvalidRequest
+    assert error.message == f"consumer_uuids: {written!r} is not a UUID"
+
+
 def test_claims_are_provisional_and_confirm_counts(register, engine,
                                                    manager):
     register(node("h1", memory_mb=16384))

@@ -12,7 +12,7 @@ from scheduler.decide.filter import FilterScheduler
 from scheduler.filters.compute import ComputeFilter
 from scheduler.stacks import placement
 from scheduler.stacks import store
-from scheduler.stacks.stack import consumer_uuid
+from scheduler.stacks.ids import consumer_uuid
 from scheduler.stacks.stack import Stack
 from tests.unit.fakes import allocation_rows
 from tests.unit.fakes import make_spec

@@ -1,0 +1,247 @@
+"""The request at the edge: the one JSON schema a ``spec`` must satisfy.
+
+:func:`validate` checks a ``spec`` dict (the current shape, or nova 4.0's
+pair after ``request.legacy``) against :data:`SCHEMA` and raises an
+``InvalidRequest`` naming the first offending field; a fast path takes
+plain requests without walking the schema. :func:`describe` words a
+schema error briefly (select_stack's schema uses it too);
+:func:`check_utf8` refuses text no database column can store.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+
+from scheduler import exception
+from scheduler.request.names import is_uuid
+from scheduler.request.names import UUID_PATTERN
+
+MAX_LIST = 1000          # hosts, uuids, members: more is a mistake or abuse
+MAX_STR = 255
+POLICIES = ("affinity", "anti-affinity", "soft-affinity", "soft-anti-affinity")
+
+_STR = {"type": "string", "maxLength": MAX_STR}
+_OPT_STR = {"type": ["string", "null"], "maxLength": MAX_STR}
+_UUID = {"type": "string", "pattern": UUID_PATTERN}
+_SIZE = {"type": "integer", "minimum": 0, "maximum": 2 ** 31 - 1}
+_HOSTS = {"type": "array", "items": _STR, "maxItems": MAX_LIST}
+_STR_MAP = {"type": "object", "maxProperties": MAX_LIST,
+            "additionalProperties": {"type": ["string", "number", "boolean",
+                                              "null"]}}
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "instance_uuids": {"type": "array", "items": _UUID, "minItems": 1,
+                           "maxItems": MAX_LIST, "uniqueItems": True},
+        "num_instances": {"type": "integer", "minimum": 1,
+                          "maximum": MAX_LIST},
+        "project_id": _OPT_STR,
+        "user_id": _OPT_STR,
+        "flavor": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["memory_mb", "vcpus", "root_gb"],
+            "properties": {
+                "name": _OPT_STR,
+                "flavorid": {"type": ["string", "integer", "null"],
+                             "maxLength": MAX_STR},
+                "memory_mb": _SIZE, "vcpus": _SIZE, "root_gb": _SIZE,
+                "ephemeral_gb": _SIZE, "swap": _SIZE,
+                "extra_specs": _STR_MAP,
+            },
+        },
+        "image": {
+            "type": ["object", "null"],
+            "additionalProperties": False,
+            "properties": {"id": _OPT_STR, "name": _OPT_STR,
+                           "properties": _STR_MAP},
+        },
+        "availability_zone": _OPT_STR,
+        "ignore_hosts": _HOSTS,
+        "force_hosts": _HOSTS,
+        "force_nodes": _HOSTS,
+        "requested_destination": {
+            "type": ["object", "null"],
+            "additionalProperties": False,
+            "properties": {"host": _OPT_STR, "node": _OPT_STR,
+                           "aggregates": {"type": ["array", "null"],
+                                          "items": _STR,
+                                          "maxItems": MAX_LIST}},
+        },
+        "scheduler_hints": {"type": ["object", "null"],
+                            "maxProperties": 100},
+        "instance_group": {
+            "type": ["object", "null"],
+            "additionalProperties": False,
+            "required": ["policies"],
+            "properties": {
+                "uuid": _UUID,
+                "policies": {"type": "array", "minItems": 1, "maxItems": 1,
+                             "items": {"enum": list(POLICIES)}},
+                "hosts": _HOSTS,
+                "members": {"type": "array", "items": _UUID,
+                            "maxItems": MAX_LIST},
+                "rules": {
+                    "type": ["object", "null"],
+                    "additionalProperties": False,
+                    "properties": {"max_server_per_host": {
+                        "type": "integer", "minimum": 1,
+                        "maximum": MAX_LIST}},
+                },
+            },
+        },
+        "retry": {
+            "type": ["object", "null"],
+            "additionalProperties": False,
+            "properties": {
+                "exc": {"type": ["string", "null"], "maxLength": 4096},
+                "num_attempts": {"type": "integer", "minimum": 0},
+                "hosts": {"type": "array", "maxItems": MAX_LIST,
+                          "items": {"type": "array", "minItems": 2,
+                                    "maxItems": 2,
+                                    "items": _OPT_STR}},
+            },
+        },
+        "return_alternates": {"type": "boolean"},
+        "move": {"type": "boolean"},
+    },
+    "required": ["flavor"],
+}
+#: "integer" is an int, as the fast path and the code after it assume:
+#: jsonschema's own also takes 2.0 (and True is never one).
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft7Validator,
+    type_checker=jsonschema.Draft7Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, v: type(v) is int))
+_VALIDATOR = _Validator(SCHEMA)
+
+
+# -- the fast path ------------------------------------------------------
+# jsonschema walks SCHEMA for every request (a few % of a worker's CPU at
+# full load). Typical requests use a handful of fields with plain values:
+# these checks accept such a spec only where SCHEMA certainly does (never
+# the other way round), and anything they do not recognise goes through
+# jsonschema, which alone words the errors. ``tests/unit/
+# request/test_schema.py`` checks that "fast says valid" implies "schema says
+# valid" over valid and broken specs.
+
+def _size_ok(v: Any) -> bool:
+    return type(v) is int and 0 <= v <= 2 ** 31 - 1
+
+
+def check_utf8(where: str, value: str | None) -> None:
+    """:raises InvalidRequest: naming ``where``, if ``value`` holds a lone
+    surrogate or a NUL: JSON lets both through (``"\\ud800"``,
+    ``"\\u0000"``); neither a database column (PostgreSQL takes no NUL in
+    text) nor a uuid derived from it can take a surrogate."""
+    if value is None:
+        return
+    if "\x00" in value:
+        raise exception.InvalidRequest(
+            f"{where}: {value[:60]!r} is not storable text (it holds a NUL "
+            f"character)")
+    if value.isascii():
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise exception.InvalidRequest(
+            f"{where}: {value[:60]!r} is not valid unicode (it holds a lone "
+            f"surrogate)") from None
+
+
+def _opt_str_ok(v: Any) -> bool:
+    return v is None or (type(v) is str and len(v) <= MAX_STR)
+
+
+def _hosts_ok(v: Any) -> bool:
+    return type(v) is list and len(v) <= MAX_LIST and all(
+        type(h) is str and len(h) <= MAX_STR for h in v)
+
+
+def _str_map_ok(v: Any) -> bool:
+    return type(v) is dict and len(v) <= MAX_LIST and all(
+        x is None or type(x) in (str, int, float, bool) for x in v.values())
+
+
+_FLAVOR_FIELDS: dict[str, Any] = {
+    "name": _opt_str_ok, "memory_mb": _size_ok, "vcpus": _size_ok,
+    "root_gb": _size_ok, "ephemeral_gb": _size_ok, "swap": _size_ok,
+    "extra_specs": _str_map_ok,
+    "flavorid": lambda v: v is None or (type(v) is int) or (
+        type(v) is str and len(v) <= MAX_STR)}
+
+
+def _flavor_ok(v: Any) -> bool:
+    return (type(v) is dict and "memory_mb" in v and "vcpus" in v
+            and "root_gb" in v and all(
+                k in _FLAVOR_FIELDS and _FLAVOR_FIELDS[k](x)
+                for k, x in v.items()))
+
+
+def _uuids_ok(v: Any) -> bool:
+    return (type(v) is list and 1 <= len(v) <= MAX_LIST
+            and all(is_uuid(u) for u in v)
+            and len(set(v)) == len(v))
+
+
+_FAST_FIELDS: dict[str, Any] = {
+    "flavor": _flavor_ok,
+    "instance_uuids": _uuids_ok,
+    "num_instances": lambda v: type(v) is int and 1 <= v <= MAX_LIST,
+    "project_id": _opt_str_ok, "user_id": _opt_str_ok,
+    "availability_zone": _opt_str_ok,
+    "ignore_hosts": _hosts_ok, "force_hosts": _hosts_ok,
+    "force_nodes": _hosts_ok,
+    "scheduler_hints": lambda v: v is None or (
+        type(v) is dict and len(v) <= 100),
+    "image": lambda v: v is None or (type(v) is dict and all(
+        (k in ("id", "name") and _opt_str_ok(x))
+        or (k == "properties" and _str_map_ok(x)) for k, x in v.items())),
+    "return_alternates": lambda v: type(v) is bool,
+    "move": lambda v: type(v) is bool,
+}
+
+
+def _surely_valid(spec: dict) -> bool:
+    """True only if ``spec`` satisfies SCHEMA; False means "ask
+    jsonschema", not "invalid"."""
+    return "flavor" in spec and all(
+        k in _FAST_FIELDS and _FAST_FIELDS[k](v) for k, v in spec.items())
+
+
+def validate(spec: Any) -> None:
+    """Check a ``spec`` dict against :data:`SCHEMA`.
+
+    :raises InvalidRequest: naming the first offending field, e.g.
+        ``spec.flavor.memory_mb: -1 is less than the minimum of 0``.
+    """
+    if not isinstance(spec, dict):
+        raise exception.InvalidRequest(
+            f"spec: expected an object, got {type(spec).__name__}")
+    error = None if _surely_valid(spec) else \
+        jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(spec))
+    if error is not None:
+        path = ".".join(["spec", *(str(p)[:60]
+                                   for p in error.absolute_path)])
+        raise exception.InvalidRequest(f"{path}: {describe(error)}")
+
+
+def describe(error: jsonschema.ValidationError) -> str:
+    """A short reason: jsonschema's own messages repeat the offending value,
+    which for an oversized list would flood the reply and the log."""
+    value = error.instance
+    if error.validator in ("maxItems", "minItems") and isinstance(value, list):
+        bound = "at most" if error.validator == "maxItems" else "at least"
+        return f"has {len(value)} items, {bound} {error.validator_value} allowed"
+    if error.validator == "maxProperties" and isinstance(value, dict):
+        return (f"has {len(value)} keys, at most {error.validator_value} "
+                f"allowed")
+    if error.validator == "maxLength" and isinstance(value, str):
+        return (f"is {len(value)} characters long, at most "
+                f"{error.validator_value} allowed")
+    message = error.message
+    return message if len(message) <= 200 else message[:197] + "..."
