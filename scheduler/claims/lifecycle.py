@@ -41,17 +41,30 @@ def release_in(conn: sa.Connection, consumer_uuids: list[str]) -> int:
     return len(rows)
 
 
-def confirm(engine: sa.Engine, consumer_uuids: list[str]) -> int:
+def confirm(engine: sa.Engine, consumer_uuids: list[str],
+            host: str | None = None) -> int:
     """Make the consumers' claims permanent (until released).
+
+    With ``host``, only a claim still as a nova cast read it before
+    deciding to confirm (its instance seen on ``host``): on a live node
+    of ``host``, with a confirm step. A claim a concurrent request moved
+    since (a live migration's provisional destination on another host)
+    is not the one the cast is about, and stays as it is.
     :returns: how many of them hold a claim (confirmed now or before).
     """
     if not consumer_uuids:
         return 0
     allocs = models.allocations
+    where = [allocs.c.consumer_uuid.in_(consumer_uuids)]
+    if host is not None:
+        nodes = models.compute_nodes
+        where += [allocs.c.compute_node_id.in_(
+                      sa.select(nodes.c.id).where(nodes.c.host == host,
+                                                  nodes.c.deleted == 0)),
+                  allocs.c.confirm_on_arrival == sa.false()]
     with engine.begin() as conn:
         return conn.execute(
-            allocs.update().where(allocs.c.consumer_uuid.in_(consumer_uuids))
-            .values(expires_at=None)).rowcount
+            allocs.update().where(*where).values(expires_at=None)).rowcount
 
 
 def renew(engine: sa.Engine, consumer_uuids: list[str], ttl: int) -> int:

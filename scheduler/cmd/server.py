@@ -165,8 +165,13 @@ class SchedulerWorker(cotyledon.Service):
             if self._manager is not None:
                 self._manager.driver.reload()
         except Exception as e:
+            why = errors.describe(e, self.conf)
+            if why is None:     # a bug, not a bad value: its traceback
+                LOG.exception("Worker %d keeps its previous filters and "
+                              "weighers", self.worker_id)
+                return
             LOG.error("Worker %d keeps its previous filters and weighers: "
-                      "%s", self.worker_id, errors.one_line(e, self.conf))
+                      "%s", self.worker_id, why)
             return
         # What runs, not what is listed: the filter driver adds the
         # capacity filters the list lacks (drivers.filter.with_capacity)
@@ -256,9 +261,13 @@ class Supervisor(cotyledon.ServiceManager):
         try:
             check_config(sched_conf.load(self.argv))
         except Exception as e:
+            why = errors.describe(e, self.conf)
+            if why is None:     # a bug, not a bad value: its traceback
+                LOG.exception("SIGHUP refused; every worker keeps its "
+                              "previous filters and weighers")
+                return
             LOG.error("SIGHUP refused; every worker keeps its previous filters "
-                      "and weighers: %s",
-                      errors.one_line(e, self.conf))
+                      "and weighers: %s", why)
             return
         super()._reload()
 

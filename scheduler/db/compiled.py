@@ -49,6 +49,7 @@ import contextlib
 import dataclasses
 import itertools
 import re
+import threading
 from typing import Any, Callable, Mapping, Sequence
 
 from oslo_db import exception as db_exc
@@ -81,8 +82,12 @@ _PREPARED = "scheduler.prepared"
 #: duplicate key (a re-sent claim) keeps the statement prepared.
 _DATA_ERRORS = (db_exc.DBDuplicateEntry, db_exc.DBReferenceError,
               db_exc.DBConstraintError)
-#: Names of prepared statements: unique in a process, so on a connection.
-_NAMES = (f"scheduler_{n}" for n in itertools.count(1))
+#: Numbers of prepared statements' names: unique in a process, so on a
+#: connection. Executor threads take them concurrently, hence the lock (a
+#: generator here raised "generator already executing" when two threads
+#: resumed it at once).
+_NUMBERS = itertools.count(1)
+_NUMBERS_LOCK = threading.Lock()
 #: psycopg2's named placeholder, as SQLAlchemy renders it.
 _PYFORMAT = re.compile(r"%\((\w+)\)s")
 #: Not looked up yet (None means: no column has a processor).
@@ -137,7 +142,7 @@ class Compiled:
         if name is None:
             # A new name every time: one prepared before an error is still
             # in the session.
-            name = next(_NAMES)
+            name = _new_name()
             # Not transactional: it stays if a transaction rolls back.
             conn.exec_driver_sql(f"PREPARE {name} AS {form.prepare}")
             prepared[self] = name
@@ -275,6 +280,12 @@ class Compiled:
             return form
         arguments = "(" + ", ".join(f"%({name})s" for name in numbers) + ")"
         return dataclasses.replace(form, prepare=body, arguments=arguments)
+
+
+def _new_name() -> str:
+    """A prepared statement's name no other in this process has."""
+    with _NUMBERS_LOCK:
+        return f"scheduler_{next(_NUMBERS)}"
 
 
 def _args(form: _Form, params: Mapping[str, Any]) -> Any:

@@ -198,20 +198,29 @@ class Driver:
         for attempt in attempts:
             plan_spec = retry(self.with_group_members)(
                 spec, replace + moving, leaving={held[u].host for u in moving})
-            # After a lost race, re-read SQL whatever the driver's habit.
-            with self.cycle(fresh=attempt > 0) as table:
-                try:
-                    selections = self.plan(
-                        plan_spec, attempts.table(table).releasing(freed),
-                        spread=attempts.spread)
-                except exception.NoValidHost as e:
-                    raise attempts.refusal(e) from None
-                assumed = self._assume(
-                    (s.host, spec.flavor) for s in selections)
-            to_claim = [s.claim(spec) for s in selections]
-            claiming = time.perf_counter()
+            # Whatever happens once the usage is assumed, the try below
+            # settles the claim and forgets what was assumed: a claim
+            # left assumed would hold the claims planned on it.
+            to_claim: list[Claim] = []
+            assumed: list[int] = []
             won = False
             try:
+                # After a lost race, re-read SQL whatever the driver's
+                # habit.
+                with self.cycle(fresh=attempt > 0) as table:
+                    try:
+                        selections = self.plan(
+                            plan_spec,
+                            attempts.table(table).releasing(freed),
+                            spread=attempts.spread)
+                    except exception.NoValidHost as e:
+                        raise attempts.refusal(e) from None
+                    to_claim = [s.claim(spec) for s in selections]
+                    # The nodes _assume returns, known before it runs.
+                    assumed = list(dict.fromkeys(
+                        c.node_id for c in to_claim))
+                    self._assume((s.host, spec.flavor) for s in selections)
+                claiming = time.perf_counter()
                 try:
                     # A plan on the usage another claim of this process
                     # assumed is claimed once that claim is won: lost,
@@ -265,7 +274,8 @@ class Driver:
                 freed = usage.freed_by(held[u] for u in replace)
                 continue
             except Exception:
-                self.host_manager.forget(assumed)
+                if assumed:
+                    self.host_manager.forget(assumed)
                 raise
             finally:
                 self.host_manager.settle(to_claim, won)

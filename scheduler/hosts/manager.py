@@ -64,6 +64,7 @@ from scheduler import metrics
 from scheduler import trace
 from scheduler.db import api as db
 from scheduler.db import kept
+from scheduler.db import response
 from scheduler.db import retry as db_retry
 from scheduler.hosts import rows
 from scheduler.hosts.state import Aggregate
@@ -76,6 +77,22 @@ LOG = logging.getLogger(__name__)
 LIVENESS_INTERVAL = 1.0
 
 T = TypeVar("T")
+
+
+def assumed_wait(conf: cfg.ConfigOpts) -> float:
+    """Seconds :meth:`HostManager.await_assumed` waits for a claim of this
+    process to be over.
+
+    A claim is over, won or lost, once its retries give up: a database
+    away for ``[scheduler] db_outage_timeout`` (one window from its
+    request's start), then one last round trip (``response.timeout``).
+    A claim still not over by then is stuck (a lock held for good) or was
+    never settled (a bug): waiting on would hold this request with it. It
+    is not a wait for correctness: a claim made on a generation another
+    writer left is refused by SQL all the same. So past this the wait
+    ends as a lost race, and the request re-plans on what SQL has.
+    """
+    return float(conf.scheduler.db_outage_timeout + response.timeout(conf))
 
 
 @dataclasses.dataclass(eq=False)
@@ -116,6 +133,7 @@ class HostManager:
         self._service_seq = 0
         self._liveness_at = float("-inf")
         self.liveness_interval = LIVENESS_INTERVAL
+        self.assumed_wait = assumed_wait(conf)
         self._warned_hosts: set[str] = set()
         # Refreshes begun so far, and the number of the latest one that
         # completed: a request that arrived when ``_refreshes_begun`` was
@@ -206,7 +224,8 @@ class HostManager:
         generation such a claim is to leave) to be over.
         :raises ClaimConflict: one of them was lost: the generation the
             plan counted on will be someone else's, if any (call
-            :meth:`forget`, plan again)."""
+            :meth:`forget`, plan again); or was not over within
+            :attr:`assumed_wait` seconds (see :func:`assumed_wait`)."""
         for node_id, generation in {(c.node_id, c.generation)
                                     for c in to_claim}:
             with self._in_flight_lock:
@@ -214,7 +233,13 @@ class HostManager:
                 prior = self._in_flight.get((node_id, generation), [None])[-1]
             if prior is None:
                 continue
-            prior.over.wait()
+            if not prior.over.wait(self.assumed_wait):
+                LOG.warning("A claim on compute node %s was not over in "
+                            "%g s; re-planning the claim planned on it",
+                            node_id, self.assumed_wait)
+                raise ClaimConflict(
+                    f"compute node {node_id}: the claim this plan counted "
+                    f"on was not over in {self.assumed_wait:g} s", node_id)
             if not prior.won:
                 raise ClaimConflict(
                     f"compute node {node_id}: the claim this plan counted "

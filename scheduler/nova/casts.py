@@ -236,12 +236,25 @@ def _seen(engine: sa.Engine, where: dict[str, str],
         if where[uuid] not in (h.host, h.source_host) or (
                 h.node_deleted and where[uuid] == h.host):
             elsewhere.setdefault(where[uuid], []).append(uuid)
-    changed = retry(lifecycle.confirm)(engine, here) if here else 0
+    # Each confirm is of the claim as read: on the host the instance was
+    # seen on (a request may have moved the claim since).
+    changed = 0
+    for host, uuids in _by_host(here, where).items():
+        changed += retry(lifecycle.confirm)(engine, uuids, host=host)
     changed += retry(moves.confirm_move)(engine, arrived)
     for host, uuids in elsewhere.items():
         changed += retry(moves.relocate)(engine, uuids, host,
                                          resumable=resized)
     return changed
+
+
+def _by_host(uuids: list[str], where: dict[str, str]
+             ) -> dict[str, list[str]]:
+    """host -> those of ``uuids`` that ``where`` puts there."""
+    out: dict[str, list[str]] = {}
+    for uuid in uuids:
+        out.setdefault(where[uuid], []).append(uuid)
+    return out
 
 
 def gone(engine: sa.Engine, where: dict[str, str], ttl: int = 0,

@@ -162,7 +162,8 @@ class NovaSchedulerEndpoint:
     def _cast(self, name: str, action, host_name: Any, read, value: Any
               ) -> None:
         # A cast has no caller to answer: bad input and a database away are
-        # logged in one line each and the next cast carries on.
+        # logged in one line each (a bug with its traceback) and the next
+        # cast carries on.
         reported = dropped = failed = None
         try:
             if not isinstance(host_name, str) or not host_name:
@@ -175,7 +176,12 @@ class NovaSchedulerEndpoint:
         except exception.InvalidRequest as e:
             dropped = str(e)
         except Exception as e:  # noqa: BLE001 - see above
-            failed = errors.one_line(e, self.conf)
+            failed = errors.describe(e, self.conf)
+            if failed is None:
+                # Not an operator's problem but a bug: its traceback.
+                LOG.exception("%s cast from %r%s not applied", name,
+                              host_name, _about(reported))
+                return
         # Logged outside the except clauses: oslo.log would append the
         # exception's own text, the driver's message again, to the line.
         if dropped is not None:
@@ -184,15 +190,22 @@ class NovaSchedulerEndpoint:
         elif failed is not None:
             # Nova does not send a cast again: the line of one not applied
             # names its instances, for the operator to set right.
-            about = "" if reported is None else " about " + _named(
-                reported[0] if isinstance(reported, tuple) else reported)
             LOG.warning("%s cast from %r%s not applied: %s", name,
-                        host_name, about, failed)
+                        host_name, _about(reported), failed)
         else:
             # Computes send these every ~120 s: only a change is news.
             LOG.log(logging.INFO if changed else logging.DEBUG,
                     "%s from %s: %d claim(s) changed", name, host_name,
                     changed)
+
+
+def _about(reported: Any) -> str:
+    """`` about`` the instances of a cast read (``read``'s result), for
+    its line; empty if it was not read."""
+    if reported is None:
+        return ""
+    return " about " + _named(
+        reported[0] if isinstance(reported, tuple) else reported)
 
 
 #: At most this many instances are named in a cast's log line.

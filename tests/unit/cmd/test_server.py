@@ -4,6 +4,9 @@ from __future__ import annotations
 import logging
 import types
 
+import pytest
+
+from scheduler import exception
 from scheduler.cmd import server
 from scheduler.decide.chance import ChanceScheduler
 
@@ -47,3 +50,44 @@ def test_a_chance_workers_reload_line_names_no_weigher(
                     "RetryFilter, ComputeFilter, RamFilter, CoreFilter, "
                     "DiskFilter, ServerGroupAffinityFilter, "
                     "ServerGroupAntiAffinityFilter; weighers none")
+
+
+#: What a SIGHUP's new configuration can fail with: a bug (its
+#: traceback, for a developer) or the operator's bad value (one line).
+RELOAD_ERRORS = pytest.mark.parametrize("error, traceback", [
+    (KeyError("weighers"), True),
+    (exception.ConfigError("[filter_scheduler] weighers: no such weigher"),
+     False),
+], ids=["bug", "bad value"])
+
+
+@RELOAD_ERRORS
+def test_a_workers_failed_reload_logs_a_bug_with_its_traceback(
+        conf, caplog, error, traceback):
+    def reload():
+        raise error
+    worker = server.SchedulerWorker(1, conf, channel=None)
+    worker._manager = types.SimpleNamespace(
+        driver=types.SimpleNamespace(reload=reload))
+    with caplog.at_level(logging.INFO, logger="scheduler.cmd.server"):
+        worker.reload()
+    [record] = caplog.records
+    assert (record.levelname, record.exc_info is not None) == (
+        "ERROR", traceback)
+    assert "keeps its previous filters" in record.getMessage()
+
+
+@RELOAD_ERRORS
+def test_a_refused_sighup_logs_a_bug_with_its_traceback(
+        conf, caplog, monkeypatch, error, traceback):
+    def check_config(conf):
+        raise error
+    monkeypatch.setattr(server, "check_config", check_config)
+    monkeypatch.setattr(server.sched_conf, "load", lambda argv: conf)
+    supervisor = types.SimpleNamespace(argv=[], conf=conf)
+    with caplog.at_level(logging.INFO, logger="scheduler.cmd.server"):
+        server.Supervisor._reload(supervisor)
+    [record] = caplog.records
+    assert (record.levelname, record.exc_info is not None) == (
+        "ERROR", traceback)
+    assert "SIGHUP refused" in record.getMessage()

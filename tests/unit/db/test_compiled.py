@@ -2,6 +2,10 @@
 ``conn.execute``, binds processed, Python-side defaults refused."""
 from __future__ import annotations
 
+import sys
+import threading
+import types
+
 from oslo_db import exception as db_exc
 import pytest
 import sqlalchemy as sa
@@ -134,3 +138,63 @@ def test_a_driver_error_in_rows_is_raised_as_oslo_db_names_it(engine):
     with engine.connect() as conn:
         with pytest.raises(db_exc.DBError, match="no such table"):
             read.rows(conn, {"since": 0})
+
+
+class _PreparingConnection:
+    """What :meth:`Compiled.execute` touches of a psycopg2 connection:
+    its dialect, its record of prepared statements (``connection.info``),
+    and ``exec_driver_sql``, which keeps what it is sent."""
+
+    def __init__(self):
+        self.dialect = postgresql.psycopg2.dialect()
+        self.connection = types.SimpleNamespace(info={})
+        self.sent: list[str] = []
+
+    def exec_driver_sql(self, sql, args=None):
+        self.sent.append(sql)
+
+
+def test_statements_prepared_at_once_in_threads_get_distinct_names():
+    # Executor threads prepare statements on their own connections: each
+    # first use takes a new name. Released together by a barrier, with
+    # the interpreter switching threads as often as it can, they must
+    # all get one, each a different one.
+    threads, rounds = 8, 1000
+    statements = [Compiled(GROUPS.update()
+                           .where(GROUPS.c.uuid == sa.bindparam("b_uuid"))
+                           .values(generation=n))
+                  for n in range(10)]
+    barrier = threading.Barrier(threads)
+    connections = [_PreparingConnection() for _ in range(threads)]
+    errors: list[BaseException] = []
+
+    def prepare(conn: _PreparingConnection) -> None:
+        try:
+            for _ in range(rounds):
+                conn.connection.info.clear()
+                barrier.wait()
+                for statement in statements:
+                    statement.execute(conn, {"b_uuid": "g1"})
+        except threading.BrokenBarrierError:
+            pass
+        except BaseException as error:      # kept for the assert
+            errors.append(error)
+            barrier.abort()
+
+    for statement in statements:            # compiled before the race
+        statement._form(connections[0].dialect)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        workers = [threading.Thread(target=prepare, args=(conn,))
+                   for conn in connections]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+    names = [sql.split()[1] for conn in connections for sql in conn.sent
+             if sql.startswith("PREPARE ")]
+    assert len(names) == len(set(names)) == threads * rounds * 10

@@ -422,6 +422,40 @@ def test_a_claim_planned_on_a_failed_claim_keeps_max_instances_per_host(
     assert node_row(engine, "h1").running_vms <= 2, results
 
 
+def test_an_error_after_the_assume_does_not_hold_later_claims(
+        register, engine, make_driver, monkeypatch):
+    """Request a fails after its usage is assumed on h1 and before its
+    claim (here: telling the chooser). What it assumed must be settled
+    and forgotten all the same: request b, planned on h1 next, claims
+    at once instead of waiting for a claim that will never be over."""
+    register(node("h1", memory_mb=4096))
+    driver = make_driver()
+    real_claiming = driver.chooser.claiming
+    failed = []
+
+    def claiming_fails_once(planned):
+        if not failed:
+            failed.append(planned)
+            raise RuntimeError("fails after the assume")
+        real_claiming(planned)
+
+    monkeypatch.setattr(driver.chooser, "claiming", claiming_fails_once)
+    with pytest.raises(RuntimeError, match="after the assume"):
+        driver.select_destinations(make_spec(
+            instance_uuids=["00000000-0000-4000-8000-00000000000a"]))
+    results = []
+    b = threading.Thread(target=lambda: results.append(
+        driver.select_destinations(make_spec(
+            instance_uuids=["00000000-0000-4000-8000-00000000000b"]))),
+        daemon=True)
+    b.start()
+    b.join(10)
+    assert not b.is_alive(), "b still waits for a's claim after 10 s"
+    assert [r[0]["host"] for r in results] == ["h1"]
+    assert node_row(engine, "h1").running_vms == 1
+    assert driver.chooser._claiming == {}
+
+
 def test_a_claim_counts_against_max_instances_per_host_beside_agent_stats(
         register, engine, conf, make_driver):
     """nova's compute reports its instance count twice, as the

@@ -1,11 +1,15 @@
 """HostManager: host states from a real SQLite database."""
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
+import threading
 
 import sqlalchemy as sa
 
+from scheduler.hosts.planned import Claim
+from scheduler.hosts.planned import ClaimConflict
 from scheduler.sim import fleet
 from scheduler.db import api as db_api
 from scheduler.db import models
@@ -237,3 +241,38 @@ def test_assume_replaces_known_nodes_only(register, host_manager):
                           make_host("stranger", node_id=99)])
     [cached] = list(host_manager.cached_table().states)
     assert cached.host == "h1" and cached.memory_mb_used == 1024
+
+
+def test_a_claim_that_is_never_over_is_waited_for_a_bounded_time(
+        register, host_manager):
+    # A claim of this process assumed on h1 and never settled (its
+    # request stuck, or a bug): a claim planned on it waits
+    # ``assumed_wait`` seconds, then loses as a race would, to re-plan.
+    register(node("h1"))
+    [state] = host_manager.host_states()
+    host_manager.assume([state.consumed(1, 1024, 1,
+                                        generation=state.generation + 1)])
+    planned_on_it = Claim(
+        "00000000-0000-4000-8000-000000000001", state.node_id, "h1",
+        state.generation + 1, 1, 512, 1)
+    host_manager.assumed_wait = 0.05
+    raised = []
+
+    def claim():
+        try:
+            host_manager.await_assumed([planned_on_it])
+        except ClaimConflict as e:
+            raised.append(e)
+
+    waiter = threading.Thread(target=claim, daemon=True)
+    waiter.start()
+    waiter.join(10)
+    over = not waiter.is_alive()
+    # Let a waiter that never timed out go (the assuming thread settles).
+    host_manager.settle([dataclasses.replace(
+        planned_on_it, generation=state.generation)], won=False)
+    waiter.join(30)
+    assert over, "await_assumed still waiting after 10 s"
+    [conflict] = raised
+    assert conflict.node_id == state.node_id
+    assert "not over in 0.05 s" in str(conflict)

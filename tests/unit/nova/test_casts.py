@@ -12,6 +12,7 @@ from scheduler.claims import lifecycle
 from scheduler.hosts.planned import Claim
 from scheduler import exception
 from scheduler.db import models
+from scheduler.db import allocations
 from scheduler.nova import casts
 from tests.unit.fakes import allocation_rows
 from tests.unit.fakes import node
@@ -572,3 +573,29 @@ def test_a_list_read_before_a_live_migration_ended_moves_no_claim(
     casts.listed(engine, {VM: "h2"})                        # arrived
     casts.listed(engine, {VM: "h1"})                        # h1's, late
     assert used(engine) == {"h1": 0, "h2": 1024}
+
+
+def test_seen_confirms_only_the_claim_on_the_host_it_was_seen_on(
+        nodes, engine):
+    """The boot's report (the instance on h1) reads the claim on h1; a
+    live migration to h2 is claimed before the report confirms. The
+    report is about the claim it read: the move's destination stays
+    provisional (it is given back at expiry if the instance never
+    arrives), not confirmed by a report from the host it leaves."""
+    claim(engine, "h1")
+
+    def live_migrated_after_the_read(func):
+        if func is not allocations.holdings:
+            return func
+
+        def read(*args):
+            held = func(*args)
+            claim(engine, "h2", move=[VM], confirm_on_arrival=True)
+            return held
+        return read
+
+    assert casts.seen(engine, {VM: "h1"},
+                      retry=live_migrated_after_the_read) == 0
+    [row] = allocation_rows(engine)
+    assert row.source_node_id == node_row(engine, "h1").id
+    assert row.expires_at is not None

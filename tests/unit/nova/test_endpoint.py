@@ -8,6 +8,7 @@ import logging
 from pathlib import Path
 import uuid
 
+from oslo_db import exception as db_exc
 import oslo_messaging as messaging
 import pytest
 
@@ -356,3 +357,29 @@ def test_a_cast_waits_one_outage_window_in_all_not_one_per_step(
     # The window, then [scheduler] db_retries' retries, a second each.
     waited = clock["now"] - 1000.0
     assert waited <= outage + conf.scheduler.db_retries + 1, waited
+
+
+@pytest.mark.parametrize("error, level, traceback", [
+    # A bug: the operator cannot fix it, a developer needs where it was.
+    (KeyError("host"), "ERROR", True),
+    # The database: the operator's to fix, named in one line.
+    (db_exc.DBConnectionError("Lost connection to server"), "WARNING",
+     False),
+], ids=["bug", "database"])
+def test_a_cast_not_applied_logs_a_bug_with_its_traceback(
+        endpoint, conf, monkeypatch, caplog, error, level, traceback):
+    from scheduler.db import allocations
+
+    def fails(*args, **kwargs):
+        raise error
+    conf.set_override("db_retries", 0, group="scheduler")
+    conf.set_override("db_outage_timeout", 0, group="scheduler")
+    endpoint = NovaSchedulerEndpoint(endpoint.manager)
+    monkeypatch.setattr(allocations, "holdings", fails)
+    with caplog.at_level(logging.WARNING, logger="scheduler.nova.endpoint"):
+        endpoint.delete_instance_info({}, host_name="h1", instance_uuid=VM)
+    [record] = caplog.records
+    assert (record.levelname, record.exc_info is not None) == (
+        level, traceback)
+    assert "not applied" in record.getMessage()
+    assert VM in record.getMessage()
