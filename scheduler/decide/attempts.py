@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import TYPE_CHECKING, Iterator
+from typing import Iterator
 
 from oslo_log import log as logging
 
@@ -29,12 +29,10 @@ from scheduler import claims
 from scheduler import exception
 from scheduler import metrics
 from scheduler.decide import races
+from scheduler.decide.selection import Selection
 from scheduler import trace
 from scheduler.hosts.state import HostState
 from scheduler.hosts.table import HostTable
-
-if TYPE_CHECKING:
-    from scheduler.decide.base import Selection
 
 LOG = logging.getLogger(__name__)
 

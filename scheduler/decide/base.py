@@ -25,6 +25,9 @@ import sqlalchemy as sa
 
 from scheduler.decide import choice
 from scheduler.decide.attempts import Attempts
+from scheduler.decide.selection import destination
+from scheduler.decide.selection import held_destination
+from scheduler.decide.selection import Selection
 from scheduler.claims import batch as claim_batch
 from scheduler import claims
 from scheduler import exception
@@ -40,27 +43,6 @@ from scheduler.request.spec import HOST_HINTS
 from scheduler.request.spec import RequestSpec
 
 LOG = logging.getLogger(__name__)
-
-
-@dataclasses.dataclass
-class Selection:
-    """The host chosen for one instance, and what the caller gets back."""
-    consumer_uuid: str
-    host: HostState                 # as read, before this request's usage
-    limits: dict[str, float] = dataclasses.field(default_factory=dict)
-    alternates: list[dict[str, Any]] | None = None
-
-    def claim(self, spec: RequestSpec) -> claims.Claim:
-        """The claim of this choice for an instance of ``spec``: its
-        flavor's size on the node at the generation the plan read."""
-        group = spec.instance_group
-        return claims.Claim(
-            consumer_uuid=self.consumer_uuid, node_id=self.host.node_id,
-            host=self.host.host, generation=self.host.generation,
-            vcpus=spec.flavor.vcpus, memory_mb=spec.flavor.memory_mb,
-            disk_gb=spec.flavor.disk_gb, project_id=spec.project_id,
-            user_id=spec.user_id, group_uuid=group.uuid if group else None,
-            limits=self.limits)
 
 
 class Driver:
@@ -427,27 +409,3 @@ def _nothing_depends_on_held(spec: RequestSpec) -> bool:
     return not (spec.is_rebuild or spec.move
                 or spec.instance_group is not None
                 or any(spec.hinted_uuids(name) for name in HOST_HINTS))
-
-
-def destination(spec: RequestSpec, s: Selection) -> dict[str, Any]:
-    """One destination of the RPC answer (DESIGN.md "select_destinations"),
-    for a selection just claimed."""
-    out = {"host": s.host.host, "nodename": s.host.nodename,
-           "uuid": s.consumer_uuid, "limits": s.limits,
-           "allocation": {"compute_node_uuid": s.host.uuid,
-                          "vcpus": spec.flavor.vcpus,
-                          "memory_mb": spec.flavor.memory_mb,
-                          "disk_gb": spec.flavor.disk_gb}}
-    if s.alternates is not None:
-        out["alternates"] = s.alternates
-    return out
-
-
-def held_destination(row: sa.Row) -> dict[str, Any]:
-    """The destination a re-send gets back, for a claim row as
-    :func:`claims.placements` reads it."""
-    return {"host": row.host, "nodename": row.hypervisor_hostname,
-            "uuid": row.consumer_uuid, "limits": {},
-            "allocation": {"compute_node_uuid": row.node_uuid,
-                           "vcpus": row.vcpus, "memory_mb": row.memory_mb,
-                           "disk_gb": row.disk_gb}}

@@ -17,7 +17,7 @@ from scheduler.decide import targeting
 from scheduler import trace
 from scheduler.db import retry as db_retry
 from scheduler.decide.base import Driver
-from scheduler.decide.base import Selection
+from scheduler.decide.selection import Selection
 from scheduler.filters.base import BaseFilter
 from scheduler.filters.base import emptied_by
 from scheduler.filters.base import explain

@@ -29,8 +29,8 @@ from scheduler import exception
 from scheduler import metrics
 from scheduler import trace
 from scheduler.db import retry as db_retry
-from scheduler.decide.base import destination
-from scheduler.decide.base import held_destination
+from scheduler.decide.selection import destination
+from scheduler.decide.selection import held_destination
 from scheduler.request.spec import InstanceGroup
 from scheduler.request.spec import RequestSpec
 from scheduler.stacks import planner

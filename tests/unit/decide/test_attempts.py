@@ -11,7 +11,7 @@ from scheduler import claims
 from scheduler import exception
 from scheduler.decide import races
 from scheduler.decide.attempts import Attempts
-from scheduler.decide.base import Selection
+from scheduler.decide.selection import Selection
 from scheduler.hosts.table import HostTable
 from tests.unit.fakes import make_host
 
