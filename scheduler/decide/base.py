@@ -24,6 +24,7 @@ from oslo_log import log as logging
 import sqlalchemy as sa
 
 from scheduler.decide import choice
+from scheduler.decide import rebuild
 from scheduler.decide.attempts import Attempts
 from scheduler.decide.selection import destination
 from scheduler.decide.selection import held_destination
@@ -275,53 +276,19 @@ class Driver:
     def _rebuild_check(self, spec: RequestSpec,
                        held: dict[str, sa.Row]) -> list[dict[str, Any]]:
         """Nova's rebuild check: run the filters on the instance's current
-        host (see :meth:`rebuild_check_spec`) and claim nothing.
+        host (see :func:`scheduler.decide.rebuild.check_spec`) and claim
+        nothing.
 
         :raises InvalidRequest: no destination, forced host or claim names
             the current host.
         :raises NoValidHost: the host no longer passes the filters.
         """
-        check = self.rebuild_check_spec(spec, held)
+        check = self._resolved(rebuild.check_spec(spec, held))
         # Inside the cycle so it never plans on a half-refreshed table;
         # nothing is assumed because nothing is claimed.
         with self.cycle() as table:
             selections = self.plan(check, table)
         return [destination(check, s) for s in selections]
-
-    def rebuild_check_spec(self, spec: RequestSpec,
-                           held: dict[str, sa.Row]) -> RequestSpec:
-        """What a rebuild check plans (resolved as :meth:`_resolved`): the
-        instance's current host as the requested destination, nothing
-        forced, so the filters run there as nova runs them for a rebuild.
-        The host is the requested destination's; else the one host forced
-        (nova 34's API forces the instance's host and node, and its
-        conductor's destination names only the cell); else the host of the
-        instance's claim in ``held``.
-
-        The instance already holds its resources there and a rebuild keeps
-        its flavor, so the host is asked for no more room than it has
-        given: the size is zero for the resource filters.
-        :raises InvalidRequest: no destination, forced host or claim names
-            the current host.
-        """
-        current = dict(spec.requested_destination or {})
-        if not current.get("host") and len(spec.force_hosts) == 1:
-            current.update(host=spec.force_hosts[0], node=(
-                spec.force_nodes[0] if len(spec.force_nodes) == 1 else None))
-        if not current.get("host"):
-            if len(held) != 1:
-                raise exception.InvalidRequest(
-                    "spec.requested_destination: a rebuild check needs the "
-                    "instance's current host")
-            row = next(iter(held.values()))
-            current = {"host": row.host, "node": row.hypervisor_hostname}
-        check = dataclasses.replace(
-            spec, flavor=dataclasses.replace(
-                spec.flavor, memory_mb=0, vcpus=0, root_gb=0,
-                ephemeral_gb=0, swap=0),
-            requested_destination=current, force_hosts=(), force_nodes=(),
-            ignore_hosts=(), return_alternates=False)
-        return self._resolved(check)
 
     def _resolved(self, spec: RequestSpec) -> RequestSpec:
         """``spec`` with everything the planner reads from the claims: the

@@ -13,6 +13,7 @@ from scheduler import claims
 from scheduler import exception
 from scheduler.conf import frozen
 from scheduler.decide import plugins
+from scheduler.decide import rebuild
 from scheduler.decide import targeting
 from scheduler import trace
 from scheduler.db import retry as db_retry
@@ -276,16 +277,16 @@ class FilterScheduler(Driver):
     def rank(self, spec: RequestSpec, limit: int) -> dict[str, Any]:
         """Dry run of the first instance: every host that passes, best
         first with its weights, and what each filter removed. A rebuild
-        is ranked as its check runs (:meth:`rebuild_check_spec`).
+        is ranked as its check runs
+        (:func:`scheduler.decide.rebuild.check_spec`).
 
         :raises InvalidRequest: a rebuild that names no current host.
         """
         if spec.is_rebuild:
             retry = db_retry.for_conf(self.conf)
-            spec = self.rebuild_check_spec(spec, retry(claims.placements)(
+            spec = rebuild.check_spec(spec, retry(claims.placements)(
                 self.engine, list(spec.instance_uuids)))
-        else:
-            spec = self._resolved(spec)
+        spec = self._resolved(spec)
         pipeline = self.pipeline
         with self.cycle(fresh=True) as table:
             view = HostView(table)
