@@ -216,15 +216,7 @@ class Driver:
                 continue
             except claims.ClaimConflict as e:
                 self.host_manager.forget(assumed)
-                if (isinstance(e, claims.GroupConflict)
-                        and (spec.force_hosts or spec.force_nodes)):
-                    # Forcing skips the group filters, not the claim's
-                    # group check; re-planning would force the same host.
-                    trace.refused(trace.CLAIM_REFUSAL)
-                    raise exception.NoValidHost(
-                        f"No valid host: the forced host would break its "
-                        f"server group: {e}")
-                attempts.lost(e)
+                attempts.conflicted(e, [spec])
                 continue
             except claims.ConsumerExists:
                 self.host_manager.forget(assumed)

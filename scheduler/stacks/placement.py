@@ -188,15 +188,7 @@ def _place(driver, stack: stacks.Stack, replace: list[str],
                                  for s in chosen])
             continue
         except claims.ClaimConflict as e:
-            if (isinstance(e, claims.GroupConflict)
-                    and _forced_in_hard_group(plan)):
-                # Forcing skips the group filters, not the claim's group
-                # check; re-planning would force the same hosts.
-                trace.refused(trace.CLAIM_REFUSAL)
-                raise exception.NoValidHost(
-                    f"No valid host for stack {stack.stack_id}: a forced "
-                    f"host would break its server group: {e}")
-            attempts.lost(e)
+            attempts.conflicted(e, plan.specs.values())
             continue
         except claims.ConsumerExists:
             metrics.claim_conflict("duplicate")
@@ -263,14 +255,6 @@ def _with_members(driver, specs: dict[str, RequestSpec],
         out[name] = dataclasses.replace(spec,
                                         instance_group=resolved[group])
     return out
-
-
-def _forced_in_hard_group(plan: planner.Plan) -> bool:
-    """Whether a forced resource of ``plan`` is in a hard server group."""
-    return any((spec.force_hosts or spec.force_nodes)
-               and spec.instance_group is not None
-               and spec.instance_group.is_hard
-               for spec in plan.specs.values())
 
 
 def _forced_on(plan: planner.Plan, node_id: int | None) -> str | None:
