@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any
+from typing import Any, Callable
 import uuid as uuidlib
 
 from oslo_config import cfg
@@ -150,11 +150,8 @@ class SchedulerManager:
     def release(self, ctxt: Any, consumer_uuids: Any = None) -> int:
         """Give back the claims of these consumers; idempotent.
         :returns: how many claims were released now."""
-        consumer_uuids = self._check_uuids(consumer_uuids)
-        released = self._retry(claims.release)(self.engine, consumer_uuids)
-        LOG.debug("Released %d of %d consumer(s)", released,
-                 len(consumer_uuids))
-        return released
+        return self._on_consumers(claims.release, consumer_uuids,
+                                  "Released %d of %d consumer(s)")
 
     @messaging.expose
     @messaging.expected_exceptions(exception.InvalidRequest)
@@ -163,8 +160,7 @@ class SchedulerManager:
         """Make provisional claims permanent (the instances were built), so
         ``[scheduler] unconfirmed_claim_ttl`` no longer releases them.
         :returns: how many of the consumers hold a claim."""
-        consumer_uuids = self._check_uuids(consumer_uuids)
-        return self._retry(claims.confirm)(self.engine, consumer_uuids)
+        return self._on_consumers(claims.confirm, consumer_uuids)
 
     @messaging.expose
     @messaging.expected_exceptions(exception.NoValidHost,
@@ -227,11 +223,8 @@ class SchedulerManager:
         """The consumers' moves are done: give back their sources, keep
         their destinations (confirmed). Consumers not moving are left alone.
         :returns: how many moves were confirmed now."""
-        consumer_uuids = self._check_uuids(consumer_uuids)
-        done = self._retry(claims.confirm_move)(self.engine, consumer_uuids)
-        LOG.debug("Confirmed %d move(s) of %d consumer(s)", done,
-                 len(consumer_uuids))
-        return done
+        return self._on_consumers(claims.confirm_move, consumer_uuids,
+                                  "Confirmed %d move(s) of %d consumer(s)")
 
     @messaging.expose
     @messaging.expected_exceptions(exception.InvalidRequest)
@@ -241,11 +234,8 @@ class SchedulerManager:
         their sources are their claims again. Consumers not moving are left
         alone.
         :returns: how many moves were reverted now."""
-        consumer_uuids = self._check_uuids(consumer_uuids)
-        done = self._retry(claims.revert_move)(self.engine, consumer_uuids)
-        LOG.debug("Reverted %d move(s) of %d consumer(s)", done,
-                 len(consumer_uuids))
-        return done
+        return self._on_consumers(claims.revert_move, consumer_uuids,
+                                  "Reverted %d move(s) of %d consumer(s)")
 
     @messaging.expose
     @instrument.rpc_method
@@ -261,6 +251,19 @@ class SchedulerManager:
             LOG.info("Released %d claim(s) never confirmed within %d s",
                      expired, self.conf.scheduler.unconfirmed_claim_ttl)
         self.driver.run_periodic_tasks()
+
+    def _on_consumers(self, change: Callable[[sa.Engine, list[str]], int],
+                      consumer_uuids: Any, said: str | None = None) -> int:
+        """What release, confirm, confirm_move and revert_move share: check
+        ``consumer_uuids``, run ``change(engine, uuids)`` in a transaction
+        retried as every service caller's, and say at DEBUG (``said``:
+        the count changed, then the count asked) what it changed.
+        :returns: what ``change`` returns (how many it changed)."""
+        consumer_uuids = self._check_uuids(consumer_uuids)
+        changed = self._retry(change)(self.engine, consumer_uuids)
+        if said is not None:
+            LOG.debug(said, changed, len(consumer_uuids))
+        return changed
 
     def _check_uuids(self, consumer_uuids: Any) -> list[str]:
         """Validate ``consumer_uuids``; they are what the request asks

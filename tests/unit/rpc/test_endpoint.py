@@ -7,12 +7,14 @@ dispatcher unwraps it); ``exc_info[1]`` is the original exception."""
 from __future__ import annotations
 
 import datetime
+import logging
 
 import oslo_messaging as messaging
 import pytest
 import sqlalchemy as sa
 
 from scheduler.decide import choice
+from scheduler import claims
 from scheduler import exception
 from scheduler.service import peers
 from scheduler.db import api as db_api
@@ -92,6 +94,53 @@ def test_release_validates_consumer_uuids(manager):
     error = _raised(manager.release, {}, "not-a-list")
     assert type(error) is exception.InvalidRequest
     assert error.message.startswith("consumer_uuids:")
+
+
+CONSUMER_METHODS = ["release", "confirm", "confirm_move", "revert_move"]
+
+
+@pytest.mark.parametrize("method", CONSUMER_METHODS)
+@pytest.mark.parametrize("bad, message", [
+    ("not-a-list", "consumer_uuids: expected a list of at most 1000 uuids"),
+    (["nope"], "consumer_uuids: 'nope' is not a UUID"),
+])
+def test_every_consumer_method_checks_the_uuids_at_the_edge(
+        manager, method, bad, message):
+    error = _raised(getattr(manager, method), {}, bad)
+    assert type(error) is exception.InvalidRequest
+    assert error.message == message
+
+
+def _claim(engine, host, move=(), memory_mb=1024):
+    row = node_row(engine, host)
+    claims.claim(engine, [claims.Claim(
+        consumer_uuid=U[0], node_id=row.id, host=host,
+        generation=row.generation, vcpus=1, memory_mb=memory_mb,
+        disk_gb=10)], move=move, ttl=3600)
+
+
+def _memory_used(engine):
+    return {h: node_row(engine, h).memory_mb_used for h in ("h1", "h2")}
+
+
+@pytest.mark.parametrize("method, said, used", [
+    ("confirm_move", "Confirmed 1 move(s) of 2 consumer(s)",
+     {"h1": 0, "h2": 2048}),
+    ("revert_move", "Reverted 1 move(s) of 2 consumer(s)",
+     {"h1": 1024, "h2": 0}),
+])
+def test_moves_end_through_the_manager_and_say_how_many(
+        register, engine, manager, caplog, method, said, used):
+    register(node("h1"), node("h2"))
+    _claim(engine, "h1")
+    _claim(engine, "h2", move=[U[0]], memory_mb=2048)
+    assert _memory_used(engine) == {"h1": 1024, "h2": 2048}
+    with caplog.at_level(logging.DEBUG, logger="scheduler.rpc.endpoint"):
+        # As claims store them, whatever the spelling; U[1] moves nowhere.
+        assert getattr(manager, method)({}, [U[0].upper(), U[1]]) == 1
+    assert said in caplog.text
+    assert _memory_used(engine) == used
+    assert getattr(manager, method)({}, [U[0]]) == 0     # idempotent
 
 
 def test_claims_are_provisional_and_confirm_counts(register, engine,
