@@ -21,7 +21,6 @@ from scheduler import claims
 from scheduler import exception
 from scheduler.rpc import instrument
 from scheduler.rpc import notifications
-from scheduler.service import peers
 from scheduler.decide import plugins
 from scheduler.rpc import transport as rpc
 from scheduler import trace
@@ -67,18 +66,16 @@ class SchedulerManager:
         #: None unless a notification driver is configured.
         self.notifier = notifications.notifier(conf)
 
-    def report(self) -> None:
-        """Heartbeat this server's ``services`` row and take this worker's
-        share among the servers up on its topic (:mod:`scheduler.service.peers`).
+    def take_place(self, server: int, servers: int) -> None:
+        """This server is ``server`` of the ``servers`` up on its topic (the
+        worker reads it with each heartbeat,
+        :func:`scheduler.service.peers.heartbeat`): this worker's share
+        among them.
 
-        The chooser gets a new :class:`~scheduler.decide.choice.Share` (a request
-        reads it once), and only when the place changed.
-        :raises sqlalchemy.exc.SQLAlchemyError: the database is away.
+        The chooser gets a new :class:`~scheduler.decide.choice.Share` (a
+        request reads it once), and only when the place changed.
         """
-        topic, host = self.conf.scheduler.topic, self.conf.host
-        peers.report(self.engine, host, topic)
-        server, servers = peers.place(self.engine, host, topic,
-                                      self.conf.scheduler.service_down_time)
+        topic = self.conf.scheduler.topic
         chooser = getattr(self.driver, "chooser", None)
         if chooser is None or (chooser.share.server,
                                chooser.share.servers) == (server, servers):

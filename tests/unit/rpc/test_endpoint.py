@@ -16,7 +16,6 @@ import sqlalchemy as sa
 from scheduler.decide import choice
 from scheduler import claims
 from scheduler import exception
-from scheduler.service import peers
 from scheduler.db import api as db_api
 from scheduler.db import models
 from scheduler.rpc.endpoint import SchedulerManager
@@ -302,11 +301,17 @@ def test_stacks_are_placed_ranked_and_released_through_the_manager(
     assert allocation_rows(engine) == []
 
 
-def test_report_gives_the_chooser_its_place_among_the_servers(conf, engine):
-    conf.set_override("host", "sched-b")
-    peers.report(engine, "sched-a", conf.scheduler.topic)
+def test_the_chooser_takes_its_place_among_the_servers(conf, engine,
+                                                      caplog):
     manager = SchedulerManager(conf, engine, choice.Share(1, 2))
     before = manager.driver.chooser.share
-    manager.report()
+    with caplog.at_level(logging.INFO, logger="scheduler.rpc.endpoint"):
+        manager.take_place(1, 2)
     assert manager.driver.chooser.share == choice.Share(1, 2, 1, 2)
     assert before == choice.Share(1, 2)   # swapped, not changed in place
+    assert "Scheduler server 2 of 2 up on topic" in caplog.text
+    caplog.clear()
+    now = manager.driver.chooser.share
+    manager.take_place(1, 2)
+    assert manager.driver.chooser.share is now   # unchanged: kept
+    assert "Scheduler server" not in caplog.text
