@@ -38,6 +38,7 @@ from scheduler.service import health
 from scheduler.service import http
 from scheduler.rpc import malformed
 from scheduler.service import memory
+from scheduler.service import peers
 from scheduler import metrics
 from scheduler.decide import plugins
 from scheduler.rpc import transport as rpc
@@ -132,10 +133,12 @@ class SchedulerWorker(cotyledon.Service):
             self._attempt(manager.run_periodic_tasks, "run its periodic tasks")
 
     def _report(self, manager: SchedulerManager) -> None:
-        """Heartbeat now, then every ``report_interval`` seconds."""
+        """Heartbeat now, then every ``report_interval`` seconds; each time
+        the endpoint takes its place among the servers up on its topic."""
+        def heartbeat() -> None:
+            manager.take_place(*peers.heartbeat(self.conf, self._engine))
         while True:
-            self._attempt(manager.report,
-                          "report to the services table")
+            self._attempt(heartbeat, "report to the services table")
             if self._stopped.wait(self.conf.report_interval):
                 return
 

@@ -6,8 +6,10 @@ One owner for the two retry loops that plan, assume and claim: one request
 :class:`Attempts`, plans on :meth:`Attempts.table` with
 :attr:`Attempts.spread`, and hands every refused claim to it:
 
-- ``ClaimConflict`` (a node's generation moved): :meth:`lost`, a
-  lost race; re-plan.
+- ``ClaimConflict`` (a node's generation moved, a group member
+  placed concurrently): :meth:`conflicted`, a lost race (:meth:`lost`);
+  re-plan. Unless a forced host breaks a hard server group's rule: no
+  retry can fix that, the refusal is final.
 - ``NoRoom`` (not forced): :meth:`no_room` tells a race (the node
   changed under the planner) from a disagreement between planner and claim
   on capacity (a bug): the node is left out and the decision re-planned
@@ -20,22 +22,22 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import TYPE_CHECKING, Iterator
+from typing import Iterable, Iterator
 
 from oslo_log import log as logging
 
 from scheduler.decide import choice
 from scheduler.claims.refusals import NoRoom
+from scheduler.claims.refusals import GroupConflict
 from scheduler.hosts.planned import ClaimConflict
 from scheduler import exception
 from scheduler import metrics
 from scheduler.decide import races
+from scheduler.decide.selection import Selection
 from scheduler import trace
 from scheduler.hosts.state import HostState
 from scheduler.hosts.table import HostTable
-
-if TYPE_CHECKING:
-    from scheduler.decide.base import Selection
+from scheduler.request.spec import RequestSpec
 
 LOG = logging.getLogger(__name__)
 
@@ -119,6 +121,22 @@ class Attempts:
                    time.thread_time() - self._began,
                    replanning=self._attempt < self.retries)
 
+    def conflicted(self, e: ClaimConflict,
+                   specs: Iterable[RequestSpec]) -> None:
+        """The claim of a plan for ``specs`` was refused by a conflict: a
+        lost race (:meth:`lost`), unless :func:`forced_group_breach` says
+        no retry can fix it.
+
+        :raises NoValidHost: a forced host would break its hard server
+            group (final).
+        """
+        if forced_group_breach(e, specs):
+            trace.refused(trace.CLAIM_REFUSAL)
+            raise exception.NoValidHost(
+                f"No valid host{self.subject}: a forced host would break "
+                f"its server group: {e}")
+        self.lost(e)
+
     def no_room(self, e: NoRoom, selections: list[Selection]) -> None:
         """The claim found no room on a node the planner chose (not a
         forced one: the caller says that itself). A lost race if the node
@@ -158,6 +176,19 @@ class Attempts:
             f"No valid host{self.subject}: lost the claim race "
             f"{self.races} times to concurrent requests (last: "
             f"{self.conflict}){disagreed}")
+
+
+def forced_group_breach(e: ClaimConflict,
+                        specs: Iterable[RequestSpec]) -> bool:
+    """Whether the claim's conflict ``e`` is final: the rule of a hard
+    server group refused it while one of ``specs`` forces its host (or
+    node) in such a group. Forcing skips the group filters, not the
+    claim's group check, and re-planning would force the same host."""
+    return isinstance(e, GroupConflict) and any(
+        (spec.force_hosts or spec.force_nodes)
+        and spec.instance_group is not None
+        and spec.instance_group.is_hard
+        for spec in specs)
 
 
 def disagreement(e: NoRoom,

@@ -24,14 +24,17 @@ from oslo_log import log as logging
 import sqlalchemy as sa
 
 from scheduler.decide import choice
+from scheduler.decide import rebuild
 from scheduler.decide.attempts import Attempts
+from scheduler.decide.selection import destination
+from scheduler.decide.selection import held_destination
+from scheduler.decide.selection import Selection
 from scheduler.claims import batch as claim_batch
 from scheduler.claims import lifecycle
 from scheduler.claims import moves as claim_moves
 from scheduler.claims import usage
 from scheduler.claims.groups import GroupRule
 from scheduler.claims.refusals import ConsumerExists
-from scheduler.claims.refusals import GroupConflict
 from scheduler.claims.refusals import NoRoom
 from scheduler.db import allocations
 from scheduler.hosts.planned import Claim
@@ -49,27 +52,6 @@ from scheduler.request.spec import Flavor
 from scheduler.request.spec import RequestSpec
 
 LOG = logging.getLogger(__name__)
-
-
-@dataclasses.dataclass
-class Selection:
-    """The host chosen for one instance, and what the caller gets back."""
-    consumer_uuid: str
-    host: HostState                 # as read, before this request's usage
-    limits: dict[str, float] = dataclasses.field(default_factory=dict)
-    alternates: list[dict[str, Any]] | None = None
-
-    def claim(self, spec: RequestSpec) -> Claim:
-        """The claim of this choice for an instance of ``spec``: its
-        flavor's size on the node at the generation the plan read."""
-        group = spec.instance_group
-        return Claim(
-            consumer_uuid=self.consumer_uuid, node_id=self.host.node_id,
-            host=self.host.host, generation=self.host.generation,
-            vcpus=spec.flavor.vcpus, memory_mb=spec.flavor.memory_mb,
-            disk_gb=spec.flavor.disk_gb, project_id=spec.project_id,
-            user_id=spec.user_id, group_uuid=group.uuid if group else None,
-            limits=self.limits)
 
 
 class Driver:
@@ -251,15 +233,7 @@ class Driver:
                 continue
             except ClaimConflict as e:
                 self.host_manager.forget(assumed)
-                if (isinstance(e, GroupConflict)
-                        and (spec.force_hosts or spec.force_nodes)):
-                    # Forcing skips the group filters, not the claim's
-                    # group check; re-planning would force the same host.
-                    trace.refused(trace.CLAIM_REFUSAL)
-                    raise exception.NoValidHost(
-                        f"No valid host: the forced host would break its "
-                        f"server group: {e}")
-                attempts.lost(e)
+                attempts.conflicted(e, [spec])
                 continue
             except ConsumerExists:
                 self.host_manager.forget(assumed)
@@ -312,53 +286,19 @@ class Driver:
     def _rebuild_check(self, spec: RequestSpec,
                        held: dict[str, sa.Row]) -> list[dict[str, Any]]:
         """Nova's rebuild check: run the filters on the instance's current
-        host (see :meth:`rebuild_check_spec`) and claim nothing.
+        host (see :func:`scheduler.decide.rebuild.check_spec`) and claim
+        nothing.
 
         :raises InvalidRequest: no destination, forced host or claim names
             the current host.
         :raises NoValidHost: the host no longer passes the filters.
         """
-        check = self.rebuild_check_spec(spec, held)
+        check = self._resolved(rebuild.check_spec(spec, held))
         # Inside the cycle so it never plans on a half-refreshed table;
         # nothing is assumed because nothing is claimed.
         with self.cycle() as table:
             selections = self.plan(check, table)
         return [destination(check, s) for s in selections]
-
-    def rebuild_check_spec(self, spec: RequestSpec,
-                           held: dict[str, sa.Row]) -> RequestSpec:
-        """What a rebuild check plans (resolved as :meth:`_resolved`): the
-        instance's current host as the requested destination, nothing
-        forced, so the filters run there as nova runs them for a rebuild.
-        The host is the requested destination's; else the one host forced
-        (nova 34's API forces the instance's host and node, and its
-        conductor's destination names only the cell); else the host of the
-        instance's claim in ``held``.
-
-        The instance already holds its resources there and a rebuild keeps
-        its flavor, so the host is asked for no more room than it has
-        given: the size is zero for the resource filters.
-        :raises InvalidRequest: no destination, forced host or claim names
-            the current host.
-        """
-        current = dict(spec.requested_destination or {})
-        if not current.get("host") and len(spec.force_hosts) == 1:
-            current.update(host=spec.force_hosts[0], node=(
-                spec.force_nodes[0] if len(spec.force_nodes) == 1 else None))
-        if not current.get("host"):
-            if len(held) != 1:
-                raise exception.InvalidRequest(
-                    "spec.requested_destination: a rebuild check needs the "
-                    "instance's current host")
-            row = next(iter(held.values()))
-            current = {"host": row.host, "node": row.hypervisor_hostname}
-        check = dataclasses.replace(
-            spec, flavor=dataclasses.replace(
-                spec.flavor, memory_mb=0, vcpus=0, root_gb=0,
-                ephemeral_gb=0, swap=0),
-            requested_destination=current, force_hosts=(), force_nodes=(),
-            ignore_hosts=(), return_alternates=False)
-        return self._resolved(check)
 
     def _resolved(self, spec: RequestSpec) -> RequestSpec:
         """``spec`` with everything the planner reads from the claims: the
@@ -446,27 +386,3 @@ def _nothing_depends_on_held(spec: RequestSpec) -> bool:
     return not (spec.is_rebuild or spec.move
                 or spec.instance_group is not None
                 or any(spec.hinted_uuids(name) for name in HOST_HINTS))
-
-
-def destination(spec: RequestSpec, s: Selection) -> dict[str, Any]:
-    """One destination of the RPC answer (DESIGN.md "select_destinations"),
-    for a selection just claimed."""
-    out = {"host": s.host.host, "nodename": s.host.nodename,
-           "uuid": s.consumer_uuid, "limits": s.limits,
-           "allocation": {"compute_node_uuid": s.host.uuid,
-                          "vcpus": spec.flavor.vcpus,
-                          "memory_mb": spec.flavor.memory_mb,
-                          "disk_gb": spec.flavor.disk_gb}}
-    if s.alternates is not None:
-        out["alternates"] = s.alternates
-    return out
-
-
-def held_destination(row: sa.Row) -> dict[str, Any]:
-    """The destination a re-send gets back, for a claim row as
-    :func:`allocations.placements` reads it."""
-    return {"host": row.host, "nodename": row.hypervisor_hostname,
-            "uuid": row.consumer_uuid, "limits": {},
-            "allocation": {"compute_node_uuid": row.node_uuid,
-                           "vcpus": row.vcpus, "memory_mb": row.memory_mb,
-                           "disk_gb": row.disk_gb}}

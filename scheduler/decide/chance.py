@@ -22,7 +22,7 @@ from scheduler import exception
 from scheduler.decide import targeting
 from scheduler import trace
 from scheduler.decide.base import Driver
-from scheduler.decide.base import Selection
+from scheduler.decide.selection import Selection
 from scheduler.decide.filter import alternate
 from scheduler.decide.filter import FilterScheduler
 from scheduler.decide.filter import with_member_on

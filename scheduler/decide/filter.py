@@ -13,11 +13,12 @@ from scheduler.db import allocations
 from scheduler import exception
 from scheduler.conf import frozen
 from scheduler.decide import plugins
+from scheduler.decide import rebuild
 from scheduler.decide import targeting
 from scheduler import trace
 from scheduler.db import retry as db_retry
 from scheduler.decide.base import Driver
-from scheduler.decide.base import Selection
+from scheduler.decide.selection import Selection
 from scheduler.filters.base import BaseFilter
 from scheduler.filters.base import emptied_by
 from scheduler.filters.base import explain
@@ -276,16 +277,16 @@ class FilterScheduler(Driver):
     def rank(self, spec: RequestSpec, limit: int) -> dict[str, Any]:
         """Dry run of the first instance: every host that passes, best
         first with its weights, and what each filter removed. A rebuild
-        is ranked as its check runs (:meth:`rebuild_check_spec`).
+        is ranked as its check runs
+        (:func:`scheduler.decide.rebuild.check_spec`).
 
         :raises InvalidRequest: a rebuild that names no current host.
         """
         if spec.is_rebuild:
             retry = db_retry.for_conf(self.conf)
-            spec = self.rebuild_check_spec(spec, retry(allocations.placements)(
+            spec = rebuild.check_spec(spec, retry(allocations.placements)(
                 self.engine, list(spec.instance_uuids)))
-        else:
-            spec = self._resolved(spec)
+        spec = self._resolved(spec)
         pipeline = self.pipeline
         with self.cycle(fresh=True) as table:
             view = HostView(table)

@@ -43,6 +43,9 @@ class NovaSchedulerEndpoint:
     target = messaging.Target(version=API_VERSION)
     #: The API label of this endpoint's metrics and notifications.
     rpc_api = "nova"
+    #: What :mod:`~scheduler.rpc.instrument` counts as a refusal: nova's
+    #: class, which this API refuses with, and ours beside it.
+    refusals = (NoValidHost, exception.NoValidHost)
 
     def __init__(self, manager: SchedulerManager):
         self.manager = manager

@@ -54,17 +54,8 @@ class SchedulerAPI:
             cctxt = self._prepare("1.3", "spec.move")
         else:
             cctxt = self.client.prepare(version="1.0")
-        attempts = self.conf.scheduler.max_attempts
-        for attempt in range(1, attempts + 1):
-            try:
-                return cctxt.call(ctxt, "select_destinations", spec=spec)
-            except messaging.MessagingTimeout:
-                if attempt == attempts:
-                    raise
-                LOG.warning("select_destinations timed out (attempt %d of "
-                            "%d); re-sending the same request", attempt,
-                            attempts)
-        raise AssertionError("unreachable")
+        return self._resent(cctxt, ctxt, "select_destinations", "request",
+                            spec=spec)
 
     def rank_destinations(self, ctxt: dict, spec: dict[str, Any],
                           limit: int = 20) -> dict[str, Any]:
@@ -112,17 +103,8 @@ class SchedulerAPI:
         :raises NoValidHost, InvalidRequest: re-raised from the server.
         :raises MessagingTimeout: after ``max_attempts`` timed-out calls.
         """
-        cctxt = self._prepare("1.4", "select_stack")
-        attempts = self.conf.scheduler.max_attempts
-        for attempt in range(1, attempts + 1):
-            try:
-                return cctxt.call(ctxt, "select_stack", stack=stack)
-            except messaging.MessagingTimeout:
-                if attempt == attempts:
-                    raise
-                LOG.warning("select_stack timed out (attempt %d of %d); "
-                            "re-sending the same stack", attempt, attempts)
-        raise AssertionError("unreachable")
+        return self._resent(self._prepare("1.4", "select_stack"), ctxt,
+                            "select_stack", "stack", stack=stack)
 
     def rank_stack(self, ctxt: dict, stack: dict[str, Any]
                    ) -> dict[str, Any]:
@@ -134,6 +116,29 @@ class SchedulerAPI:
         """Release a stack's claims; idempotent; needs servers at 1.4."""
         return self._prepare("1.4", "release_stack").call(
             ctxt, "release_stack", stack_id=stack_id)
+
+    def _resent(self, cctxt, ctxt: dict, method: str, what: str,
+                **kwargs: Any) -> Any:
+        """Call ``method`` on ``cctxt`` (a prepared client), re-sending
+        the same arguments when the call times out, up to ``[scheduler]
+        max_attempts`` calls in all. Only for calls the server answers
+        idempotently (the consumers, or the stack id, are in the
+        arguments): a re-send gets what the first send claimed.
+        ``what`` names the argument in the warning ("re-sending the same
+        request").
+
+        :raises MessagingTimeout: the last call timed out too.
+        """
+        attempts = self.conf.scheduler.max_attempts
+        for attempt in range(1, attempts + 1):
+            try:
+                return cctxt.call(ctxt, method, **kwargs)
+            except messaging.MessagingTimeout:
+                if attempt == attempts:
+                    raise
+                LOG.warning("%s timed out (attempt %d of %d); re-sending "
+                            "the same %s", method, attempt, attempts, what)
+        raise AssertionError("unreachable")
 
     def _prepare(self, version: str, method: str):
         if not self.client.can_send_version(version):

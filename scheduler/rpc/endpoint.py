@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any
+from typing import Any, Callable
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -21,7 +21,6 @@ from scheduler.claims import moves
 from scheduler import exception
 from scheduler.rpc import instrument
 from scheduler.rpc import notifications
-from scheduler.service import peers
 from scheduler.decide import plugins
 from scheduler.rpc import transport as rpc
 from scheduler import trace
@@ -61,18 +60,16 @@ class SchedulerManager:
         #: None unless a notification driver is configured.
         self.notifier = notifications.notifier(conf)
 
-    def report(self) -> None:
-        """Heartbeat this server's ``services`` row and take this worker's
-        share among the servers up on its topic (:mod:`scheduler.service.peers`).
+    def take_place(self, server: int, servers: int) -> None:
+        """This server is ``server`` of the ``servers`` up on its topic (the
+        worker reads it with each heartbeat,
+        :func:`scheduler.service.peers.heartbeat`): this worker's share
+        among them.
 
-        The chooser gets a new :class:`~scheduler.decide.choice.Share` (a request
-        reads it once), and only when the place changed.
-        :raises sqlalchemy.exc.SQLAlchemyError: the database is away.
+        The chooser gets a new :class:`~scheduler.decide.choice.Share` (a
+        request reads it once), and only when the place changed.
         """
-        topic, host = self.conf.scheduler.topic, self.conf.host
-        peers.report(self.engine, host, topic)
-        server, servers = peers.place(self.engine, host, topic,
-                                      self.conf.scheduler.service_down_time)
+        topic = self.conf.scheduler.topic
         chooser = getattr(self.driver, "chooser", None)
         if chooser is None or (chooser.share.server,
                                chooser.share.servers) == (server, servers):
@@ -144,11 +141,8 @@ class SchedulerManager:
     def release(self, ctxt: Any, consumer_uuids: Any = None) -> int:
         """Give back the claims of these consumers; idempotent.
         :returns: how many claims were released now."""
-        consumer_uuids = self._check_uuids(consumer_uuids)
-        released = self._retry(lifecycle.release)(self.engine, consumer_uuids)
-        LOG.debug("Released %d of %d consumer(s)", released,
-                 len(consumer_uuids))
-        return released
+        return self._on_consumers(lifecycle.release, consumer_uuids,
+                                  "Released %d of %d consumer(s)")
 
     @messaging.expose
     @messaging.expected_exceptions(exception.InvalidRequest)
@@ -157,8 +151,7 @@ class SchedulerManager:
         """Make provisional claims permanent (the instances were built), so
         ``[scheduler] unconfirmed_claim_ttl`` no longer releases them.
         :returns: how many of the consumers hold a claim."""
-        consumer_uuids = self._check_uuids(consumer_uuids)
-        return self._retry(lifecycle.confirm)(self.engine, consumer_uuids)
+        return self._on_consumers(lifecycle.confirm, consumer_uuids)
 
     @messaging.expose
     @messaging.expected_exceptions(exception.NoValidHost,
@@ -221,11 +214,8 @@ class SchedulerManager:
         """The consumers' moves are done: give back their sources, keep
         their destinations (confirmed). Consumers not moving are left alone.
         :returns: how many moves were confirmed now."""
-        consumer_uuids = self._check_uuids(consumer_uuids)
-        done = self._retry(moves.confirm_move)(self.engine, consumer_uuids)
-        LOG.debug("Confirmed %d move(s) of %d consumer(s)", done,
-                 len(consumer_uuids))
-        return done
+        return self._on_consumers(moves.confirm_move, consumer_uuids,
+                                  "Confirmed %d move(s) of %d consumer(s)")
 
     @messaging.expose
     @messaging.expected_exceptions(exception.InvalidRequest)
@@ -235,11 +225,8 @@ class SchedulerManager:
         their sources are their claims again. Consumers not moving are left
         alone.
         :returns: how many moves were reverted now."""
-        consumer_uuids = self._check_uuids(consumer_uuids)
-        done = self._retry(moves.revert_move)(self.engine, consumer_uuids)
-        LOG.debug("Reverted %d move(s) of %d consumer(s)", done,
-                 len(consumer_uuids))
-        return done
+        return self._on_consumers(moves.revert_move, consumer_uuids,
+                                  "Reverted %d move(s) of %d consumer(s)")
 
     @messaging.expose
     @instrument.rpc_method
@@ -255,6 +242,19 @@ class SchedulerManager:
             LOG.info("Released %d claim(s) never confirmed within %d s",
                      expired, self.conf.scheduler.unconfirmed_claim_ttl)
         self.driver.run_periodic_tasks()
+
+    def _on_consumers(self, change: Callable[[sa.Engine, list[str]], int],
+                      consumer_uuids: Any, said: str | None = None) -> int:
+        """What release, confirm, confirm_move and revert_move share: check
+        ``consumer_uuids``, run ``change(engine, uuids)`` in a transaction
+        retried as every service caller's, and say at DEBUG (``said``:
+        the count changed, then the count asked) what it changed.
+        :returns: what ``change`` returns (how many it changed)."""
+        consumer_uuids = self._check_uuids(consumer_uuids)
+        changed = self._retry(change)(self.engine, consumer_uuids)
+        if said is not None:
+            LOG.debug(said, changed, len(consumer_uuids))
+        return changed
 
     def _check_uuids(self, consumer_uuids: Any) -> list[str]:
         """Validate ``consumer_uuids``; they are what the request asks

@@ -19,7 +19,10 @@
 
 A new RPC method only has to use the decorator. The endpoint may set
 ``rpc_api`` (the metric and notification label of its API, default
-``scheduler``) and ``notifier`` (None: no notifications).
+``scheduler``), ``notifier`` (None: no notifications) and ``refusals``
+(the exception classes counted as a refusal, outcome ``no_valid_host``;
+default :data:`REFUSALS`): an API that refuses with its own class (nova's
+``NoValidHost``) names it there, so this module knows no API above it.
 """
 from __future__ import annotations
 
@@ -39,12 +42,12 @@ from scheduler import metrics
 from scheduler.rpc import notifications
 from scheduler import trace as trace_mod
 from scheduler.db import retry as db_retry
-from scheduler.nova import exception as nova_exception
 
 LOG = logging.getLogger(__name__)
 
 _DB_ERRORS = (db_exc.DBError, sa_exc.DBAPIError)
-_REFUSALS = (exception.NoValidHost, nova_exception.NoValidHost)
+#: What counts as a refusal unless the endpoint says (``refusals``).
+REFUSALS: tuple[type[BaseException], ...] = (exception.NoValidHost,)
 
 
 def request_context(ctxt: Any) -> oslo_context.RequestContext:
@@ -58,12 +61,13 @@ def request_context(ctxt: Any) -> oslo_context.RequestContext:
     return oslo_context.RequestContext.from_dict(known)
 
 
-def outcome_of(exc: BaseException | None) -> str:
+def outcome_of(exc: BaseException | None,
+               refusals: tuple[type[BaseException], ...] = REFUSALS) -> str:
     """The ``outcome`` label of a request that raised ``exc`` (None: it
-    returned)."""
+    returned), to an endpoint that refuses with ``refusals``."""
     if exc is None:
         return "ok"
-    if isinstance(exc, _REFUSALS):
+    if isinstance(exc, refusals):
         return "no_valid_host"
     if isinstance(exc, exception.InvalidRequest):
         return "invalid_request"
@@ -83,6 +87,7 @@ def rpc_method(func: Callable[..., Any]) -> Callable[..., Any]:
         context.update_store()
         api = getattr(self, "rpc_api", "scheduler")
         notifier = getattr(self, "notifier", None) if notifies else None
+        refusals = getattr(self, "refusals", REFUSALS)
         trace = trace_mod.begin(method, None if notifier is None else
                                 functools.partial(notifications.start,
                                                   notifier, api))
@@ -110,9 +115,10 @@ def rpc_method(func: Callable[..., Any]) -> Callable[..., Any]:
         finally:
             if failure is not None and notifier is not None:
                 _notify(notifier, api, trace, None, failure)
-            metrics.record_request(api, outcome_of(failure), trace)
+            outcome = outcome_of(failure, refusals)
+            metrics.record_request(api, outcome, trace)
             if LOG.isEnabledFor(logging.DEBUG):
-                _log_timings(trace, failure)
+                _log_timings(trace, outcome)
             trace_mod.end()
             # Executor threads are reused: the next request must not log
             # under this one's ids.
@@ -134,10 +140,9 @@ def _notify(notifier, api: str, trace: trace_mod.Trace, result: Any,
         notifications.error(notifier, api, trace, failure)
 
 
-def _log_timings(trace: trace_mod.Trace,
-                 failure: BaseException | None) -> None:
+def _log_timings(trace: trace_mod.Trace, outcome: str) -> None:
     stages = ", ".join(f"{name} {seconds * 1000:.2f} ms"
                        for name, seconds in trace.timings().items())
-    LOG.debug("%s %s in %.2f ms%s", trace.method, outcome_of(failure),
+    LOG.debug("%s %s in %.2f ms%s", trace.method, outcome,
               (time.perf_counter() - trace.started) * 1000,
               f": {stages}" if stages else "")

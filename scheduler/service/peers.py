@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import uuid as uuidlib
 
+from oslo_config import cfg
 from oslo_db import exception as db_exc
 import sqlalchemy as sa
 
@@ -82,3 +83,15 @@ def place(engine: sa.Engine, host: str, topic: str,
     if host not in up:
         return 0, 1
     return up.index(host), len(up)
+
+
+def heartbeat(conf: cfg.ConfigOpts, engine: sa.Engine) -> tuple[int, int]:
+    """:func:`report` this server (``[DEFAULT] host``) on its ``[scheduler]
+    topic``, then :func:`place` it among the servers up there (by
+    ``[scheduler] service_down_time``): what a worker does every
+    ``report_interval`` seconds, handing the place to its endpoint.
+    :raises sqlalchemy.exc.SQLAlchemyError: the database is away.
+    """
+    topic, host = conf.scheduler.topic, conf.host
+    report(engine, host, topic)
+    return place(engine, host, topic, conf.scheduler.service_down_time)

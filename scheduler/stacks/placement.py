@@ -27,7 +27,6 @@ from scheduler.claims import lifecycle
 from scheduler.claims import usage
 from scheduler.claims.groups import GroupRule
 from scheduler.claims.refusals import ConsumerExists
-from scheduler.claims.refusals import GroupConflict
 from scheduler.claims.refusals import NoRoom
 from scheduler.claims.usage import Usage
 from scheduler.db import allocations
@@ -38,8 +37,8 @@ from scheduler import exception
 from scheduler import metrics
 from scheduler import trace
 from scheduler.db import retry as db_retry
-from scheduler.decide.base import destination
-from scheduler.decide.base import held_destination
+from scheduler.decide.selection import destination
+from scheduler.decide.selection import held_destination
 from scheduler.request.spec import InstanceGroup
 from scheduler.request.spec import RequestSpec
 from scheduler.stacks import definition
@@ -198,15 +197,7 @@ def _place(driver, stack: Stack, replace: list[str],
                                  for s in chosen])
             continue
         except ClaimConflict as e:
-            if (isinstance(e, GroupConflict)
-                    and _forced_in_hard_group(plan)):
-                # Forcing skips the group filters, not the claim's group
-                # check; re-planning would force the same hosts.
-                trace.refused(trace.CLAIM_REFUSAL)
-                raise exception.NoValidHost(
-                    f"No valid host for stack {stack.stack_id}: a forced "
-                    f"host would break its server group: {e}")
-            attempts.lost(e)
+            attempts.conflicted(e, plan.specs.values())
             continue
         except ConsumerExists:
             metrics.claim_conflict("duplicate")
@@ -273,14 +264,6 @@ def _with_members(driver, specs: dict[str, RequestSpec],
         out[name] = dataclasses.replace(spec,
                                         instance_group=resolved[group])
     return out
-
-
-def _forced_in_hard_group(plan: planner.Plan) -> bool:
-    """Whether a forced resource of ``plan`` is in a hard server group."""
-    return any((spec.force_hosts or spec.force_nodes)
-               and spec.instance_group is not None
-               and spec.instance_group.is_hard
-               for spec in plan.specs.values())
 
 
 def _forced_on(plan: planner.Plan, node_id: int | None) -> str | None:

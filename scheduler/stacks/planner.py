@@ -31,7 +31,7 @@ import numpy as np
 from scheduler.hosts import capacity
 from scheduler import exception
 from scheduler.decide import targeting
-from scheduler.decide.base import Selection
+from scheduler.decide.selection import Selection
 from scheduler.decide.filter import Pipeline
 from scheduler.filters.base import FilterStep
 from scheduler.filters.base import narrow

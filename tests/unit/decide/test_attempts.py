@@ -8,13 +8,19 @@ import pytest
 
 from scheduler.decide import choice
 from scheduler.claims.refusals import NoRoom
+from scheduler.claims.refusals import GroupConflict
 from scheduler.hosts.planned import ClaimConflict
 from scheduler import exception
 from scheduler.decide import races
 from scheduler.decide.attempts import Attempts
-from scheduler.decide.base import Selection
+from scheduler.decide.attempts import forced_group_breach
+from scheduler.decide.selection import Selection
 from scheduler.hosts.table import HostTable
+from scheduler.request.spec import RequestSpec
 from tests.unit.fakes import make_host
+from tests.unit.fakes import make_spec
+
+G = "5a0b0c0d-0000-4000-8000-0000000000a1"
 
 
 def _attempts(retries: int = 2, subject: str = "") -> Attempts:
@@ -139,3 +145,63 @@ def test_a_refused_node_the_planner_did_not_choose_is_said_as_refused():
     for _ in attempts:
         attempts.no_room(_no_room(7), [_chosen(3)])
     assert "last refusal: no room" in str(attempts.given_up())
+
+
+def _member(policy: str = "anti-affinity", **forced) -> RequestSpec:
+    return make_spec(instance_group={"uuid": G, "policies": [policy]},
+                     **forced)
+
+
+def _group_conflict() -> GroupConflict:
+    return GroupConflict(f"server group {G}: host h1 would hold 2 "
+                                f"members, at most 1 allowed", None)
+
+
+@pytest.mark.parametrize("forced", [{"force_hosts": ["h1"]},
+                                    {"force_nodes": ["n1"]}])
+@pytest.mark.parametrize("policy", ["affinity", "anti-affinity"])
+def test_a_forced_host_breaking_a_hard_group_is_final(forced, policy):
+    assert forced_group_breach(_group_conflict(), [_member(policy, **forced)])
+
+
+def test_a_forced_host_in_a_stack_is_final_whichever_resource_forces():
+    specs = [make_spec(), _member(), _member(force_hosts=["h1"])]
+    assert forced_group_breach(_group_conflict(), specs)
+
+
+@pytest.mark.parametrize("conflict, specs", [
+    # Nothing forced: re-planning may choose another host.
+    (_group_conflict(), [_member()]),
+    # A soft group's rule is no claim's to keep.
+    (_group_conflict(), [_member("soft-anti-affinity",
+                                 force_hosts=["h1"])]),
+    # Forced, but not in a group.
+    (_group_conflict(), [make_spec(force_hosts=["h1"])]),
+    # Forced in a hard group, but the node moved: a race like any.
+    (ClaimConflict("node 5 changed", 5),
+     [_member(force_hosts=["h1"])]),
+])
+def test_other_conflicts_are_not_final(conflict, specs):
+    assert not forced_group_breach(conflict, specs)
+
+
+def test_a_final_conflict_is_no_valid_host_and_no_lost_race():
+    attempts = _attempts(subject=" for stack s1")
+    next(iter(attempts))
+    with pytest.raises(exception.NoValidHost) as info:
+        attempts.conflicted(_group_conflict(),
+                            [_member(force_hosts=["h1"])])
+    assert info.value.message == (
+        f"No valid host for stack s1: a forced host would break its server "
+        f"group: server group {G}: host h1 would hold 2 members, at most 1 "
+        f"allowed")
+    assert attempts.races == 0
+
+
+def test_a_conflict_that_is_not_final_is_a_lost_race():
+    attempts = _attempts()
+    next(iter(attempts))
+    attempts.conflicted(ClaimConflict("node 5 changed", 5),
+                        [_member(force_hosts=["h1"])])
+    assert attempts.races == 1
+    assert 5 in attempts.chooser._avoid

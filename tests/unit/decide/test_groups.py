@@ -348,7 +348,7 @@ def test_a_forced_host_that_breaks_a_hard_group_is_refused_at_once(
     with pytest.raises(exception.NoValidHost) as info:
         filter_driver.select_destinations(spec)
     assert info.value.message == (
-        f"No valid host: the forced host would break its server group: "
+        f"No valid host: a forced host would break its server group: "
         f"server group {G}: host {host} would hold 2 members, at most 1 "
         f"allowed")
     assert len(allocation_rows(engine)) == 1

@@ -65,6 +65,14 @@ def test_the_exception_is_named_as_novas_own():
         "nova.exception", "NoValidHost")
 
 
+def test_novas_refusal_is_counted_as_a_refusal(endpoint, caplog):
+    caplog.set_level(logging.DEBUG, logger="scheduler.rpc.instrument")
+    refusal(endpoint.select_destinations, {})
+    [line] = [r.getMessage() for r in caplog.records
+              if r.name == "scheduler.rpc.instrument"]
+    assert line.startswith("select_destinations no_valid_host in ")
+
+
 def test_a_boot_gets_selection_primitives_and_claims(endpoint, engine):
     [[chosen, alternate]] = endpoint.select_destinations(
         {}, spec_obj=spec_obj(), instance_uuids=[VM], return_objects=True,

@@ -7,14 +7,16 @@ dispatcher unwraps it); ``exc_info[1]`` is the original exception."""
 from __future__ import annotations
 
 import datetime
+import logging
 
 import oslo_messaging as messaging
 import pytest
 import sqlalchemy as sa
 
 from scheduler.decide import choice
+from scheduler.claims import consume
+from scheduler.hosts.planned import Claim
 from scheduler import exception
-from scheduler.service import peers
 from scheduler.db import api as db_api
 from scheduler.db import models
 from scheduler.rpc.endpoint import SchedulerManager
@@ -110,6 +112,53 @@ def test_consumer_ids_select_destinations_refuses_are_refused_alike(
     error = _raised(getattr(manager, method), {}, [U[1], written])
     assert type(error) is exception.InvalidRequest
     assert error.message == f"consumer_uuids: {written!r} is not a UUID"
+
+
+CONSUMER_METHODS = ["release", "confirm", "confirm_move", "revert_move"]
+
+
+@pytest.mark.parametrize("method", CONSUMER_METHODS)
+@pytest.mark.parametrize("bad, message", [
+    ("not-a-list", "consumer_uuids: expected a list of at most 1000 uuids"),
+    (["nope"], "consumer_uuids: 'nope' is not a UUID"),
+])
+def test_every_consumer_method_checks_the_uuids_at_the_edge(
+        manager, method, bad, message):
+    error = _raised(getattr(manager, method), {}, bad)
+    assert type(error) is exception.InvalidRequest
+    assert error.message == message
+
+
+def _claim(engine, host, move=(), memory_mb=1024):
+    row = node_row(engine, host)
+    consume.claim(engine, [Claim(
+        consumer_uuid=U[0], node_id=row.id, host=host,
+        generation=row.generation, vcpus=1, memory_mb=memory_mb,
+        disk_gb=10)], move=move, ttl=3600)
+
+
+def _memory_used(engine):
+    return {h: node_row(engine, h).memory_mb_used for h in ("h1", "h2")}
+
+
+@pytest.mark.parametrize("method, said, used", [
+    ("confirm_move", "Confirmed 1 move(s) of 2 consumer(s)",
+     {"h1": 0, "h2": 2048}),
+    ("revert_move", "Reverted 1 move(s) of 2 consumer(s)",
+     {"h1": 1024, "h2": 0}),
+])
+def test_moves_end_through_the_manager_and_say_how_many(
+        register, engine, manager, caplog, method, said, used):
+    register(node("h1"), node("h2"))
+    _claim(engine, "h1")
+    _claim(engine, "h2", move=[U[0]], memory_mb=2048)
+    assert _memory_used(engine) == {"h1": 1024, "h2": 2048}
+    with caplog.at_level(logging.DEBUG, logger="scheduler.rpc.endpoint"):
+        # As claims store them, whatever the spelling; U[1] moves nowhere.
+        assert getattr(manager, method)({}, [U[0].upper(), U[1]]) == 1
+    assert said in caplog.text
+    assert _memory_used(engine) == used
+    assert getattr(manager, method)({}, [U[0]]) == 0     # idempotent
 
 
 def test_claims_are_provisional_and_confirm_counts(register, engine,
@@ -271,11 +320,17 @@ def test_stacks_are_placed_ranked_and_released_through_the_manager(
     assert allocation_rows(engine) == []
 
 
-def test_report_gives_the_chooser_its_place_among_the_servers(conf, engine):
-    conf.set_override("host", "sched-b")
-    peers.report(engine, "sched-a", conf.scheduler.topic)
+def test_the_chooser_takes_its_place_among_the_servers(conf, engine,
+                                                      caplog):
     manager = SchedulerManager(conf, engine, choice.Share(1, 2))
     before = manager.driver.chooser.share
-    manager.report()
+    with caplog.at_level(logging.INFO, logger="scheduler.rpc.endpoint"):
+        manager.take_place(1, 2)
     assert manager.driver.chooser.share == choice.Share(1, 2, 1, 2)
     assert before == choice.Share(1, 2)   # swapped, not changed in place
+    assert "Scheduler server 2 of 2 up on topic" in caplog.text
+    caplog.clear()
+    now = manager.driver.chooser.share
+    manager.take_place(1, 2)
+    assert manager.driver.chooser.share is now   # unchanged: kept
+    assert "Scheduler server" not in caplog.text

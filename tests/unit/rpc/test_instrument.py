@@ -13,7 +13,6 @@ from scheduler import conf as sched_conf
 from scheduler import exception
 from scheduler.rpc import instrument
 from scheduler import trace
-from scheduler.nova import exception as nova_exception
 from tests.unit.rpc.test_notifications import Recorder
 
 
@@ -47,6 +46,28 @@ def test_read_only_database_is_an_expected_service_unavailable():
     assert original.message.startswith(
         "database /srv/s.sqlite is read-only for this user")
     assert "INSERT" not in original.message
+
+
+class NotOurs(Exception):
+    """A refusal class of another API (as nova's NoValidHost is)."""
+
+
+class Refusing(Endpoint):
+    refusals = (NotOurs,)
+
+
+def test_an_endpoint_names_its_own_refusals(caplog):
+    assert instrument.outcome_of(NotOurs("x")) == "error"
+    assert instrument.outcome_of(NotOurs("x"), (NotOurs,)) == \
+        "no_valid_host"
+    assert instrument.outcome_of(exception.NoValidHost("x"), (NotOurs,)) \
+        == "error"
+    caplog.set_level(logging.DEBUG, logger="scheduler.rpc.instrument")
+    with pytest.raises(NotOurs):
+        Refusing(NotOurs("no host")).call({})
+    [line] = [r.getMessage() for r in caplog.records
+              if r.name == "scheduler.rpc.instrument"]
+    assert line.startswith("call no_valid_host in ")
 
 
 class Notified:
@@ -99,8 +120,6 @@ def test_reads_send_nothing():
 def test_outcomes():
     assert instrument.outcome_of(None) == "ok"
     assert instrument.outcome_of(exception.NoValidHost("x")) == \
-        "no_valid_host"
-    assert instrument.outcome_of(nova_exception.NoValidHost("x")) == \
         "no_valid_host"
     assert instrument.outcome_of(exception.InvalidRequest("x")) == \
         "invalid_request"

@@ -87,3 +87,16 @@ def test_scheduler_rows_are_not_hosts(engine, register):
         assert [r.host for r in db_api.compute_services(conn)] == ["aio-1"]
         assert liveness.down_hosts(conn, 60) == {"aio-1"}
     assert peers.place(engine, "aio-1", TOPIC, 60) == (0, 1)
+
+
+def test_a_heartbeat_reports_this_server_and_reads_its_place(conf, engine):
+    """What a worker hands its endpoint every report_interval: this
+    server's row beaten on its topic, then its place among those up."""
+    conf.set_override("host", "sched-b")
+    peers.report(engine, "sched-a", conf.scheduler.topic)
+    assert peers.heartbeat(conf, engine) == (1, 2)
+    assert peers.heartbeat(conf, engine) == (1, 2)
+    [a, b] = rows(engine)
+    assert (b.host, b.topic, b.report_count) == (
+        "sched-b", conf.scheduler.topic, 2)
+    assert a.report_count == 1
