@@ -14,7 +14,7 @@ Claims for a server group with a hard policy first update the group's
 PostgreSQL and MySQL/MariaDB, the single writer on SQLite), so the
 membership check that follows, inside the same transaction, sees every
 committed member (READ COMMITTED on both servers; see
-:func:`scheduler.db.api.create_engine`): two concurrent boots cannot both
+:func:`scheduler.db.engine.create_engine`): two concurrent boots cannot both
 find the group empty.
 
 Claims start provisional when ``ttl`` is given: they expire at the database's
@@ -42,7 +42,7 @@ from sqlalchemy.dialects import sqlite
 
 from scheduler.hosts import capacity
 from scheduler.hosts.capacity import Ratios
-from scheduler.db import api as db
+from scheduler.db import clock
 from scheduler.db import compiled
 from scheduler.db import models
 
@@ -224,7 +224,7 @@ def _claim_alone_statement(expiring: bool) -> sa.Insert:
               for name in _ALONE_COLUMNS}
     values["compute_node_id"] = claimed.c.id
     if expiring:
-        values["expires_at"] = db.utcnow_plus(
+        values["expires_at"] = clock.utcnow_plus(
             sa.bindparam("b_ttl", type_=sa.Integer))
     return a.insert().from_select(list(values), sa.select(*values.values()))
 
@@ -311,7 +311,7 @@ def _usage_update(*where) -> sa.Update:
                 # The database's clock, as every other writer here sets
                 # it; and the statement then needs no Python-side
                 # default, so it can run compiled (db.compiled).
-                updated_at=db.utcnow()))
+                updated_at=clock.utcnow()))
 
 
 def _consume_statement() -> sa.Update:
@@ -623,7 +623,7 @@ def _insert_statement(expiring: bool) -> compiled.Compiled:
     values = {name: sa.bindparam(f"i_{name}", type_=a.c[name].type)
               for name in _INSERT_COLUMNS}
     if expiring:
-        values["expires_at"] = db.utcnow_plus(
+        values["expires_at"] = clock.utcnow_plus(
             sa.bindparam("b_ttl", type_=sa.Integer))
     return compiled.Compiled(a.insert().values(values))
 
@@ -832,7 +832,7 @@ def renew(engine: sa.Engine, consumer_uuids: list[str], ttl: int) -> int:
         return conn.execute(
             allocs.update().where(allocs.c.consumer_uuid.in_(consumer_uuids),
                                   allocs.c.expires_at.is_not(None))
-            .values(expires_at=db.utcnow_plus(
+            .values(expires_at=clock.utcnow_plus(
                 sa.bindparam("b_ttl", ttl, type_=sa.Integer)))).rowcount
 
 
@@ -895,7 +895,7 @@ def _deadline(conn: sa.Connection, ttl: int) -> datetime.datetime | None:
     database's clock); None (confirmed) for ``ttl`` 0."""
     if ttl <= 0:
         return None
-    return db.db_time(conn) + datetime.timedelta(seconds=ttl)
+    return clock.db_time(conn) + datetime.timedelta(seconds=ttl)
 
 
 def confirm_move(engine: sa.Engine, consumer_uuids: list[str],
@@ -1018,7 +1018,7 @@ def expire(engine: sa.Engine) -> int:
     """
     allocs = models.allocations
     expired = sa.and_(allocs.c.expires_at.is_not(None),
-                      allocs.c.expires_at < db.utcnow())
+                      allocs.c.expires_at < clock.utcnow())
     with engine.begin() as conn:
         reverted = _revert(conn, _delete(conn, sa.and_(expired, _IS_MOVING)),
                            expired=True)

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from scheduler import claims
 from scheduler.claims import Claim
 from scheduler.claims import GroupRule
-from scheduler.db import api as db_api
+from scheduler.db import clock
 from scheduler.db import models
 from tests.unit.fakes import allocation_rows
 from tests.unit.fakes import bump_generation
@@ -317,7 +317,7 @@ def _expires_at(engine, consumer):
 
 def _db_now(engine):
     with engine.connect() as conn:
-        return db_api.db_time(conn)
+        return clock.db_time(conn)
 
 
 def _set_expires_at(engine, consumer, value):
