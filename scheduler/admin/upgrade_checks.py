@@ -97,7 +97,7 @@ class Checks(upgradecheck.UpgradeCommands):
             budget = self.conf.scheduler.broker_startup_timeout
         broker.check(self.conf, budget)
         return Result(Code.SUCCESS, f"message broker at "
-                      f"{broker.describe_hosts(self.conf)} accepts the login")
+                      f"{errors.broker_hosts(self.conf)} accepts the login")
 
     @_failure_for_operator_errors
     def check_config(self) -> Result:

@@ -542,8 +542,8 @@ def default_api(conf: cfg.ConfigOpts, args: argparse.Namespace
     """A SchedulerAPI with ``--timeout``, once the broker has answered
     within the timeout (oslo.messaging alone would retry it for ever).
 
-    :raises broker.BrokerUnavailable: no broker within the timeout.
-    :raises broker.BrokerRefused: the broker refused the credentials.
+    :raises errors.BrokerUnavailable: no broker within the timeout.
+    :raises errors.BrokerRefused: the broker refused the credentials.
     """
     broker.check(conf, rpc_timeout(conf, args))
     return SchedulerAPI(conf, timeout=args.timeout)

@@ -198,7 +198,7 @@ class SchedulerWorker(cotyledon.Service):
         if self._server is not None:
             try:
                 broker.check(self.conf, BROKER_STOP_BUDGET)
-            except broker.BrokerUnavailable as e:
+            except errors.BrokerUnavailable as e:
                 LOG.warning("Worker %d stops without draining: %s",
                             self.worker_id, e)
                 return
@@ -291,7 +291,7 @@ def check_startup(conf, config_given: bool = True) -> None:
     listen address that is malformed, an RPC thread pool of no thread.
 
     :raises ConfigError: naming the option or the database, and the fix.
-    :raises broker.BrokerUnavailable: naming the broker (BrokerRefused
+    :raises errors.BrokerUnavailable: naming the broker (BrokerRefused
         when the credentials are wrong).
     """
     check_config(conf)
