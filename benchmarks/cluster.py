@@ -2,7 +2,7 @@
 the writes a compute agent makes to it.
 
 Uses only the scheduler's stable entry points: ``scheduler.conf.load``,
-``scheduler.db.api.create_engine``, ``scheduler.db.migration.upgrade`` and
+``scheduler.db.engine.create_engine``, ``scheduler.db.migration.upgrade`` and
 ``scheduler.sim.fleet`` (``make_nodes``, ``register`` — which batches — and
 ``heartbeat``). Everything else is plain SQL on the nova schema.
 """
@@ -18,7 +18,7 @@ import sqlalchemy as sa
 
 from scheduler import conf as sched_conf
 from scheduler.sim import fleet
-from scheduler.db import api as db
+from scheduler.db.engine import create_engine
 from scheduler.db import migration
 from tests.fixtures.config import write_config
 
@@ -78,7 +78,7 @@ def build(hosts: int, kind: str, url: str, path: Path,
     config_file = write_config(
         path, {**in_process_options(path, url), **extra}, "in-process.conf")
     conf = sched_conf.load(["--config-file", str(config_file)])
-    engine = db.create_engine(conf)
+    engine = create_engine(conf)
     started = time.monotonic()
     migration.upgrade(engine)
     nodes = fleet.make_nodes(hosts, SEED)

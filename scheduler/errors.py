@@ -22,7 +22,6 @@ import oslo_messaging as messaging
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
-from scheduler.rpc import broker
 from scheduler import conf as sched_conf
 from scheduler import exception
 from scheduler.db import retry as db_retry
@@ -75,6 +74,18 @@ class CommandFailed(Exception):
     """A command's own one-line failure; the message says it all."""
 
 
+class BrokerUnavailable(exception.SchedulerException):
+    """No broker answered within the budget; a later try may succeed
+    (:func:`scheduler.rpc.broker.check` raises it)."""
+
+
+class BrokerRefused(BrokerUnavailable):
+    """The broker answered and refused the credentials or virtual host, or
+    the configuration cannot reach a RabbitMQ at all (another transport,
+    a TLS file that cannot be read): no retry or restart can fix that,
+    only the configuration."""
+
+
 def database_option(conf: cfg.ConfigOpts, parameters: bool = False) -> str:
     """``[database] connection`` and the file that sets it, for messages;
     ``with connection_parameters`` too when ``parameters`` and they are
@@ -110,6 +121,17 @@ def database_name(conf: cfg.ConfigOpts | None) -> str:
     if url.get_backend_name() == "sqlite" and url.database:
         return url.database
     return url.render_as_string(hide_password=True)
+
+
+def broker_hosts(conf: cfg.ConfigOpts) -> str:
+    """The broker host(s) of ``[DEFAULT] transport_url``, for messages,
+    without credentials."""
+    try:
+        url = messaging.TransportURL.parse(conf)
+    except Exception:
+        return "[DEFAULT] transport_url"
+    hosts = ", ".join(f"{h.hostname}:{h.port or 5672}" for h in url.hosts)
+    return hosts or "localhost:5672"
 
 
 def _db_message(exc: BaseException) -> str:
@@ -208,7 +230,7 @@ def describe(exc: BaseException, conf: cfg.ConfigOpts | None = None
                 "running on the same transport_url and topic?")
     if isinstance(exc, messaging.MessageDeliveryFailure) or (
             _BROKER_AUTH and isinstance(exc, _BROKER_AUTH)):
-        where = broker.describe_hosts(conf) if conf else "transport_url"
+        where = broker_hosts(conf) if conf else "transport_url"
         return (f"cannot reach the message broker at {where}: {exc}; "
                 f"check [DEFAULT] transport_url (host, port, user, "
                 f"password) and that RabbitMQ is running")
@@ -239,10 +261,10 @@ def restart_may_help(exc: BaseException) -> bool:
     broker or database that did not answer (it may come back); never for a
     refused login, a missing schema, a plugin that fails or a bug: a
     server restarting its workers for ever over those only hides them."""
-    if isinstance(exc, broker.BrokerRefused) or (
+    if isinstance(exc, BrokerRefused) or (
             _BROKER_AUTH and isinstance(exc, _BROKER_AUTH)):
         return False
-    if isinstance(exc, (broker.BrokerUnavailable,
+    if isinstance(exc, (BrokerUnavailable,
                         messaging.MessageDeliveryFailure,
                         db_exc.DBConnectionError, ConnectionError)):
         return True

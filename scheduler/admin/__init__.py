@@ -26,7 +26,9 @@ from scheduler.hosts import capacity
 from scheduler.db import allocations
 from scheduler import exception
 from scheduler.hosts import liveness
-from scheduler.db import api as db
+from scheduler.db import clock
+from scheduler.db import compute
+from scheduler.hosts.rows import aggregates_by_host
 from scheduler.db import models
 from scheduler.progress import Start
 
@@ -36,7 +38,7 @@ def list_services(engine: sa.Engine) -> list[dict]:
     against ``service_down_time`` is left to the caller (needs conf)."""
     s = models.services
     with engine.connect() as conn:
-        now = db.db_time(conn)
+        now = clock.db_time(conn)
         rows = conn.execute(
             sa.select(s.c.id, s.c.host, s.c.binary, s.c.disabled,
                       s.c.disabled_reason, s.c.forced_down, s.c.last_seen_up,
@@ -61,11 +63,11 @@ def set_service_disabled(engine: sa.Engine, host: str, disabled: bool,
     with engine.begin() as conn:
         result = conn.execute(
             s.update().where(s.c.host == host,
-                             s.c.binary == db.COMPUTE_BINARY,
+                             s.c.binary == compute.COMPUTE_BINARY,
                              s.c.deleted == 0)
             .values(disabled=disabled,
                     disabled_reason=reason if disabled else None,
-                    updated_at=db.utcnow()))
+                    updated_at=clock.utcnow()))
     if result.rowcount == 0:
         raise exception.NotFound(f"no compute service on host {host!r}")
 
@@ -115,7 +117,7 @@ def audit_allocations(engine: sa.Engine, default_ratios: capacity.Ratios,
              .order_by(n.c.host))
     problems = []
     with engine.connect() as conn:
-        aggregates = db.aggregates_by_host(conn)
+        aggregates = aggregates_by_host(compute.aggregates(conn))
         report = progress(conn.execute(
             sa.select(sa.func.count()).select_from(n).where(n.c.deleted == 0)
         ).scalar_one()) if progress else (lambda done: None)
@@ -246,7 +248,7 @@ def _compute_service(conn: sa.Connection, host: str) -> sa.Row:
     s = models.services
     row = conn.execute(
         sa.select(s).where(s.c.host == host,
-                           s.c.binary == db.COMPUTE_BINARY,
+                           s.c.binary == compute.COMPUTE_BINARY,
                            s.c.deleted == 0)).first()
     if row is None:
         raise exception.NotFound(f"no compute host {host!r}")
@@ -270,10 +272,10 @@ def list_compute_hosts(engine: sa.Engine, service_down_time: float,
                        s.c.created_at,
                        sa.func.coalesce(counts.c.nodes, 0).label("nodes"))
              .select_from(s.outerjoin(counts, counts.c.host == s.c.host))
-             .where(s.c.binary == db.COMPUTE_BINARY, s.c.deleted == 0)
+             .where(s.c.binary == compute.COMPUTE_BINARY, s.c.deleted == 0)
              .order_by(s.c.host))
     with engine.connect() as conn:
-        now = db.db_time(conn)
+        now = clock.db_time(conn)
         rows = conn.execute(query).all()
         zones = _zones_by_host(conn)
     return [{"host": row.host,
@@ -335,7 +337,7 @@ def describe_host(engine: sa.Engine, host: str, *,
     """
     n, a = models.compute_nodes, allocations.usage_sides()
     with engine.connect() as conn:
-        now = db.db_time(conn)
+        now = clock.db_time(conn)
         service = _compute_service(conn, host)
         # The stored name: MariaDB matched ``host`` case-insensitively.
         host = service.host
@@ -363,7 +365,8 @@ def describe_host(engine: sa.Engine, host: str, *,
         aggregates = [
             {"name": agg["name"], "metadata": agg["metadata"]}
             for agg in _aggregates(conn, host=host)]
-        host_aggregates = db.aggregates_by_host(conn).get(host, ())
+        host_aggregates = aggregates_by_host(
+            compute.aggregates(conn)).get(host, ())
     out_nodes = []
     for row in nodes:
         resources = _node_resources(row, default_ratios, host_aggregates,
@@ -542,12 +545,12 @@ def create_aggregate(engine: sa.Engine, name: str,
             raise exception.InvalidRequest(
                 f"aggregate {name!r} already exists")
         agg_id = conn.execute(agg.insert().values(
-            uuid=str(uuidlib.uuid4()), name=name, created_at=db.utcnow(),
+            uuid=str(uuidlib.uuid4()), name=name, created_at=clock.utcnow(),
             deleted=0)).inserted_primary_key[0]
         if zone is not None:
             conn.execute(models.aggregate_metadata.insert().values(
                 aggregate_id=agg_id, key=ZONE_KEY, value=zone,
-                created_at=db.utcnow(), deleted=0))
+                created_at=clock.utcnow(), deleted=0))
         return _aggregates(conn, name=name)[0]
 
 
@@ -555,8 +558,8 @@ def _soft_delete(table: sa.Table, *where) -> sa.Update:
     """``UPDATE table SET deleted = id, deleted_at = now WHERE ...`` for
     live rows (nova's soft delete)."""
     return (table.update().where(table.c.deleted == 0, *where)
-            .values(deleted=table.c.id, deleted_at=db.utcnow(),
-                    updated_at=db.utcnow()))
+            .values(deleted=table.c.id, deleted_at=clock.utcnow(),
+                    updated_at=clock.utcnow()))
 
 
 def delete_aggregate(engine: sa.Engine, name: str,
@@ -605,7 +608,7 @@ def add_aggregate_host(engine: sa.Engine, name: str, host: str) -> None:
                     ah.c.deleted == 0)).first() is not None:
                 raise already
             conn.execute(ah.insert().values(
-                host=host, aggregate_id=agg_id, created_at=db.utcnow(),
+                host=host, aggregate_id=agg_id, created_at=clock.utcnow(),
                 deleted=0))
     except db_exc.DBDuplicateEntry as e:   # a concurrent add won
         raise already from e
@@ -676,10 +679,10 @@ def set_aggregate_metadata(engine: sa.Engine, name: str,
             elif found is None:
                 conn.execute(md.insert().values(
                     aggregate_id=agg_id, key=key, value=value,
-                    created_at=db.utcnow(), deleted=0))
+                    created_at=clock.utcnow(), deleted=0))
             elif found.value != value:
                 conn.execute(md.update().where(md.c.deleted == 0, *live)
-                             .values(value=value, updated_at=db.utcnow()))
+                             .values(value=value, updated_at=clock.utcnow()))
         current = {row.key: row.value for row in conn.execute(
             sa.select(md.c.key, md.c.value).where(
                 md.c.aggregate_id == agg_id, md.c.deleted == 0))}

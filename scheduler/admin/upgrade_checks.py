@@ -19,7 +19,7 @@ from scheduler.rpc import broker
 from scheduler import cmd
 from scheduler import errors
 from scheduler.decide import plugins
-from scheduler.db import api as db
+from scheduler.db.engine import create_engine
 from scheduler.db import migration
 from scheduler.decide.filter import Pipeline
 
@@ -61,7 +61,7 @@ class Checks(upgradecheck.UpgradeCommands):
     def _engine(self) -> sa.Engine:
         # A missing SQLite file is refused before SQLite creates it empty.
         cmd.check_database(self.conf)
-        return db.create_engine(self.conf)
+        return create_engine(self.conf)
 
     @_failure_for_operator_errors
     def check_database(self) -> Result:
@@ -97,7 +97,7 @@ class Checks(upgradecheck.UpgradeCommands):
             budget = self.conf.scheduler.broker_startup_timeout
         broker.check(self.conf, budget)
         return Result(Code.SUCCESS, f"message broker at "
-                      f"{broker.describe_hosts(self.conf)} accepts the login")
+                      f"{errors.broker_hosts(self.conf)} accepts the login")
 
     @_failure_for_operator_errors
     def check_config(self) -> Result:

@@ -29,7 +29,7 @@ from scheduler.claims import usage
 from scheduler.claims.groups import check_group
 from scheduler.claims.groups import GroupRule
 from scheduler.claims.groups import lock_group
-from scheduler.db import api as db
+from scheduler.db import clock
 from scheduler.db import compiled
 from scheduler.db import models
 from scheduler.hosts import capacity
@@ -150,7 +150,7 @@ def _claim_alone_statement(expiring: bool) -> sa.Insert:
               for name in _ALONE_COLUMNS}
     values["compute_node_id"] = claimed.c.id
     if expiring:
-        values["expires_at"] = db.utcnow_plus(
+        values["expires_at"] = clock.utcnow_plus(
             sa.bindparam("b_ttl", type_=sa.Integer))
     return a.insert().from_select(list(values), sa.select(*values.values()))
 
@@ -327,7 +327,7 @@ def _insert_statement(expiring: bool) -> compiled.Compiled:
     values = {name: sa.bindparam(f"i_{name}", type_=a.c[name].type)
               for name in _INSERT_COLUMNS}
     if expiring:
-        values["expires_at"] = db.utcnow_plus(
+        values["expires_at"] = clock.utcnow_plus(
             sa.bindparam("b_ttl", type_=sa.Integer))
     return compiled.Compiled(a.insert().values(values))
 

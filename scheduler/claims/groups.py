@@ -5,7 +5,7 @@ Claims for a server group with a hard policy first update the group's
 claims (a row lock on PostgreSQL and MySQL/MariaDB, the single writer on
 SQLite), so the membership check that follows (:func:`check_group`),
 inside the same transaction, sees every committed member (READ COMMITTED
-on both servers; see :func:`scheduler.db.api.create_engine`): two
+on both servers; see :func:`scheduler.db.engine.create_engine`): two
 concurrent boots cannot both find the group empty.
 """
 from __future__ import annotations

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from scheduler.claims import moves
 from scheduler.claims import rewrite
 from scheduler.claims import usage
-from scheduler.db import api as db
+from scheduler.db import clock
 from scheduler.db import models
 
 
@@ -82,7 +82,7 @@ def renew(engine: sa.Engine, consumer_uuids: list[str], ttl: int) -> int:
         return conn.execute(
             allocs.update().where(allocs.c.consumer_uuid.in_(consumer_uuids),
                                   allocs.c.expires_at.is_not(None))
-            .values(expires_at=db.utcnow_plus(
+            .values(expires_at=clock.utcnow_plus(
                 sa.bindparam("b_ttl", ttl, type_=sa.Integer)))).rowcount
 
 
@@ -96,7 +96,7 @@ def expire(engine: sa.Engine) -> int:
     """
     allocs = models.allocations
     expired = sa.and_(allocs.c.expires_at.is_not(None),
-                      allocs.c.expires_at < db.utcnow())
+                      allocs.c.expires_at < clock.utcnow())
     with engine.begin() as conn:
         reverted = moves.revert(
             conn, rewrite.delete(conn, sa.and_(expired, moves.IS_MOVING)),

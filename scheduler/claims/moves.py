@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from scheduler.claims import rewrite
 from scheduler.claims import usage
 from scheduler.claims.refusals import ConsumerExists
-from scheduler.db import api as db
+from scheduler.db import clock
 from scheduler.db import models
 
 
@@ -123,7 +123,7 @@ def _deadline(conn: sa.Connection, ttl: int) -> datetime.datetime | None:
     database's clock); None (confirmed) for ``ttl`` 0."""
     if ttl <= 0:
         return None
-    return db.db_time(conn) + datetime.timedelta(seconds=ttl)
+    return clock.db_time(conn) + datetime.timedelta(seconds=ttl)
 
 
 def confirm_move(engine: sa.Engine, consumer_uuids: list[str],

@@ -12,7 +12,7 @@ from typing import Iterable
 
 import sqlalchemy as sa
 
-from scheduler.db import api as db
+from scheduler.db import clock
 from scheduler.db import models
 
 
@@ -43,7 +43,7 @@ def usage_update(*where) -> sa.Update:
                 # The database's clock, as every other writer here sets
                 # it; and the statement then needs no Python-side
                 # default, so it can run compiled (db.compiled).
-                updated_at=db.utcnow()))
+                updated_at=clock.utcnow()))
 
 
 def freed_by(rows: Iterable[sa.Row]) -> list[Usage]:

@@ -75,7 +75,7 @@ def database_url(conf: cfg.ConfigOpts) -> sa.engine.URL:
         option, the file that sets it and the fix, never the password.
     """
     from scheduler import errors
-    from scheduler.db import api as db_api
+    from scheduler.db.engine import engine_url
 
     where = errors.database_option(conf)
     try:
@@ -105,7 +105,7 @@ def database_url(conf: cfg.ConfigOpts) -> sa.engine.URL:
     try:
         # Connects to nothing: SQLAlchemy converts the driver's arguments
         # here (int() of connect_timeout), as oslo.db's engine would.
-        sa.create_engine(db_api.engine_url(conf),
+        sa.create_engine(engine_url(conf),
                          poolclass=sa.pool.NullPool).dispose()
     except (ValueError, TypeError) as e:
         raise errors.driver_refused(conf, e) from None

@@ -26,6 +26,7 @@ from scheduler import errors
 from scheduler import exception
 from scheduler.request.schema import POLICIES
 from scheduler.rpc.client import SchedulerAPI
+from scheduler.stacks import files
 from scheduler.stacks import template
 
 #: Builds the API object from the loaded configuration (tests pass a fake).
@@ -345,9 +346,9 @@ def stack_request(args: argparse.Namespace) -> dict[str, Any]:
             "--flavors: no flavors file given and none found at "
             + " or ".join(str(p) for p in FLAVORS_FILES))
     return template.to_stack(
-        template.load_yaml(args.template, "template"),
+        files.load_yaml(args.template, "template"),
         stack_id=stack_id(args),
-        flavors=template.load_flavors(flavors_file),
+        flavors=files.load_flavors(flavors_file),
         parameters=dict(args.parameter), project_id=args.project_id,
         user_id=args.user_id, stack_name=stack_name(args))
 
@@ -541,8 +542,8 @@ def default_api(conf: cfg.ConfigOpts, args: argparse.Namespace
     """A SchedulerAPI with ``--timeout``, once the broker has answered
     within the timeout (oslo.messaging alone would retry it for ever).
 
-    :raises broker.BrokerUnavailable: no broker within the timeout.
-    :raises broker.BrokerRefused: the broker refused the credentials.
+    :raises errors.BrokerUnavailable: no broker within the timeout.
+    :raises errors.BrokerRefused: the broker refused the credentials.
     """
     broker.check(conf, rpc_timeout(conf, args))
     return SchedulerAPI(conf, timeout=args.timeout)

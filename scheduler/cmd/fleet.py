@@ -12,7 +12,7 @@ from scheduler import cmd
 from scheduler import errors
 from scheduler.sim import fleet
 from scheduler import progress
-from scheduler.db import api as db
+from scheduler.db.engine import create_engine
 from scheduler.db import wrapped
 
 
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         wrapped.install(drop=True)
         cmd.check_database(conf, config_given=bool(args.config_file
                                                    or args.config_dir))
-        engine = db.create_engine(conf)
+        engine = create_engine(conf)
         try:
             cmd.require_schema(conf, engine)
             return run(engine, args)

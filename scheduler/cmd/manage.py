@@ -18,7 +18,7 @@ from scheduler import cmd
 from scheduler import errors
 from scheduler import exception
 from scheduler import progress
-from scheduler.db import api as db
+from scheduler.db.engine import create_engine
 from scheduler.db import migration
 from scheduler.db import retry as db_retry
 
@@ -339,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
         cmd.check_database(conf, create=args.func is db_sync,
                            config_given=bool(args.config_file
                                              or args.config_dir))
-        engine = db.create_engine(conf)
+        engine = create_engine(conf)
         try:
             if args.group != "db":
                 cmd.require_schema(conf, engine)

@@ -44,7 +44,7 @@ from scheduler.decide import plugins
 from scheduler.rpc import transport as rpc
 from scheduler.service import sd_notify
 from scheduler.service import worker_state
-from scheduler.db import api as db
+from scheduler.db.engine import create_engine
 from scheduler.db import retry as db_retry
 from scheduler.db import wrapped
 from scheduler.decide.filter import Pipeline
@@ -99,7 +99,7 @@ class SchedulerWorker(cotyledon.Service):
             self.channel.report(self.worker_id, worker_state.CONSUMING)
 
     def _start(self) -> None:
-        self._engine = db.create_engine(self.conf)
+        self._engine = create_engine(self.conf)
         manager = SchedulerManager(
             self.conf, self._engine,
             choice.Share(self.worker_id, self.conf.scheduler.workers))
@@ -206,7 +206,7 @@ class SchedulerWorker(cotyledon.Service):
         if self._server is not None:
             try:
                 broker.check(self.conf, BROKER_STOP_BUDGET)
-            except broker.BrokerUnavailable as e:
+            except errors.BrokerUnavailable as e:
                 LOG.warning("Worker %d stops without draining: %s",
                             self.worker_id, e)
                 return
@@ -303,7 +303,7 @@ def check_startup(conf, config_given: bool = True) -> None:
     listen address that is malformed, an RPC thread pool of no thread.
 
     :raises ConfigError: naming the option or the database, and the fix.
-    :raises broker.BrokerUnavailable: naming the broker (BrokerRefused
+    :raises errors.BrokerUnavailable: naming the broker (BrokerRefused
         when the credentials are wrong).
     """
     check_config(conf)
@@ -312,7 +312,7 @@ def check_startup(conf, config_given: bool = True) -> None:
     if conf.scheduler.http_listen:
         http.parse_address(conf.scheduler.http_listen)
     cmd.check_database(conf, config_given=config_given)
-    engine = db.create_engine(conf)
+    engine = create_engine(conf)
     try:
         cmd.require_schema(conf, engine)
         cmd.require_writable(conf, engine)

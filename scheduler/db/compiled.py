@@ -29,7 +29,7 @@ psycopg2 sends every statement as text, which the server parses and plans
 again each time. For a claim's one statement that planning was most of
 its cost: 258 us a call, 152 us prepared, on the benchmark machine. The
 engine's connections run a prepared statement on its generic plan,
-planned once (``plan_cache_mode``, set in ``db.api.create_engine``). A
+planned once (``plan_cache_mode``, set in ``db.engine.create_engine``). A
 prepared statement lives as long as its server session; SQLAlchemy
 forgets the connection's record of it (``info``) when it replaces the
 connection. A proxy that hands one client's statements to several server

@@ -14,7 +14,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from scheduler import claims
+from scheduler.hosts.planned import Claim
 from scheduler.hosts.state import HostState
 from scheduler.request.spec import RequestSpec
 
@@ -27,11 +27,11 @@ class Selection:
     limits: dict[str, float] = dataclasses.field(default_factory=dict)
     alternates: list[dict[str, Any]] | None = None
 
-    def claim(self, spec: RequestSpec) -> claims.Claim:
+    def claim(self, spec: RequestSpec) -> Claim:
         """The claim of this choice for an instance of ``spec``: its
         flavor's size on the node at the generation the plan read."""
         group = spec.instance_group
-        return claims.Claim(
+        return Claim(
             consumer_uuid=self.consumer_uuid, node_id=self.host.node_id,
             host=self.host.host, generation=self.host.generation,
             vcpus=spec.flavor.vcpus, memory_mb=spec.flavor.memory_mb,

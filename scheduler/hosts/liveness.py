@@ -15,7 +15,9 @@ import datetime
 
 import sqlalchemy as sa
 
-from scheduler.db import api as db
+from scheduler.db import clock
+
+from scheduler.db import compute
 from scheduler.db import models
 
 
@@ -39,14 +41,14 @@ def is_up(forced_down: bool, age: float | None, down_time: float) -> bool:
 def down_hosts(conn: sa.Connection, down_time: float) -> set[str]:
     """Hosts whose compute service is down now (:func:`is_up` false)."""
     services = models.services
-    now = db.db_time(conn)
+    now = clock.db_time(conn)
     cutoff = now - datetime.timedelta(seconds=down_time)
     # Each OR term has an index (migration 0004), so this reads only the
     # few candidate rows; the rule itself is applied to those here.
     query = sa.select(services.c.host, services.c.forced_down,
                       services.c.last_seen_up, services.c.updated_at,
                       services.c.created_at).where(
-        services.c.binary == db.COMPUTE_BINARY, services.c.deleted == 0,
+        services.c.binary == compute.COMPUTE_BINARY, services.c.deleted == 0,
         sa.or_(services.c.forced_down == sa.true(),
                services.c.last_seen_up.is_(None),
                services.c.last_seen_up < cutoff))

@@ -62,7 +62,7 @@ from scheduler import errors
 from scheduler.hosts import liveness
 from scheduler import metrics
 from scheduler import trace
-from scheduler.db import api as db
+from scheduler.db import compute
 from scheduler.db import kept
 from scheduler.db import response
 from scheduler.db import retry as db_retry
@@ -123,7 +123,7 @@ class HostManager:
         self._conn = kept.KeptConnection(engine, autocommit=True)
         # None: read everything next time (never read, or a refresh failed
         # half-way).
-        self._counters: db.Counters | None = None
+        self._counters: compute.Counters | None = None
         self._skipped_hosts: set[str] = set()
         self._by_host: tuple[HostTable, dict[str, list[int]]] | None = None
         self._services: dict[str, sa.Row] = {}
@@ -271,7 +271,7 @@ class HostManager:
             table = self._table
             try:
                 rows = self._reading(
-                    lambda conn: db.compute_nodes(conn, ids=node_ids))
+                    lambda conn: compute.compute_nodes(conn, ids=node_ids))
             except (sa.exc.SQLAlchemyError, db_exc.DBError) as e:
                 # What was assumed cannot be read back (the database is
                 # away). An incremental refresh re-reads only nodes SQL
@@ -334,8 +334,8 @@ class HostManager:
     def _refresh(self, conn: sa.Connection, full: bool) -> int:
         seen = self._counters
         if full or seen is None:
-            return self._read_all(conn, db.changes(conn)[0])
-        counters, node_rows = db.changes(conn, self._node_seq)
+            return self._read_all(conn, compute.changes(conn)[0])
+        counters, node_rows = compute.changes(conn, self._node_seq)
         if counters.node_deletes != seen.node_deletes:
             return self._read_all(conn, counters)
         # From here on the state below is changed piece by piece; if a
@@ -360,7 +360,7 @@ class HostManager:
             self._down = down
 
         if counters.services != seen.services:
-            for row in db.compute_services(conn, self._service_seq):
+            for row in compute.compute_services(conn, self._service_seq):
                 if row.deleted or row.host not in self._services:
                     # A service deleted, created (again) or renamed: which
                     # nodes have a service changes. Rare: read it all.
@@ -373,7 +373,8 @@ class HostManager:
                         changed.get(i, table.states[i]), row)
         if counters.aggregates != seen.aggregates:
             old = self._aggregates
-            self._aggregates = db.aggregates_by_host(conn)
+            self._aggregates = rows.aggregates_by_host(
+                compute.aggregates(conn))
             for host in old.keys() | self._aggregates.keys():
                 if old.get(host) == self._aggregates.get(host):
                     continue
@@ -417,15 +418,17 @@ class HostManager:
             table.rebuild_zones()
         return len(changed)
 
-    def _read_all(self, conn: sa.Connection, counters: db.Counters) -> int:
+    def _read_all(self, conn: sa.Connection,
+                  counters: compute.Counters) -> int:
         self._counters = None     # until everything below is read
-        node_rows = db.compute_nodes(conn)
-        service_rows = db.compute_services(conn)
+        node_rows = compute.compute_nodes(conn)
+        service_rows = compute.compute_services(conn)
         self._services = {row.host: row for row in service_rows}
         self._node_seq = max((r.change_seq for r in node_rows), default=0)
         self._service_seq = max((r.change_seq for r in service_rows),
                                 default=0)
-        self._aggregates = db.aggregates_by_host(conn)
+        self._aggregates = rows.aggregates_by_host(
+            compute.aggregates(conn))
         self._down = self._read_liveness(conn)
         self._skipped_hosts = set()
         states = (self._state(row) for row in node_rows)
@@ -459,7 +462,7 @@ class HostManager:
             service_up=not service.forced_down and state.host not in
             self._down)
 
-    def _state(self, row: db.NodeRow) -> HostState | None:
+    def _state(self, row: compute.NodeRow) -> HostState | None:
         service = self._services.get(row.host)
         if service is None:
             self._skipped_hosts.add(row.host)

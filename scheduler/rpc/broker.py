@@ -16,24 +16,13 @@ from oslo_config import cfg
 import oslo_messaging as messaging
 from oslo_messaging import opts as messaging_opts
 
-from scheduler import exception
-
-
-class BrokerUnavailable(exception.SchedulerException):
-    """No broker answered within the budget; a later try may succeed."""
-
-
-class BrokerRefused(BrokerUnavailable):
-    """The broker answered and refused the credentials or virtual host, or
-    the configuration cannot reach a RabbitMQ at all (another transport,
-    a TLS file that cannot be read): no retry or restart can fix that,
-    only the configuration."""
+from scheduler import errors
 
 
 def kombu_urls(conf: cfg.ConfigOpts) -> list[str]:
     """``[DEFAULT] transport_url`` as one kombu ``amqp://`` URL per host.
 
-    :raises BrokerRefused: the URL is not a ``rabbit://`` one.
+    :raises errors.BrokerRefused: the URL is not a ``rabbit://`` one.
     """
     url = messaging.TransportURL.parse(conf)
     # RabbitMQ is the only broker this service runs on (and the one
@@ -41,7 +30,7 @@ def kombu_urls(conf: cfg.ConfigOpts) -> list[str]:
     # oslo.messaging with a bare ModuleNotFoundError or DriverLoadFailure
     # that names no option, or pass check() against a RabbitMQ port.
     if url.transport != "rabbit":
-        raise BrokerRefused(
+        raise errors.BrokerRefused(
             f"[DEFAULT] transport_url: {url.transport}:// is not a "
             f"RabbitMQ URL; write it as rabbit://user:password@host:5672/")
     vhost = parse.quote(url.virtual_host or "/", safe="")
@@ -56,16 +45,6 @@ def kombu_urls(conf: cfg.ConfigOpts) -> list[str]:
         urls.append(f"amqp://{auth}{host.hostname or 'localhost'}:"
                     f"{host.port or 5672}/{vhost}")
     return urls
-
-
-def describe_hosts(conf: cfg.ConfigOpts) -> str:
-    """The broker host(s) for messages, without credentials."""
-    try:
-        url = messaging.TransportURL.parse(conf)
-    except Exception:
-        return "[DEFAULT] transport_url"
-    hosts = ", ".join(f"{h.hostname}:{h.port or 5672}" for h in url.hosts)
-    return hosts or "localhost:5672"
 
 
 #: ``[oslo_messaging_rabbit]`` integers oslo.messaging declares without
@@ -90,7 +69,7 @@ def check_options(conf: cfg.ConfigOpts) -> None:
     """The ``[oslo_messaging_rabbit]`` values of :data:`RABBIT_BOUNDS` are
     within their bounds.
 
-    :raises BrokerRefused: naming the option, its value and the file that
+    :raises errors.BrokerRefused: naming the option, its value and the file that
         sets it.
     """
     _register_rabbit_opts(conf)
@@ -103,7 +82,7 @@ def check_options(conf: cfg.ConfigOpts) -> None:
             else ""
         bound = f"at least {least}" if most is None else \
             f"between {least} and {most}"
-        raise BrokerRefused(
+        raise errors.BrokerRefused(
             f"[oslo_messaging_rabbit] {option} = {value}{where}: must be "
             f"{bound}; fix the value in the configuration file")
 
@@ -112,7 +91,7 @@ def _ssl(conf: cfg.ConfigOpts) -> bool | dict:
     """kombu's ``ssl`` argument from ``[oslo_messaging_rabbit]``, as
     oslo.messaging's rabbit driver builds it.
 
-    :raises BrokerRefused: a certificate or key file it names cannot be
+    :raises errors.BrokerRefused: a certificate or key file it names cannot be
         read.
     """
     _register_rabbit_opts(conf)
@@ -127,7 +106,7 @@ def _ssl(conf: cfg.ConfigOpts) -> bool | dict:
             try:
                 open(path, "rb").close()
             except OSError as e:
-                raise BrokerRefused(
+                raise errors.BrokerRefused(
                     f"[oslo_messaging_rabbit] {option} {path}: "
                     f"{e.strerror}; fix the option or the file") from None
     params = {}
@@ -145,11 +124,11 @@ def check(conf: cfg.ConfigOpts, budget: float) -> None:
     """Connect to the broker (any host of ``transport_url``) and log in,
     retrying for at most ``budget`` seconds.
 
-    :raises BrokerRefused: the broker rejected the user, password or
+    :raises errors.BrokerRefused: the broker rejected the user, password or
         virtual host, ``transport_url`` is not a RabbitMQ URL, a TLS file
         of ``[oslo_messaging_rabbit]`` cannot be read or one of its values
         no connection can use (:func:`check_options`).
-    :raises BrokerUnavailable: nothing answered within ``budget``.
+    :raises errors.BrokerUnavailable: nothing answered within ``budget``.
     """
     import amqp.exceptions
     import kombu
@@ -160,7 +139,7 @@ def check(conf: cfg.ConfigOpts, budget: float) -> None:
     check_options(conf)
     use_ssl = _ssl(conf)
     deadline = time.monotonic() + budget
-    where = describe_hosts(conf)
+    where = errors.broker_hosts(conf)
     last: Exception | None = None
     while True:
         for url in urls:
@@ -173,13 +152,13 @@ def check(conf: cfg.ConfigOpts, budget: float) -> None:
                     max_retries=0, reraise_as_library_errors=False)
                 return
             except amqp.exceptions.AccessRefused as e:
-                raise BrokerRefused(
+                raise errors.BrokerRefused(
                     f"the message broker at {where} refused the login "
                     f"({e.reply_text if hasattr(e, 'reply_text') else e}); "
                     f"fix the user, password or virtual host in [DEFAULT] "
                     f"transport_url") from None
             except amqp.exceptions.NotAllowed as e:
-                raise BrokerRefused(
+                raise errors.BrokerRefused(
                     f"the message broker at {where} does not allow this "
                     f"virtual host ({e}); fix [DEFAULT] transport_url"
                 ) from None
@@ -190,6 +169,6 @@ def check(conf: cfg.ConfigOpts, budget: float) -> None:
         if time.monotonic() + 0.5 > deadline:
             break
         time.sleep(0.5)
-    raise BrokerUnavailable(
+    raise errors.BrokerUnavailable(
         f"cannot reach the message broker at {where} within {budget:g}s "
         f"({last}); start RabbitMQ or fix [DEFAULT] transport_url")

@@ -20,7 +20,7 @@ from sqlalchemy import pool
 
 from scheduler import errors
 from scheduler.service import sd_notify
-from scheduler.db import api as db_api
+from scheduler.db.engine import engine_url
 from scheduler.service.worker_state import WorkerStates
 
 LOG = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ class DatabaseProbe:
         self.conf = conf
         # oslo.db's URL, connection_parameters and all: a driver that
         # refuses one must fail here too, not only in the workers.
-        url = db_api.engine_url(conf)
+        url = engine_url(conf)
         args = {}
         if url.get_backend_name() in ("postgresql", "mysql"):
             args["connect_timeout"] = DB_CONNECT_TIMEOUT

@@ -22,7 +22,7 @@ from oslo_db import exception as db_exc
 import sqlalchemy as sa
 
 from scheduler.hosts import liveness
-from scheduler.db import api as db
+from scheduler.db import clock
 from scheduler.db import models
 
 SCHEDULER_BINARY = "scheduler-server"
@@ -44,7 +44,8 @@ def report(engine: sa.Engine, host: str, topic: str) -> None:
                    services.c.binary == SCHEDULER_BINARY,
                    services.c.deleted == 0)
             .values(topic=topic, report_count=services.c.report_count + 1,
-                    last_seen_up=db.utcnow(), updated_at=db.utcnow()))
+                    last_seen_up=clock.utcnow(),
+                    updated_at=clock.utcnow()))
         if updated.rowcount:
             return
     try:
@@ -52,8 +53,8 @@ def report(engine: sa.Engine, host: str, topic: str) -> None:
             conn.execute(services.insert().values(
                 uuid=str(uuidlib.uuid4()), host=host, binary=SCHEDULER_BINARY,
                 topic=topic, report_count=1, disabled=False,
-                forced_down=False, last_seen_up=db.utcnow(),
-                created_at=db.utcnow(), deleted=0, version=0))
+                forced_down=False, last_seen_up=clock.utcnow(),
+                created_at=clock.utcnow(), deleted=0, version=0))
     except db_exc.DBDuplicateEntry:
         # A sibling worker created it between our UPDATE and INSERT; its
         # heartbeat is as fresh as ours would have been. (oslo.db's engine
@@ -71,7 +72,7 @@ def place(engine: sa.Engine, host: str, topic: str,
     """
     services = models.services
     with engine.connect() as conn:
-        now = db.db_time(conn)
+        now = clock.db_time(conn)
         rows = conn.execute(sa.select(
             services.c.host, services.c.forced_down,
             services.c.last_seen_up, services.c.updated_at,

@@ -14,7 +14,9 @@ import uuid as uuidlib
 
 import sqlalchemy as sa
 
-from scheduler.db import api as db
+from scheduler.db import clock
+
+from scheduler.db import compute
 from scheduler.db import models
 from scheduler.progress import Start
 
@@ -69,10 +71,10 @@ def register(engine: sa.Engine, nodes: list[Node],
     with engine.begin() as conn:
         known = {row.host for row in conn.execute(
             sa.select(services.c.host).where(
-                services.c.binary == db.COMPUTE_BINARY,
+                services.c.binary == compute.COMPUTE_BINARY,
                 services.c.deleted == 0))}
         zone_ids = _zone_aggregates(conn)
-        now = db.db_time(conn)
+        now = clock.db_time(conn)
     new = [n for n in nodes if n.host not in known]
     report = progress(len(new)) if progress else None
     if report:
@@ -86,7 +88,8 @@ def register(engine: sa.Engine, nodes: list[Node],
         with engine.begin() as conn:
             conn.execute(services.insert(), [
                 {"uuid": str(uuidlib.uuid4()), "host": n.host,
-                 "binary": db.COMPUTE_BINARY, "topic": db.COMPUTE_TOPIC,
+                 "binary": compute.COMPUTE_BINARY,
+                 "topic": compute.COMPUTE_TOPIC,
                  "report_count": 0, "disabled": False, "forced_down": False,
                  "last_seen_up": now, "created_at": now, "deleted": 0,
                  "version": 0} for n in batch])
@@ -140,9 +143,10 @@ def heartbeat(engine: sa.Engine, hosts: list[str]) -> int:
             result = conn.execute(
                 services.update()
                 .where(services.c.host.in_(hosts[start:start + BATCH]),
-                       services.c.binary == db.COMPUTE_BINARY,
+                       services.c.binary == compute.COMPUTE_BINARY,
                        services.c.deleted == 0)
                 .values(report_count=services.c.report_count + 1,
-                        last_seen_up=db.utcnow(), updated_at=db.utcnow()))
+                        last_seen_up=clock.utcnow(),
+                        updated_at=clock.utcnow()))
             count += result.rowcount
     return count

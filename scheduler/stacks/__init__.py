@@ -13,5 +13,12 @@
   whole stack.
 - ``placement``: select / rank / release, idempotent, retried on races.
 - ``template``: a HOT template (what ``scheduler-client stack`` reads) as a
-  ``select_stack`` request; which references name a resource's id.
+  ``select_stack`` request: its resources and what depends on what.
+- ``files``: reading the template's YAML and the flavors file.
+- ``functions``: Heat's functions in values (get_param, if, get_resource,
+  get_attr).
+- ``conditions``: the template's conditions, as Heat evaluates them.
+- ``parameters``: the template's parameters, typed and constrained.
+- ``servers``: an OS::Nova::Server as what is placed (spec, relations,
+  server group); which references name a resource's id.
 """

@@ -26,7 +26,7 @@ import sqlalchemy as sa
 
 from scheduler import conf as sched_conf
 from scheduler.sim import fleet
-from scheduler.db import api as db
+from scheduler.db.engine import create_engine
 from scheduler.db import migration
 from scheduler.db import models
 from scheduler.rpc.client import SchedulerAPI
@@ -52,7 +52,7 @@ def run_command(module: str, *args: str, check: bool = True,
 def config_engine(config_file: Path | str) -> Iterator[sa.Engine]:
     """The engine the service makes from ``config_file``, disposed of
     afterwards."""
-    engine = db.create_engine(sched_conf.load(["--config-file",
+    engine = create_engine(sched_conf.load(["--config-file",
                                                str(config_file)]))
     try:
         yield engine
@@ -264,7 +264,7 @@ def engine(database_url, tmp_path):
     conf([], default_config_files=[])
     conf.set_override("state_path", str(tmp_path))
     conf.set_override("connection", database_url, group="database")
-    engine = db.create_engine(conf)
+    engine = create_engine(conf)
     migration.upgrade(engine)
     yield engine
     engine.dispose()
@@ -304,7 +304,7 @@ def make_deployment(rabbitmq, database_url, tmp_path):
         config_file = write_config(path, settings)
         conf = sched_conf.load(["--config-file", str(config_file)])
         deployment = Deployment(path, config_file, conf,
-                                db.create_engine(conf))
+                                create_engine(conf))
         made.append(deployment)
         if sync_schema:
             migration.upgrade(deployment.engine)

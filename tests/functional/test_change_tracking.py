@@ -10,7 +10,8 @@ import sqlalchemy as sa
 
 from scheduler import conf as sched_conf
 from scheduler.sim import fleet
-from scheduler.db import api as db_api
+from scheduler.db import clock
+from scheduler.db import compute
 from scheduler.db import models
 from scheduler.hosts.manager import HostManager
 from tests.functional.conftest import every_database
@@ -39,9 +40,9 @@ def _stamp(engine: sa.Engine, table: sa.Table, host: str) -> int:
                             .where(table.c.host == host)).scalar_one()
 
 
-def _counters(engine: sa.Engine) -> db_api.Counters:
+def _counters(engine: sa.Engine) -> compute.Counters:
     with engine.connect() as conn:
-        return db_api.changes(conn)[0]
+        return compute.changes(conn)[0]
 
 
 def test_node_writes_are_stamped_in_order_and_deletes_counted(engine):
@@ -55,7 +56,7 @@ def test_node_writes_are_stamped_in_order_and_deletes_counted(engine):
     _write(engine, nodes.delete().where(nodes.c.host == "h2"))
     assert _counters(engine).node_deletes == before.node_deletes + 1
     with engine.connect() as conn:
-        counters, changed = db_api.changes(conn, since=before.nodes)
+        counters, changed = compute.changes(conn, since=before.nodes)
     assert [row.host for row in changed] == ["h1"]
     assert counters.nodes == stamp
 
@@ -71,12 +72,12 @@ def test_a_changed_node_reads_the_same_every_time_and_on_every_connection(
     since = _stamp(engine, nodes, "h1") - 1
     with engine.connect() as conn:
         typed = [tuple(row) for row in conn.execute(
-            sa.select(*db_api._NODE_COLUMNS)
+            sa.select(*compute._NODE_COLUMNS)
             .where(nodes.c.change_seq > since))]
     reads = []
     for _ in range(2):
         with engine.connect() as conn:
-            reads += [db_api.changes(conn, since=since)[1] for _ in range(2)]
+            reads += [compute.changes(conn, since=since)[1] for _ in range(2)]
     assert [row.host for row in reads[0]] == ["h1"]
     assert all([tuple(row) for row in read] == typed for read in reads)
     assert isinstance(reads[-1][0].cpu_allocation_ratio, float)
@@ -87,7 +88,7 @@ def test_heartbeats_are_not_changes_but_admin_changes_are(engine):
     stamp = _stamp(engine, services, "h1")
     _write(engine, services.update().where(services.c.host == "h1").values(
         report_count=services.c.report_count + 1,
-        last_seen_up=db_api.utcnow(), updated_at=db_api.utcnow()))
+        last_seen_up=clock.utcnow(), updated_at=clock.utcnow()))
     assert _counters(engine).services == before.services
     assert _stamp(engine, services, "h1") == stamp
     _write(engine, services.update().where(services.c.host == "h1")
@@ -136,7 +137,7 @@ def test_no_stamp_is_taken_while_an_earlier_writer_is_uncommitted(engine):
         writer_a.execute(nodes.update().where(nodes.c.host == "h1")
                          .values(memory_mb_used=1))
         with engine.connect() as reader:
-            counters, changed = db_api.changes(reader, since=seen)
+            counters, changed = compute.changes(reader, since=seen)
             assert (counters.nodes, changed) == (seen, [])
             reader.rollback()
         # MariaDB's 1205 arrives as DBDeadlock; PostgreSQL's lock timeout
@@ -153,7 +154,7 @@ def test_no_stamp_is_taken_while_an_earlier_writer_is_uncommitted(engine):
     assert _stamp(engine, nodes, "h2") == seen + 2
     with engine.connect() as reader:
         assert [(r.host, r.change_seq) for r in sorted(
-            db_api.changes(reader, since=seen)[1],
+            compute.changes(reader, since=seen)[1],
             key=lambda r: r.change_seq)] == [("h1", seen + 1), ("h2", seen + 2)]
 
 

@@ -23,7 +23,7 @@ from scheduler.hosts.planned import ClaimConflict
 from scheduler.sim import fleet
 from scheduler import metrics
 from scheduler.claims.batch import ClaimBatcher
-from scheduler.db import api as db
+from scheduler.db import clock
 from scheduler.db import models
 from tests.functional.conftest import every_database
 from tests.functional.conftest import node
@@ -184,7 +184,7 @@ def _allocation(engine, consumer: str) -> sa.Row | None:
     a = models.allocations
     with engine.connect() as conn:
         return conn.execute(sa.select(
-            a, db.utcnow().label("now")).where(
+            a, clock.utcnow().label("now")).where(
             a.c.consumer_uuid == consumer)).first()
 
 

@@ -12,7 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from scheduler.sim import fleet
-from scheduler.db import api as db
+from scheduler.db import compute
 from scheduler.db import compiled
 from scheduler.db import models
 from scheduler.db.compiled import Compiled
@@ -152,11 +152,11 @@ def test_the_refreshs_generic_plan_reads_changed_nodes_by_index(engine):
         conn.exec_driver_sql("CLUSTER compute_nodes USING shuffle")
         conn.exec_driver_sql("DROP INDEX shuffle")
         conn.exec_driver_sql("ANALYZE compute_nodes")
-        counters, _ = db.changes(conn)
+        counters, _ = compute.changes(conn)
         since = counters.nodes - 2
-        assert len(db.changes(conn, since)[1]) == 2     # now prepared
-        name = conn.connection.info[compiled._PREPARED][db._CHANGES]
-        form = db._CHANGES._form(conn.dialect)
+        assert len(compute.changes(conn, since)[1]) == 2     # now prepared
+        name = conn.connection.info[compiled._PREPARED][compute._CHANGES]
+        form = compute._CHANGES._form(conn.dialect)
         plan = "\n".join(conn.exec_driver_sql(
             f"EXPLAIN EXECUTE {name}{form.arguments}",
             compiled._args(form, {"since": since})).scalars())

@@ -4,12 +4,12 @@ session settings."""
 from __future__ import annotations
 
 from scheduler import conf as sched_conf
-from scheduler.db import api as db
+from scheduler.db.engine import create_engine
 from tests.functional.conftest import every_database
 
 pytestmark = every_database
 
-#: What each database's sessions are set to (db.api.create_engine), with
+#: What each database's sessions are set to (db.engine.create_engine), with
 #: ``[scheduler] db_lock_timeout = 7``.
 _SETTINGS = {
     "sqlite": [("PRAGMA journal_mode", "wal"),
@@ -27,7 +27,7 @@ def test_every_connection_has_the_session_settings(database_url, tmp_path):
     conf.set_override("state_path", str(tmp_path))
     conf.set_override("connection", database_url, group="database")
     conf.set_override("db_lock_timeout", 7, group="scheduler")
-    engine = db.create_engine(conf)
+    engine = create_engine(conf)
     settings = _SETTINGS[engine.dialect.name]
     try:
         # The pool's first connection, then a second one at once, then

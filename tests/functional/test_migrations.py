@@ -21,7 +21,9 @@ import sqlalchemy as sa
 
 import scheduler.conf
 from scheduler.sim import fleet
-from scheduler.db import api as db_api
+from scheduler.db import compute
+from scheduler.db.engine import create_engine
+from scheduler.hosts.rows import aggregates_by_host
 from scheduler.db import migration
 from scheduler.db import models
 from scheduler.hosts.manager import HostManager
@@ -50,7 +52,7 @@ def _engine(url: str, tmp_path) -> sa.Engine:
     conf([], default_config_files=[])
     conf.set_override("state_path", str(tmp_path))
     conf.set_override("connection", url, group="database")
-    return db_api.create_engine(conf)
+    return create_engine(conf)
 
 
 def _tables(engine: sa.Engine) -> set[str]:
@@ -147,7 +149,7 @@ def test_db_sync_completes_a_migration_that_failed_half_way_on_mariadb(
         assert migration.version(engine) == HEAD
         fleet.register(engine, [node("h1")])
         with engine.connect() as conn:
-            counters = db_api.changes(conn)[0]
+            counters = compute.changes(conn)[0]
             stamp = conn.execute(sa.select(models.compute_nodes.c.change_seq)
                                  ).scalar_one()
         assert stamp == counters.nodes == 1
@@ -312,9 +314,9 @@ def test_rows_survive_db_sync_and_are_tracked_after_it(start, database_url,
                     service.report_count) == (True, "maintenance", 5)
             assert conn.execute(sa.select(sa.func.count()).select_from(
                 models.allocations)).scalar() == 2
-            assert db_api.aggregates_by_host(conn)["h1"][0].metadata == {
-                "availability_zone": "az1"}
-            before = db_api.changes(conn)[0]
+            by_host = aggregates_by_host(compute.aggregates(conn))
+            assert by_host["h1"][0].metadata == {"availability_zone": "az1"}
+            before = compute.changes(conn)[0]
         conf = scheduler.conf.new_conf()
         conf([], default_config_files=[])
         conf.set_override("state_path", str(tmp_path))
@@ -330,7 +332,7 @@ def test_rows_survive_db_sync_and_are_tracked_after_it(start, database_url,
                          .values(value="az2"))
             conn.execute(nodes.delete().where(nodes.c.id == 2))
         with engine.connect() as conn:
-            after, changed = db_api.changes(conn, since=before.nodes)
+            after, changed = compute.changes(conn, since=before.nodes)
         assert [(r.id, r.change_seq) for r in changed] == [
             (1, before.nodes + 1)]
         assert after.nodes == before.nodes + 1
@@ -367,11 +369,11 @@ def test_db_sync_completes_0007_interrupted_after_its_drop_trigger(
         assert migration.version(engine) == HEAD
         fleet.register(engine, [node("h1")])
         with engine.connect() as conn:
-            before = db_api.changes(conn)[0]
+            before = compute.changes(conn)[0]
         with engine.begin() as conn:
             conn.execute(models.services.delete())
         with engine.connect() as conn:
-            after = db_api.changes(conn)[0]
+            after = compute.changes(conn)[0]
         assert after.node_deletes == before.node_deletes + 1
     finally:
         engine.dispose()

@@ -163,12 +163,12 @@ def test_a_schema_behind_head_is_named_with_both_revisions(sqlite_config,
     the schema refuses in one line, and so does the unit's pre-start
     check, before the service meets a missing column."""
     from scheduler import conf as sched_conf
-    from scheduler.db import api as db_api
+    from scheduler.db.engine import create_engine
     from scheduler.db import migration
 
     db = shared_dir / "behind.sqlite"
     config = str(sqlite_config(db))
-    engine = db_api.create_engine(sched_conf.load(["--config-file", config]))
+    engine = create_engine(sched_conf.load(["--config-file", config]))
     # A revision behind head (the chain is 0004 -> 0006 -> 0005 -> 0007
     # -> 0008 -> 0009 -> 0010).
     migration.upgrade(engine, "0005")
@@ -864,7 +864,7 @@ def test_start_check_passes_a_user_with_every_write_grant(
     SELECT: only scheduler-manage writes them)."""
     from scheduler import cmd
     from scheduler import conf as sched_conf
-    from scheduler.db import api as db
+    from scheduler.db.engine import create_engine
 
     server, database = _synced_database(request, sqlite_config, kind)
     grants = {t: "SELECT" for t in _SERVER_TABLES}
@@ -879,7 +879,7 @@ def test_start_check_passes_a_user_with_every_write_grant(
     config = sqlite_config(**{"database.connection": _user_granted(
         kind, server, database, grants)})
     conf = sched_conf.load(["--config-file", str(config)])
-    engine = db.create_engine(conf)
+    engine = create_engine(conf)
     try:
         cmd.require_writable(conf, engine)
     finally:

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 import scheduler.conf
 from scheduler.sim import fleet
-from scheduler.db import api as db_api
+from scheduler.db.engine import create_engine
 from scheduler.db import migration
 from scheduler.hosts.manager import HostManager
 
@@ -25,7 +25,7 @@ def conf(tmp_path):
 
 @pytest.fixture
 def engine(conf, tmp_path) -> Iterator[sa.Engine]:
-    engine = db_api.create_engine(conf)
+    engine = create_engine(conf)
     assert engine.url.database == str(tmp_path / "scheduler.sqlite")
     migration.upgrade(engine)
     yield engine

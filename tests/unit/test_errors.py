@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from oslo_config import cfg
 from oslo_db import exception as db_exc
+import oslo_messaging as messaging
 import pytest
 from sqlalchemy import exc as sa_exc
 
-from scheduler.rpc import broker
 from scheduler import conf as sched_conf
 from scheduler import errors
 from scheduler import exception
@@ -132,8 +132,8 @@ def test_run_passes_the_exit_status():
 
 
 @pytest.mark.parametrize("exc, may_help", [
-    (broker.BrokerUnavailable("no broker answered"), True),
-    (broker.BrokerRefused("refused the login"), False),
+    (errors.BrokerUnavailable("no broker answered"), True),
+    (errors.BrokerRefused("refused the login"), False),
     (db_exc.DBConnectionError(_op("could not connect to server")), True),
     (_op("connection refused"), True),
     (_op('connection to server at "127.0.0.1", port 5432 failed: FATAL:  '
@@ -160,3 +160,13 @@ def test_one_line_is_describes_line_or_the_first_line_of_the_error(conf):
                                      "(Background on this error at: x)")
     assert errors.one_line(bug, conf) == (
         "ResourceClosedError: This result object is closed.")
+
+
+def test_broker_hosts_name_every_host_without_credentials():
+    conf = sched_conf.load([])
+    messaging.TransportURL.parse(conf)   # registers transport_url
+    conf.set_override(
+        "transport_url",
+        "rabbit://us%40er:p%3Ass@h1:5673,us%40er:p%3Ass@h2/v%2Fh")
+    assert errors.broker_hosts(conf) == "h1:5673, h2:5672"
+

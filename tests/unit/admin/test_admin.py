@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from scheduler import admin
 from scheduler.hosts import capacity
-from scheduler.db import api as db_api
+from scheduler.db import compute
 from scheduler.db import models
 from scheduler.claims import consume
 from scheduler.claims import lifecycle
@@ -486,7 +486,7 @@ def _rows(engine, table, **where):
 
 def _counter(engine):
     with engine.connect() as conn:
-        return db_api.changes(conn)[0].aggregates
+        return compute.changes(conn)[0].aggregates
 
 
 def test_create_aggregate(engine):

@@ -8,7 +8,7 @@ import sqlalchemy as sa
 
 from scheduler.claims import consume
 from scheduler.claims import lifecycle
-from scheduler.db import api as db_api
+from scheduler.db import clock
 from scheduler.db import models
 from tests.unit.claims.conftest import C1
 from tests.unit.claims.conftest import C2
@@ -71,7 +71,7 @@ def _expires_at(engine, consumer):
 
 def _db_now(engine):
     with engine.connect() as conn:
-        return db_api.db_time(conn)
+        return clock.db_time(conn)
 
 
 def _set_expires_at(engine, consumer, value):

@@ -15,7 +15,7 @@ from oslo_db import exception as db_exc
 import pytest
 import sqlalchemy as sa
 
-from scheduler.db import api as db_api
+from scheduler.db.engine import create_engine
 from scheduler.db import models
 from scheduler.db import retry
 
@@ -177,7 +177,7 @@ def test_retrying_does_not_retry_other_errors(no_sleep):
 
 
 def test_sqlite_database_is_locked_is_transient(conf, engine):
-    other = db_api.create_engine(conf)
+    other = create_engine(conf)
     with engine.connect() as holder:
         holder.begin()
         holder.execute(models.claim_groups.insert().values(uuid="a",

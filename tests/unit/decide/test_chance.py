@@ -6,7 +6,7 @@ import datetime
 import pytest
 
 from scheduler import exception
-from scheduler.db import api as db_api
+from scheduler.db import clock
 from tests.unit.fakes import allocation_rows
 from tests.unit.fakes import make_spec
 from tests.unit.fakes import node
@@ -124,7 +124,7 @@ def test_a_forced_host_is_taken_as_filter_scheduler_takes_it(
     check still holds."""
     register(node("h1"), node("h2"))
     with engine.connect() as conn:
-        now = db_api.db_time(conn)
+        now = clock.db_time(conn)
     set_service(engine, "h1", last_seen_up=now - datetime.timedelta(hours=1))
     [dest] = chance_driver.select_destinations(_spec(force_hosts=["h1"]))
     assert dest["host"] == "h1"

@@ -15,7 +15,7 @@ from scheduler.hosts.planned import Claim
 from scheduler.hosts.planned import ClaimConflict
 from scheduler import exception
 from scheduler.hosts.table import HostTable
-from scheduler.db import api as db_api
+from scheduler.db import clock
 from scheduler.filters.base import BaseFilter
 from scheduler.request.spec import RequestSpec
 from tests.unit.fakes import allocation_rows
@@ -393,7 +393,7 @@ def test_no_valid_host_names_the_filters(register, engine, filter_driver):
     register(node("down", memory_mb=65536), node("small", memory_mb=2048),
              node("far", memory_mb=65536, zone="az2"))
     with engine.connect() as conn:
-        now = db_api.db_time(conn)
+        now = clock.db_time(conn)
     set_service(engine, "down",
                 last_seen_up=now - datetime.timedelta(hours=1))
     with pytest.raises(exception.NoValidHost) as info:
@@ -434,7 +434,7 @@ def test_forced_host_skips_filters_and_limits(register, engine,
                                               filter_driver):
     register(node("h1"), node("h2"))
     with engine.connect() as conn:
-        now = db_api.db_time(conn)
+        now = clock.db_time(conn)
     set_service(engine, "h1", last_seen_up=now - datetime.timedelta(hours=1))
     [dest] = filter_driver.select_destinations(
         _spec(memory_mb=8192, force_hosts=["h1"]))

@@ -8,7 +8,7 @@ import pytest
 
 from scheduler import admin
 from scheduler.hosts import liveness
-from scheduler.db import api as db_api
+from scheduler.db import clock
 from tests.unit.fakes import node
 from tests.unit.fakes import set_service
 
@@ -27,7 +27,7 @@ def test_down_hosts_and_the_admin_state_agree(register, engine,
                                               seconds_ago, forced):
     register(node("h1"), node("h2"))
     with engine.connect() as conn:
-        now = db_api.db_time(conn)
+        now = clock.db_time(conn)
     set_service(engine, "h1", forced_down=forced,
                 last_seen_up=now - datetime.timedelta(seconds=seconds_ago))
     with engine.connect() as conn:

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from scheduler.hosts.planned import Claim
 from scheduler.hosts.planned import ClaimConflict
 from scheduler.sim import fleet
-from scheduler.db import api as db_api
+from scheduler.db import clock
 from scheduler.db import models
 from tests.unit.conftest import fresh_host_manager
 from tests.unit.fakes import node
@@ -22,7 +22,7 @@ from tests.unit.fakes import set_service
 
 def _db_now(engine) -> datetime.datetime:
     with engine.connect() as conn:
-        return db_api.db_time(conn)
+        return clock.db_time(conn)
 
 
 def _by_host(states):

@@ -25,7 +25,8 @@ import sqlalchemy as sa
 from scheduler import admin
 from scheduler import exception
 from scheduler.sim import fleet
-from scheduler.db import api as db
+from scheduler.db import clock
+from scheduler.db import compute
 from scheduler.db import models
 from scheduler.hosts import rows
 from scheduler.hosts.table import LIMITS
@@ -304,12 +305,12 @@ def _differences(got, want) -> dict:
 
 def new_service(engine, host: str, disabled: bool = False) -> None:
     with engine.begin() as conn:
-        now = db.db_time(conn)
+        now = clock.db_time(conn)
         conn.execute(models.services.insert().values(
-            uuid=str(uuidlib.uuid4()), host=host, binary=db.COMPUTE_BINARY,
-            topic="compute", report_count=0, disabled=disabled,
-            forced_down=False, last_seen_up=now, created_at=now, deleted=0,
-            version=0))
+            uuid=str(uuidlib.uuid4()), host=host,
+            binary=compute.COMPUTE_BINARY, topic="compute", report_count=0,
+            disabled=disabled, forced_down=False, last_seen_up=now,
+            created_at=now, deleted=0, version=0))
 
 
 # -- the write sequences the random walk found, by name --------------------

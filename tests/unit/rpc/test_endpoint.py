@@ -17,7 +17,7 @@ from scheduler.decide import choice
 from scheduler.claims import consume
 from scheduler.hosts.planned import Claim
 from scheduler import exception
-from scheduler.db import api as db_api
+from scheduler.db import clock
 from scheduler.db import models
 from scheduler.rpc.endpoint import SchedulerManager
 from tests.unit.fakes import allocation_rows
@@ -64,7 +64,7 @@ def _expires(engine):
 def _expire_now(engine, *uuids):
     a = models.allocations
     with engine.begin() as conn:
-        past = db_api.db_time(conn) - datetime.timedelta(seconds=10)
+        past = clock.db_time(conn) - datetime.timedelta(seconds=10)
         conn.execute(a.update().where(a.c.consumer_uuid.in_(uuids))
                      .values(expires_at=past))
 

@@ -9,7 +9,8 @@ import sqlalchemy as sa
 
 from scheduler.hosts import liveness
 from scheduler.service import peers
-from scheduler.db import api as db_api
+from scheduler.db import clock
+from scheduler.db import compute
 from scheduler.db import models
 from tests.unit.fakes import node
 
@@ -27,7 +28,7 @@ def age(engine, host: str, seconds: int) -> None:
     """Make ``host``'s last heartbeat ``seconds`` old."""
     s = models.services
     with engine.begin() as conn:
-        then = db_api.db_time(conn) - datetime.timedelta(seconds=seconds)
+        then = clock.db_time(conn) - datetime.timedelta(seconds=seconds)
         conn.execute(s.update().where(s.c.host == host).values(
             last_seen_up=then, updated_at=then, created_at=then))
 
@@ -84,7 +85,7 @@ def test_scheduler_rows_are_not_hosts(engine, register):
     age(engine, "aio-1", 120)           # the compute stopped beating
     peers.report(engine, "aio-1", TOPIC)  # the scheduler beats
     with engine.connect() as conn:
-        assert [r.host for r in db_api.compute_services(conn)] == ["aio-1"]
+        assert [r.host for r in compute.compute_services(conn)] == ["aio-1"]
         assert liveness.down_hosts(conn, 60) == {"aio-1"}
     assert peers.place(engine, "aio-1", TOPIC, 60) == (0, 1)
 

@@ -1,32 +1,20 @@
-"""Engine set-up and the queries the scheduler runs.
-
-Reads use SQLAlchemy Core on the Table objects: the scheduler wants rows, not
-ORM objects. Times that decide liveness come from the database's clock
-(:func:`utcnow`), never from a worker's, so clock skew between machines
-cannot make a healthy service look dead.
-"""
+"""The engine: ``[database] connection`` through oslo.db, with the
+session settings claims and refreshes are written for on each database
+(SQLite's WAL and pooled files, MySQL's READ COMMITTED, PostgreSQL's lock
+timeout and generic plans) and a bound on every wait."""
 from __future__ import annotations
 
-import collections
-import datetime
 import time
-from typing import Any, NamedTuple, Sequence
+from typing import Any
 
 from oslo_config import cfg
 from oslo_db import options as db_options
 from oslo_db.sqlalchemy import enginefacade
 import sqlalchemy as sa
-from sqlalchemy.ext import compiler
-from sqlalchemy.sql import expression
 
 from scheduler import exception
 from scheduler.db import compiled
-from scheduler.db import models
 from scheduler.db import response
-from scheduler.hosts.state import Aggregate
-
-COMPUTE_BINARY = "nova-compute"
-COMPUTE_TOPIC = "compute"
 
 
 def engine_url(conf: cfg.ConfigOpts) -> sa.engine.URL:
@@ -209,203 +197,3 @@ def _sqlite_begin_directly(engine: sa.Engine) -> None:
             conn.connection.driver_connection.execute("BEGIN")
 
 
-class utcnow(expression.FunctionElement):
-    """The database's current time, in UTC, as a naive timestamp."""
-    type = sa.DateTime()
-    inherit_cache = True
-
-
-@compiler.compiles(utcnow)
-def _utcnow_default(element, compiler_, **kw):
-    return "CURRENT_TIMESTAMP"
-
-
-@compiler.compiles(utcnow, "postgresql")
-def _utcnow_pg(element, compiler_, **kw):
-    return "(now() AT TIME ZONE 'utc')"
-
-
-@compiler.compiles(utcnow, "mysql")
-def _utcnow_mysql(element, compiler_, **kw):
-    return "UTC_TIMESTAMP()"
-
-
-class utcnow_plus(expression.FunctionElement):
-    """The database's current time plus a number of seconds (one integer
-    argument, e.g. a bind parameter), in UTC, as a naive timestamp: a
-    deadline computed by the statement that stores it, without first
-    asking the database for the time."""
-    type = sa.DateTime()
-    inherit_cache = True
-
-
-@compiler.compiles(utcnow_plus)
-def _utcnow_plus_sqlite(element, compiler_, **kw):
-    # The format SQLite's CURRENT_TIMESTAMP has (and that SQLAlchemy's
-    # DateTime reads back).
-    return ("datetime('now', (%s) || ' seconds')"
-            % compiler_.process(element.clauses, **kw))
-
-
-@compiler.compiles(utcnow_plus, "postgresql")
-def _utcnow_plus_pg(element, compiler_, **kw):
-    return ("((now() AT TIME ZONE 'utc') + (%s) * interval '1 second')"
-            % compiler_.process(element.clauses, **kw))
-
-
-@compiler.compiles(utcnow_plus, "mysql")
-def _utcnow_plus_mysql(element, compiler_, **kw):
-    return ("(UTC_TIMESTAMP() + INTERVAL (%s) SECOND)"
-            % compiler_.process(element.clauses, **kw))
-
-
-def db_time(conn: sa.Connection) -> datetime.datetime:
-    """The database's clock now (naive UTC)."""
-    value = conn.execute(sa.select(utcnow())).scalar_one()
-    if isinstance(value, str):   # SQLite hands back text
-        value = datetime.datetime.fromisoformat(value)
-    return value
-
-
-class Counters(NamedTuple):
-    """The counters triggers bump on tracked writes (migration 0003)."""
-    nodes: int
-    node_deletes: int
-    services: int
-    aggregates: int
-
-
-_NODE_COLUMNS = [
-    models.compute_nodes.c[name] for name in (
-        "id", "uuid", "host", "hypervisor_hostname", "generation", "vcpus",
-        "vcpus_used", "memory_mb", "memory_mb_used", "local_gb",
-        "local_gb_used", "cpu_allocation_ratio", "ram_allocation_ratio",
-        "disk_allocation_ratio", "running_vms", "current_workload",
-        "change_seq", "deleted",
-        "host_ip", "hypervisor_type", "hypervisor_version", "stats",
-        "supported_instances", "metrics", "cpu_info")]
-
-#: A compute node row as host states read it. A named tuple, not
-#: SQLAlchemy's Row: a Row's attribute costs 0.2 us to read, a named
-#: tuple's a tenth of that, and a host state reads some 30.
-NodeRow = collections.namedtuple(
-    "NodeRow", [column.name for column in _NODE_COLUMNS])
-
-_SERVICE_COLUMNS = [
-    models.services.c[name] for name in (
-        "host", "disabled", "disabled_reason", "forced_down",
-        "change_seq", "deleted")]
-
-_COUNTER = models.change_counter
-_COUNTER_COLUMNS = [_COUNTER.c[name].label(f"counter_{name}")
-                    for name in Counters._fields]
-
-# Built once: every request's refresh runs them, and building an expression
-# (and its cache key) cost about as much as running it on SQLite.
-_COUNTERS = sa.select(*_COUNTER_COLUMNS).where(_COUNTER.c.id == 1)
-# Compiled: prepared on PostgreSQL (in the workers its wall time went from
-# about 540 to 470 us, three alternating runs at 10,000 hosts); its rows
-# are read from the driver's cursor (Compiled.rows: 184 -> 70 us of CPU in
-# the workers on SQLite, 214 -> 118 on PostgreSQL).
-#
-# The upper bound changes no result: it is there for PostgreSQL's generic
-# plan, which a prepared statement runs without planning it again (see
-# create_engine's plan_cache_mode). Not knowing ``since``, the planner puts
-# ``change_seq > $1`` at a third of the table, a share at which a scan of
-# the whole table may look cheaper than the index; a range with both
-# bounds unknown it puts at 0.5 %, where the index wins.
-_CHANGES = compiled.Compiled(
-    sa.select(*_COUNTER_COLUMNS, *_NODE_COLUMNS)
-    .select_from(_COUNTER.outerjoin(
-        models.compute_nodes,
-        sa.and_(models.compute_nodes.c.change_seq > sa.bindparam("since"),
-                models.compute_nodes.c.change_seq <= sa.bindparam(
-                    "until", 2 ** 63 - 1, type_=sa.BigInteger))))
-    .where(_COUNTER.c.id == 1))
-
-
-def _counters(row: Sequence[Any]) -> Counters:
-    return Counters(*row[:len(Counters._fields)])
-
-
-def changes(conn: sa.Connection, since: int | None = None
-            ) -> tuple[Counters, list[NodeRow]]:
-    """The change counters and (with ``since``) every compute node row
-    stamped after that change number, deleted ones included so the caller
-    can drop them.
-
-    One statement, the refresh's once per request: one round trip, and
-    rows and counters come from one snapshot, so the counters cover every
-    row returned.
-    """
-    if since is None:
-        return _counters(conn.execute(_COUNTERS).one()), []
-    rows = _CHANGES.rows(conn, {"since": since})
-    # The outer join: one row with no node when nothing was stamped.
-    first = len(Counters._fields)
-    return _counters(rows[0]), [NodeRow._make(row[first:]) for row in rows
-                                if row[first] is not None]
-
-
-def compute_nodes(conn: sa.Connection, ids: list[int] | None = None
-                  ) -> list[NodeRow]:
-    """The live compute node rows (those of ``ids`` only, if given), with
-    the columns host states need."""
-    nodes = models.compute_nodes
-    query = sa.select(*_NODE_COLUMNS).where(nodes.c.deleted == 0)
-    if ids is not None:
-        query = query.where(nodes.c.id.in_(ids))
-    return [NodeRow._make(row) for row in conn.execute(query)]
-
-
-def compute_services(conn: sa.Connection, since: int | None = None
-                     ) -> list[sa.Row]:
-    """Compute service rows, disabled ones included (ComputeFilter rejects
-    them; forcing may still target them): the live ones, or (``since``)
-    every row stamped after that change number, deleted ones included."""
-    services = models.services
-    query = sa.select(*_SERVICE_COLUMNS).where(
-        services.c.binary == COMPUTE_BINARY)
-    if since is None:
-        query = query.where(services.c.deleted == 0)
-    else:
-        query = query.where(services.c.change_seq > since)
-    return list(conn.execute(query))
-
-
-def aggregates_by_host(conn: sa.Connection
-                       ) -> dict[str, tuple[Aggregate, ...]]:
-    """host -> its live aggregates. One Aggregate object per aggregate and
-    one tuple per distinct membership, shared by every host that has it:
-    at 100,000 hosts in a few zones, a tuple per host is tens of MB."""
-    agg = models.aggregates
-    meta: dict[int, dict[str, str]] = {}
-    names: dict[int, str] = {}
-    uuids: dict[int, str | None] = {}
-    for row in conn.execute(sa.select(agg.c.id, agg.c.name, agg.c.uuid)
-                            .where(agg.c.deleted == 0)):
-        names[row.id] = row.name
-        uuids[row.id] = row.uuid
-        meta[row.id] = {}
-    md = models.aggregate_metadata
-    for row in conn.execute(sa.select(md.c.aggregate_id, md.c.key,
-                                      md.c.value).where(md.c.deleted == 0)):
-        if row.aggregate_id in meta:
-            meta[row.aggregate_id][row.key] = row.value
-    objects = {i: Aggregate(i, names[i], meta[i], uuids[i])
-               for i in names}
-    ah = models.aggregate_hosts
-    ids: dict[str, list[int]] = {}
-    for row in conn.execute(sa.select(ah.c.host, ah.c.aggregate_id)
-                            .where(ah.c.deleted == 0)
-                            .order_by(ah.c.host, ah.c.aggregate_id)):
-        if row.aggregate_id in objects:
-            ids.setdefault(row.host, []).append(row.aggregate_id)
-    shared: dict[tuple[int, ...], tuple[Aggregate, ...]] = {}
-    out = {}
-    for host, agg_ids in ids.items():
-        key = tuple(agg_ids)
-        if key not in shared:
-            shared[key] = tuple(objects[i] for i in key)
-        out[host] = shared[key]
-    return out

@@ -1,4 +1,4 @@
-"""db.api.create_engine: the settings its connections get, on real SQLite
+"""db.engine.create_engine: the settings its connections get, on real SQLite
 databases (a file, as the service uses, and in memory)."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from oslo_db.sqlalchemy import engines as oslo_engines
 import pytest
 import sqlalchemy as sa
 
-from scheduler.db import api as db_api
+from scheduler.db.engine import create_engine
 
 
 def _pragma(engine: sa.Engine, name: str):
@@ -32,7 +32,7 @@ def test_two_processes_opening_a_new_file_at_once_both_get_wal(conf,
         conf.set_override("connection",
                           f"sqlite:///{tmp_path}/race-{attempt}.sqlite",
                           group="database")
-        engine = db_api.create_engine(conf)
+        engine = create_engine(conf)
         barrier, answers = fork.Barrier(2), fork.Queue()
         workers = [fork.Process(target=_connect_at_once,
                                 args=(engine, barrier, answers))
@@ -61,7 +61,7 @@ def test_sqlite_synchronous_applies_to_a_sqlite_file(conf, synchronous,
     # The file's connections come from a pool the scheduler puts in place
     # of oslo.db's; oslo.db's connection set-up must still run on them.
     conf.set_override("sqlite_synchronous", synchronous, group="database")
-    engine = db_api.create_engine(conf)
+    engine = create_engine(conf)
     try:
         assert _pragma(engine, "synchronous") == level
     finally:
@@ -84,7 +84,7 @@ def test_returning_a_connection_does_not_sleep(conf, monkeypatch,
         conf.set_override("connection", connection, group="database")
     sleeps = []
     monkeypatch.setattr(oslo_engines.time, "sleep", sleeps.append)
-    engine = db_api.create_engine(conf)
+    engine = create_engine(conf)
     try:
         for _ in range(3):
             with engine.connect() as conn:
