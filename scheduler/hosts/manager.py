@@ -16,13 +16,9 @@ next request of this process plans on the usage the previous one just
 planned instead of racing it for the same host. A failed claim *forgets*
 its assumption by re-reading those nodes.
 
-A plan made on an assumed state counts on that claim: its own claim is
-checked against the generation the assumed claim leaves, and another
-writer's change can leave that same number if the assumed claim fails (a
-compute agent that shrank the node, say — the generation check is all
-that keeps a plan on the node as it was read). So a claim planned on
-another claim of this process that is still in flight waits for it
-(:meth:`HostManager.await_assumed`) and is lost with it.
+A plan made on an assumed state counts on that claim, so a claim planned
+on another claim of this process still in flight waits for it and is lost
+with it (:mod:`scheduler.hosts.in_flight`).
 
 Requests that queue for the cycle share refreshes: a request needs the
 table as fresh as SQL was when it arrived, so a refresh that *began* after
@@ -57,15 +53,14 @@ import sqlalchemy as sa
 from scheduler.hosts import capacity
 from scheduler.db import allocations
 from scheduler.hosts.planned import Claim
-from scheduler.hosts.planned import ClaimConflict
 from scheduler import errors
 from scheduler.hosts import liveness
 from scheduler import metrics
 from scheduler import trace
 from scheduler.db import compute
 from scheduler.db import kept
-from scheduler.db import response
 from scheduler.db import retry as db_retry
+from scheduler.hosts import in_flight
 from scheduler.hosts import rows
 from scheduler.hosts.state import Aggregate
 from scheduler.hosts.state import HostState
@@ -77,33 +72,6 @@ LOG = logging.getLogger(__name__)
 LIVENESS_INTERVAL = 1.0
 
 T = TypeVar("T")
-
-
-def assumed_wait(conf: cfg.ConfigOpts) -> float:
-    """Seconds :meth:`HostManager.await_assumed` waits for a claim of this
-    process to be over.
-
-    A claim is over, won or lost, once its retries give up: a database
-    away for ``[scheduler] db_outage_timeout`` (one window from its
-    request's start), then one last round trip (``response.timeout``).
-    A claim still not over by then is stuck (a lock held for good) or was
-    never settled (a bug): waiting on would hold this request with it. It
-    is not a wait for correctness: a claim made on a generation another
-    writer left is refused by SQL all the same. So past this the wait
-    ends as a lost race, and the request re-plans on what SQL has.
-    """
-    return float(conf.scheduler.db_outage_timeout + response.timeout(conf))
-
-
-@dataclasses.dataclass(eq=False)
-class _InFlight:
-    """A claim of this process assumed in the table and not over yet,
-    made by the request thread ``owner`` (one thread assumes, claims and
-    settles a request's claim)."""
-    owner: int = dataclasses.field(default_factory=threading.get_ident)
-    over: threading.Event = dataclasses.field(
-        default_factory=threading.Event)
-    won: bool = False
 
 
 class HostManager:
@@ -133,19 +101,14 @@ class HostManager:
         self._service_seq = 0
         self._liveness_at = float("-inf")
         self.liveness_interval = LIVENESS_INTERVAL
-        self.assumed_wait = assumed_wait(conf)
+        self.assumed_wait = in_flight.assumed_wait(conf)
         self._warned_hosts: set[str] = set()
         # Refreshes begun so far, and the number of the latest one that
         # completed: a request that arrived when ``_refreshes_begun`` was
         # N is served by any completed refresh numbered above N.
         self._refreshes_begun = 0
         self._fresh_from = 0
-        # (node id, generation its assumed state has) -> the claims in
-        # flight that are to leave that generation, latest last: two
-        # can, when a full read put back the node as it was before the
-        # first one's claim. Until each is over (see settle).
-        self._in_flight: dict[tuple[int, int], list[_InFlight]] = {}
-        self._in_flight_lock = threading.Lock()
+        self._in_flight = in_flight.InFlight()
 
     # -- what drivers use ---------------------------------------------
 
@@ -210,10 +173,7 @@ class HostManager:
         with self._cycle:
             table = self._table
             for state in states:
-                with self._in_flight_lock:
-                    self._in_flight.setdefault(
-                        (state.node_id, state.generation), []).append(
-                        _InFlight())
+                self._in_flight.add(state.node_id, state.generation)
                 i = table.positions.get(state.node_id)
                 if i is not None:
                     table.set(i, state)
@@ -225,42 +185,15 @@ class HostManager:
         :raises ClaimConflict: one of them was lost: the generation the
             plan counted on will be someone else's, if any (call
             :meth:`forget`, plan again); or was not over within
-            :attr:`assumed_wait` seconds (see :func:`assumed_wait`)."""
-        for node_id, generation in {(c.node_id, c.generation)
-                                    for c in to_claim}:
-            with self._in_flight_lock:
-                # The latest: the one whose assumed state the table held.
-                prior = self._in_flight.get((node_id, generation), [None])[-1]
-            if prior is None:
-                continue
-            if not prior.over.wait(self.assumed_wait):
-                LOG.warning("A claim on compute node %s was not over in "
-                            "%g s; re-planning the claim planned on it",
-                            node_id, self.assumed_wait)
-                raise ClaimConflict(
-                    f"compute node {node_id}: the claim this plan counted "
-                    f"on was not over in {self.assumed_wait:g} s", node_id)
-            if not prior.won:
-                raise ClaimConflict(
-                    f"compute node {node_id}: the claim this plan counted "
-                    f"on was lost", node_id)
+            :attr:`assumed_wait` seconds (see
+            :func:`~scheduler.hosts.in_flight.assumed_wait`)."""
+        self._in_flight.wait_for(to_claim, self.assumed_wait)
 
     def settle(self, to_claim: list[Claim], won: bool) -> None:
         """The claim of ``to_claim``, assumed by :meth:`assume` (one
         generation bump per node), is over: let the claims planned on it
         go on (``won``) or lose. Call in the thread that assumed it."""
-        me = threading.get_ident()
-        for key in {(c.node_id, c.generation + 1) for c in to_claim}:
-            with self._in_flight_lock:
-                pending = self._in_flight.get(key, [])
-                mine = [claim for claim in pending if claim.owner == me]
-                for claim in mine:
-                    pending.remove(claim)
-                if not pending:
-                    self._in_flight.pop(key, None)
-            for claim in mine:
-                claim.won = won
-                claim.over.set()
+        self._in_flight.settle(to_claim, won)
 
     def forget(self, node_ids: list[int]) -> None:
         """A claim on these nodes failed: put them back as SQL has them
