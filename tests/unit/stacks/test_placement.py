@@ -1,6 +1,8 @@
 """select / rank / release of stacks on a real SQLite database: relations,
 groups, zones and forcing hold across resources; all or nothing;
 idempotent by stack id."""
+import threading
+
 import pytest
 
 from scheduler import admin
@@ -260,6 +262,38 @@ def test_a_concurrent_send_of_the_same_stack_gets_what_the_first_claimed(
     assert _hosts(again) == _hosts(first)
     assert len(allocation_rows(engine)) == 5
 
+
+
+def test_an_error_after_the_assume_does_not_hold_later_stacks(
+        register, filter_driver, engine, monkeypatch):
+    """Stack a fails once its usage is assumed on h1 and before its claim
+    (here: telling the chooser). What it assumed must be settled and
+    forgotten all the same: stack b, planned on h1 next, claims at once
+    instead of waiting for a claim that will never be over."""
+    register(node("h1", memory_mb=8192))
+    real_claiming = filter_driver.chooser.claiming
+    failed = []
+
+    def claiming_fails_once(planned):
+        if not failed:
+            failed.append(planned)
+            raise RuntimeError("fails after the assume")
+        real_claiming(planned)
+
+    monkeypatch.setattr(filter_driver.chooser, "claiming",
+                        claiming_fails_once)
+    one = {"db": {"spec": spec_dict(flavor=F)}}
+    with pytest.raises(RuntimeError, match="after the assume"):
+        placement.select(filter_driver, _stack(one))
+    results = []
+    b = threading.Thread(target=lambda: results.append(placement.select(
+        filter_driver, _stack(one, stack_id=SID[:-1] + "2"))), daemon=True)
+    b.start()
+    b.join(10)
+    assert not b.is_alive(), "b still waits for a's claim after 10 s"
+    assert [_hosts(r) for r in results] == [{"db": ["h1"]}]
+    assert node_row(engine, "h1").memory_mb_used == 1024
+    assert filter_driver.chooser._claiming == {}
 
 
 def _driver_without_ram_filter(conf, engine):
