@@ -12,7 +12,10 @@ import json
 import sys
 from typing import Any, Callable
 
-from scheduler import admin
+from scheduler.admin import aggregates
+from scheduler.admin import audit
+from scheduler.admin import compute_hosts
+from scheduler.admin import services
 from scheduler.hosts import capacity
 from scheduler import cmd
 from scheduler import errors
@@ -80,18 +83,18 @@ def db_version(conf, engine, args) -> int:
 
 
 def service_list(conf, engine, args) -> None:
-    rows = admin.list_services(engine)
+    rows = services.list_services(engine)
     down = conf.scheduler.service_down_time
     for r in rows:
-        r["state"] = admin.service_state(r["forced_down"],
-                                         r["heartbeat_age"], down)
+        r["state"] = services.service_state(r["forced_down"],
+                                            r["heartbeat_age"], down)
         r["status"] = "disabled" if r["disabled"] else "enabled"
     _print(args, rows, lambda rows: cmd.format_table(
         rows, ["host", "binary", "status", "state", "disabled_reason"]))
 
 
 def service_disable(conf, engine, args) -> None:
-    _write(conf, admin.set_service_disabled, engine, args.host, True,
+    _write(conf, services.set_service_disabled, engine, args.host, True,
            args.reason)
     _print(args, {"host": args.host, "disabled": True,
                   "reason": args.reason},
@@ -99,21 +102,22 @@ def service_disable(conf, engine, args) -> None:
 
 
 def service_enable(conf, engine, args) -> None:
-    _write(conf, admin.set_service_disabled, engine, args.host, False)
+    _write(conf, services.set_service_disabled, engine, args.host, False)
     _print(args, {"host": args.host, "disabled": False},
            lambda _: f"enabled {args.host}")
 
 
 def node_list(conf, engine, args) -> None:
-    _print(args, admin.list_nodes(engine), lambda rows: cmd.format_table(
-        rows,
-        ["host", "hypervisor_hostname", "vcpus", "vcpus_used", "memory_mb",
-         "memory_mb_used", "local_gb", "local_gb_used",
-         "cpu_allocation_ratio", "ram_allocation_ratio"]))
+    _print(args, compute_hosts.list_nodes(engine),
+           lambda rows: cmd.format_table(
+               rows,
+               ["host", "hypervisor_hostname", "vcpus", "vcpus_used",
+                "memory_mb", "memory_mb_used", "local_gb", "local_gb_used",
+                "cpu_allocation_ratio", "ram_allocation_ratio"]))
 
 
 def host_list(conf, engine, args) -> None:
-    hosts = admin.list_compute_hosts(
+    hosts = compute_hosts.list_compute_hosts(
         engine, conf.scheduler.service_down_time,
         conf.filter_scheduler.default_availability_zone)
     _print(args, hosts, lambda hosts: cmd.format_table(
@@ -156,7 +160,7 @@ def render_host(host: dict) -> str:
 
 def host_describe(conf, engine, args) -> None:
     fs = conf.filter_scheduler
-    host = admin.describe_host(
+    host = compute_hosts.describe_host(
         engine, args.host,
         service_down_time=conf.scheduler.service_down_time,
         default_zone=fs.default_availability_zone,
@@ -166,21 +170,22 @@ def host_describe(conf, engine, args) -> None:
 
 
 def aggregate_list(conf, engine, args) -> None:
-    aggregates = admin.list_aggregates(engine)
-    _print(args, aggregates, lambda aggregates: cmd.format_table(
-        [dict(a, hosts=len(a["hosts"]), metadata=_metadata(a["metadata"]))
-         for a in aggregates], ["name", "hosts", "metadata"]))
+    _print(args, aggregates.list_aggregates(engine),
+           lambda rows: cmd.format_table(
+               [dict(a, hosts=len(a["hosts"]),
+                     metadata=_metadata(a["metadata"])) for a in rows],
+               ["name", "hosts", "metadata"]))
 
 
 def aggregate_create(conf, engine, args) -> None:
-    _write(conf, admin.create_aggregate, engine, args.name, args.zone)
+    _write(conf, aggregates.create_aggregate, engine, args.name, args.zone)
     zone = f" in zone {args.zone}" if args.zone is not None else ""
     _print(args, {"name": args.name, "zone": args.zone},
            lambda _: f"created aggregate {args.name}{zone}")
 
 
 def aggregate_delete(conf, engine, args) -> None:
-    hosts = _write(conf, admin.delete_aggregate, engine, args.name,
+    hosts = _write(conf, aggregates.delete_aggregate, engine, args.name,
                    force=args.force)
     removed = f" (removed {len(hosts)} host(s))" if hosts else ""
     _print(args, {"name": args.name, "removed_hosts": list(hosts or [])},
@@ -188,20 +193,21 @@ def aggregate_delete(conf, engine, args) -> None:
 
 
 def aggregate_add_host(conf, engine, args) -> None:
-    _write(conf, admin.add_aggregate_host, engine, args.name, args.host)
+    _write(conf, aggregates.add_aggregate_host, engine, args.name, args.host)
     _print(args, {"name": args.name, "added": args.host},
            lambda _: f"added {args.host} to aggregate {args.name}")
 
 
 def aggregate_remove_host(conf, engine, args) -> None:
-    _write(conf, admin.remove_aggregate_host, engine, args.name, args.host)
+    _write(conf, aggregates.remove_aggregate_host, engine, args.name,
+           args.host)
     _print(args, {"name": args.name, "removed": args.host},
            lambda _: f"removed {args.host} from aggregate {args.name}")
 
 
 def aggregate_set_metadata(conf, engine, args) -> None:
-    metadata = _write(conf, admin.set_aggregate_metadata, engine, args.name,
-                      dict(args.metadata))
+    metadata = _write(conf, aggregates.set_aggregate_metadata, engine,
+                      args.name, dict(args.metadata))
     _print(args, {"name": args.name, "metadata": metadata},
            lambda _: f"aggregate {args.name} metadata: "
                      f"{_metadata(metadata)}")
@@ -210,11 +216,11 @@ def aggregate_set_metadata(conf, engine, args) -> None:
 def allocations_audit(conf, engine, args) -> int:
     fs = conf.filter_scheduler
     show = progress.wanted(args.progress)
-    problems = admin.audit_allocations(
+    problems = audit.audit_allocations(
         engine, capacity.Ratios.from_conf(conf), fs.enabled_filters,
         progress=lambda total: progress.reporter("audit: checked nodes",
                                                  total, show))
-    fixed = (_write(conf, admin.fix_usage, engine)
+    fixed = (_write(conf, audit.fix_usage, engine)
              if problems and args.fix else None)
     if args.json:
         _print(args, {"problems": problems, "fixed_nodes": fixed}, str)
@@ -234,7 +240,7 @@ def allocations_audit(conf, engine, args) -> int:
         # Over-capacity and claims on a deleted node cannot be fixed by
         # recomputing; they stay errors.
         return int(any(p["problem"] in ("over capacity",
-                                        admin.ON_DELETED_NODE)
+                                        audit.ON_DELETED_NODE)
                        for p in problems))
     return 1
 

@@ -9,7 +9,7 @@ import uuid as uuidlib
 import pytest
 import sqlalchemy as sa
 
-from scheduler import admin
+from scheduler.admin import audit
 from scheduler.hosts import capacity
 from scheduler import claims
 from scheduler import exception
@@ -284,7 +284,7 @@ def test_a_claim_left_on_a_re_created_node_follows_its_instance(engine):
     new = node_row(engine, "h1")
     assert claims.placements(engine, [VM])[VM].node_uuid == new.uuid
     assert (new.memory_mb_used, new.running_vms) == (2048, 1)
-    assert admin.audit_allocations(engine, capacity.Ratios()) == []
+    assert audit.audit_allocations(engine, capacity.Ratios()) == []
 
 
 @pytest.mark.databases("postgresql", "mysql")
