@@ -21,7 +21,9 @@ from oslo_config import cfg
 import oslo_messaging as messaging
 
 from scheduler.rpc import broker
-from scheduler import cmd
+from scheduler.cmd import logs
+from scheduler.cmd import parsing
+from scheduler.cmd import table
 from scheduler import errors
 from scheduler import exception
 from scheduler.request.spec import POLICIES
@@ -80,7 +82,7 @@ def _spec_parent() -> argparse.ArgumentParser:
                    help="ephemeral disk in GiB (default: %(default)s)")
     f.add_argument("--swap", type=int, default=0, metavar="N",
                    help="swap in MiB (default: %(default)s)")
-    f.add_argument("--extra-spec", type=cmd.key_value, action="append",
+    f.add_argument("--extra-spec", type=parsing.key_value, action="append",
                    default=[], metavar="KEY=VALUE",
                    help="flavor extra spec (repeatable; last one wins)")
     r = p.add_argument_group("request")
@@ -93,7 +95,7 @@ def _spec_parent() -> argparse.ArgumentParser:
                    help="consumer id of one instance (repeatable; "
                         "instead of --num-instances)")
     r.add_argument("--availability-zone", metavar="AZ")
-    r.add_argument("--hint", type=cmd.key_value, action="append", default=[],
+    r.add_argument("--hint", type=parsing.key_value, action="append", default=[],
                    metavar="KEY=VALUE",
                    help="scheduler hint (repeatable; a repeated key makes "
                         "a list), e.g. different_host=UUID")
@@ -110,7 +112,7 @@ def _spec_parent() -> argparse.ArgumentParser:
                         "repeat to require several such sets")
     r.add_argument("--project-id", metavar="ID")
     r.add_argument("--user-id", metavar="ID")
-    r.add_argument("--image-property", type=cmd.key_value, action="append",
+    r.add_argument("--image-property", type=parsing.key_value, action="append",
                    default=[], metavar="KEY=VALUE",
                    help="image property (repeatable; last one wins)")
     r.add_argument("--group-policy", choices=POLICIES, metavar="POLICY",
@@ -130,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="scheduler-client",
         description="Ask the scheduler service where instances would go, "
                     "over its RPC API.")
-    cmd.add_config_args(parser)
+    parsing.add_config_args(parser)
     parser.add_argument("--debug", action="store_true",
                         help="debug logging; tracebacks on unexpected "
                              "errors")
@@ -213,7 +215,7 @@ def _stack_commands(commands) -> None:
                              "/etc/scheduler/flavors.yaml, else this "
                              "checkout's etc/scheduler/flavors.yaml: "
                              "nova's m1.*)")
-    common.add_argument("--parameter", "-P", type=cmd.key_value,
+    common.add_argument("--parameter", "-P", type=parsing.key_value,
                         action="append", default=[], metavar="KEY=VALUE",
                         help="template parameter (repeatable)")
     common.add_argument("--project-id", metavar="ID")
@@ -241,7 +243,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """Parse and cross-check ``argv``; exits 2 with usage on bad input.
     ``--json`` is accepted before or after the command."""
     parser = build_parser()
-    cmd.add_to_every_command(parser, "--json", action="store_true",
+    parsing.add_to_every_command(parser, "--json", action="store_true",
                              default=False,
                              help="print the raw RPC result as JSON")
     args = parser.parse_args(argv)
@@ -396,7 +398,7 @@ def render_select(result: list[dict[str, Any]]) -> str:
             row["alternates"] = ", ".join(
                 a.get("host", "") for a in d["alternates"] or [])
         rows.append(row)
-    return cmd.format_table(rows, columns)
+    return table.format_table(rows, columns)
 
 
 def render_rank(result: dict[str, Any]) -> str:
@@ -412,11 +414,11 @@ def render_rank(result: dict[str, Any]) -> str:
               "weight": h.get("weight")}.items()} for h in hosts]
     steps = [{**s, "sample": ", ".join(s.get("sample") or [])}
              for s in result.get("filters") or []]
-    parts = [cmd.format_table(rows, ["host", "nodename", "weight"]
+    parts = [table.format_table(rows, ["host", "nodename", "weight"]
                               + weighers)]
     if "total" in result:
         parts.append(f"{len(hosts)} shown of {result['total']} hosts")
-    parts += ["", cmd.format_table(steps, FILTER_COLUMNS)]
+    parts += ["", table.format_table(steps, FILTER_COLUMNS)]
     return "\n".join(parts)
 
 
@@ -437,7 +439,7 @@ def render_stack(result: dict[str, Any]) -> str:
              "uuid": d.get("uuid"), "host": d.get("host"),
              "nodename": d.get("nodename")}
             for name in names for d in placed.get(name) or []]
-    return "\n".join(lines + ["", cmd.format_table(rows, STACK_COLUMNS)])
+    return "\n".join(lines + ["", table.format_table(rows, STACK_COLUMNS)])
 
 
 def call_confirm_move(api: Any, args: argparse.Namespace) -> int:
@@ -465,7 +467,7 @@ def render_confirm(result: int) -> str:
 
 
 def render_ping(result: dict[str, str]) -> str:
-    return cmd.format_table([result], ["host", "version", "driver"])
+    return table.format_table([result], ["host", "version", "driver"])
 
 
 # -- running ----------------------------------------------------------------
@@ -473,7 +475,7 @@ def render_ping(result: dict[str, str]) -> str:
 def setup_logging(conf: cfg.ConfigOpts, debug: bool) -> None:
     """oslo.log to stderr (stdout is the command's output) unless the
     configuration says otherwise; DEBUG with ``--debug``, else WARNING."""
-    cmd.setup_logging(conf, debug, "scheduler-client")
+    logs.setup_logging(conf, debug, "scheduler-client")
 
 
 def timeout_message(conf: cfg.ConfigOpts, args: argparse.Namespace) -> str:
@@ -588,7 +590,7 @@ def main(argv: list[str] | None = None,
     loaded: list[cfg.ConfigOpts] = []
 
     def body() -> int:
-        conf = cmd.conf_from_args(args)
+        conf = parsing.conf_from_args(args)
         loaded.append(conf)
         setup_logging(conf, args.debug)
         if args.command == "stack" and args.method != "release_stack":

@@ -17,7 +17,10 @@ from scheduler.admin import audit
 from scheduler.admin import compute_hosts
 from scheduler.admin import services
 from scheduler.hosts import capacity
-from scheduler import cmd
+from scheduler.service import database
+from scheduler.cmd import logs
+from scheduler.cmd import parsing
+from scheduler.cmd import table
 from scheduler import errors
 from scheduler import exception
 from scheduler import progress
@@ -89,7 +92,7 @@ def service_list(conf, engine, args) -> None:
         r["state"] = services.service_state(r["forced_down"],
                                             r["heartbeat_age"], down)
         r["status"] = "disabled" if r["disabled"] else "enabled"
-    _print(args, rows, lambda rows: cmd.format_table(
+    _print(args, rows, lambda rows: table.format_table(
         rows, ["host", "binary", "status", "state", "disabled_reason"]))
 
 
@@ -109,7 +112,7 @@ def service_enable(conf, engine, args) -> None:
 
 def node_list(conf, engine, args) -> None:
     _print(args, compute_hosts.list_nodes(engine),
-           lambda rows: cmd.format_table(
+           lambda rows: table.format_table(
                rows,
                ["host", "hypervisor_hostname", "vcpus", "vcpus_used",
                 "memory_mb", "memory_mb_used", "local_gb", "local_gb_used",
@@ -120,7 +123,7 @@ def host_list(conf, engine, args) -> None:
     hosts = compute_hosts.list_compute_hosts(
         engine, conf.scheduler.service_down_time,
         conf.filter_scheduler.default_availability_zone)
-    _print(args, hosts, lambda hosts: cmd.format_table(
+    _print(args, hosts, lambda hosts: table.format_table(
         [dict(h, zones=", ".join(h["zones"])) for h in hosts],
         ["host", "status", "state", "nodes", "zones"]))
 
@@ -135,7 +138,7 @@ def render_host(host: dict) -> str:
              f"state:  {host['state']}",
              f"zones:  {', '.join(host['zones'])}", "", "aggregates:"]
     if host["aggregates"]:
-        lines.append(cmd.format_table(
+        lines.append(table.format_table(
             [dict(a, metadata=_metadata(a["metadata"]))
              for a in host["aggregates"]], ["name", "metadata"]))
     else:
@@ -143,12 +146,12 @@ def render_host(host: dict) -> str:
     if not host["nodes"]:
         lines += ["", "nodes: (none)"]
     for node in host["nodes"]:
-        lines += ["", f"node {node['node']}:", cmd.format_table(
+        lines += ["", f"node {node['node']}:", table.format_table(
             node["resources"],
             ["resource", "total", "ratio", "capacity", "used"]),
             "", f"usage by project on {node['node']}:"]
         if node["projects"]:
-            lines.append(cmd.format_table(
+            lines.append(table.format_table(
                 [dict(p, project_id=p["project_id"] or "(none)")
                  for p in node["projects"]],
                 ["project_id", "instances", "moving", "vcpus", "memory_mb",
@@ -171,7 +174,7 @@ def host_describe(conf, engine, args) -> None:
 
 def aggregate_list(conf, engine, args) -> None:
     _print(args, aggregates.list_aggregates(engine),
-           lambda rows: cmd.format_table(
+           lambda rows: table.format_table(
                [dict(a, hosts=len(a["hosts"]),
                      metadata=_metadata(a["metadata"])) for a in rows],
                ["name", "hosts", "metadata"]))
@@ -228,9 +231,9 @@ def allocations_audit(conf, engine, args) -> int:
         print("audit: usage equals allocations on every node; no node is "
               "over capacity")
     else:
-        print(cmd.format_table(problems, ["host", "node", "resource",
-                                          "problem", "used", "allocated",
-                                          "capacity"]))
+        print(table.format_table(problems, ["host", "node", "resource",
+                                            "problem", "used", "allocated",
+                                            "capacity"]))
         if fixed is not None:
             print(f"audit: recomputed usage from allocations on {fixed} "
                   f"node(s)")
@@ -247,7 +250,7 @@ def allocations_audit(conf, engine, args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="scheduler-manage")
-    cmd.add_config_args(parser)
+    parsing.add_config_args(parser)
     parser.add_argument("--debug", action="store_true",
                         help="debug logging; tracebacks of unexpected "
                              "errors")
@@ -314,7 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = agg.add_parser("set-metadata", help="set metadata keys (key= "
                        "removes the key)")
     p.add_argument("name")
-    p.add_argument("metadata", nargs="+", type=cmd.key_value,
+    p.add_argument("metadata", nargs="+", type=parsing.key_value,
                    metavar="key=value")
     p.set_defaults(func=aggregate_set_metadata)
 
@@ -326,10 +329,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="recompute usage from allocations")
     p.set_defaults(func=allocations_audit)
     # Last, so every command above gets it.
-    cmd.add_to_every_command(parser, "--json", action="store_true",
-                             default=False,
-                             help="print the result as JSON")
-    cmd.add_to_every_command(parser, progress.FLAG, **progress.OPTION)
+    parsing.add_to_every_command(parser, "--json", action="store_true",
+                                 default=False,
+                                 help="print the result as JSON")
+    parsing.add_to_every_command(parser, progress.FLAG, **progress.OPTION)
     return parser
 
 
@@ -339,16 +342,16 @@ def main(argv: list[str] | None = None) -> int:
     loaded: list = []
 
     def body() -> int:
-        conf = cmd.conf_from_args(args)
+        conf = parsing.conf_from_args(args)
         loaded.append(conf)
-        cmd.setup_logging(conf, args.debug, "scheduler-manage")
-        cmd.check_database(conf, create=args.func is db_sync,
-                           config_given=bool(args.config_file
-                                             or args.config_dir))
+        logs.setup_logging(conf, args.debug, "scheduler-manage")
+        database.check_database(conf, create=args.func is db_sync,
+                                config_given=bool(args.config_file
+                                                  or args.config_dir))
         engine = db.create_engine(conf)
         try:
             if args.group != "db":
-                cmd.require_schema(conf, engine)
+                database.require_schema(conf, engine)
             return args.func(conf, engine, args) or 0
         finally:
             engine.dispose()

@@ -31,7 +31,9 @@ from oslo_log import log as logging
 
 from scheduler.rpc import broker
 from scheduler.decide import choice
-from scheduler import cmd
+from scheduler.service import database
+from scheduler.cmd import logs
+from scheduler.cmd import parsing
 from scheduler import conf as sched_conf
 from scheduler import errors
 from scheduler.service import health
@@ -299,11 +301,11 @@ def check_startup(conf, config_given: bool = True) -> None:
     rpc.check_server_options(conf)
     if conf.scheduler.http_listen:
         http.parse_address(conf.scheduler.http_listen)
-    cmd.check_database(conf, config_given=config_given)
+    database.check_database(conf, config_given=config_given)
     engine = db.create_engine(conf)
     try:
-        cmd.require_schema(conf, engine)
-        cmd.require_writable(conf, engine)
+        database.require_schema(conf, engine)
+        database.require_writable(conf, engine)
     finally:
         engine.dispose()
     broker.check(conf, conf.scheduler.broker_startup_timeout)
@@ -334,7 +336,7 @@ class _ReportVersion:
 
     @staticmethod
     def version_string_with_package() -> str:
-        return cmd.version()
+        return parsing.version()
 
 
 def _guru_meditation(conf) -> None:
@@ -383,10 +385,10 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> int:
         conf = sched_conf.load(argv, description="Scheduler RPC server",
-                               version=cmd.version())
+                               version=parsing.version())
         loaded.append(conf)
         _register_server_opts(conf)
-        cmd.setup_log_output(conf, "scheduler")
+        logs.setup_log_output(conf, "scheduler")
         _escape_unencodable_in_logs()
         pylogging.getLogger("amqp").addFilter(_CancelOfOwnFanoutQueue())
         # Before forking, so every worker inherits them.

@@ -10,7 +10,9 @@ import oslo_messaging as messaging
 from oslo_messaging._drivers import common as rpc_common
 import pytest
 
-from scheduler import cmd
+from scheduler.cmd import logs
+from scheduler.cmd import parsing
+from scheduler.cmd import table
 from scheduler import exception
 from scheduler.cmd import client
 from scheduler.request.spec import RequestSpec
@@ -564,16 +566,16 @@ def test_the_transport_is_cleaned_up():
 
 def test_setup_logging_debug_to_stderr(monkeypatch):
     seen = []
-    monkeypatch.setattr(cmd.logging, "setup",
+    monkeypatch.setattr(logs.logging, "setup",
                         lambda conf, name: seen.append(
                             (conf.debug, conf.use_stderr, name)))
-    conf = cmd.conf_from_args(client.parse_args(["ping"]))
+    conf = parsing.conf_from_args(client.parse_args(["ping"]))
     REAL_SETUP_LOGGING(conf, True)
     assert seen == [(True, True, "scheduler-client")]
 
 
 def test_format_table_empty_cells_and_widths():
-    text = cmd.format_table([{"a": "x", "b": None}, {"a": "long value"}],
+    text = table.format_table([{"a": "x", "b": None}, {"a": "long value"}],
                             ["a", "b"])
     assert text.splitlines() == ["a           b", "----------  -",
                                  "x", "long value"]
