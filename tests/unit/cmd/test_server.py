@@ -2,10 +2,8 @@
 from __future__ import annotations
 
 import logging
-import types
 
 from scheduler.cmd import server
-from scheduler.decide.chance import ChanceScheduler
 
 
 def test_a_lone_surrogate_in_a_log_file_line_is_escaped(tmp_path):
@@ -28,22 +26,3 @@ def test_a_lone_surrogate_in_a_log_file_line_is_escaped(tmp_path):
         root.handlers = others
         handler.close()
     assert path.read_text() == "refused: az\\ud800\nagain: h\\udfff\n"
-
-
-def test_a_chance_workers_reload_line_names_no_weigher(
-        conf, engine, host_manager, caplog):
-    """The chance driver weighs nothing: its 'applied the configuration'
-    line names the filters it runs and no weigher, not the configured
-    ones it ignores."""
-    conf.set_override("driver", "chance_scheduler", "scheduler")
-    worker = server.SchedulerWorker(1, conf, channel=None)
-    worker._manager = types.SimpleNamespace(
-        driver=ChanceScheduler(conf, host_manager, engine))
-    with caplog.at_level(logging.INFO, logger="scheduler.cmd.server"):
-        worker.reload()
-    [line] = [r.getMessage() for r in caplog.records
-              if "applied the configuration" in r.getMessage()]
-    assert line == ("Worker 1 applied the configuration: filters "
-                    "RetryFilter, ComputeFilter, RamFilter, CoreFilter, "
-                    "DiskFilter, ServerGroupAffinityFilter, "
-                    "ServerGroupAntiAffinityFilter; weighers none")
