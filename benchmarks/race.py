@@ -48,7 +48,7 @@ from benchmarks.stages import FLAVOR  # noqa: E402
 from benchmarks.timing import concurrently  # noqa: E402
 from benchmarks.timing import Limits  # noqa: E402
 from benchmarks.timing import Row  # noqa: E402
-from scheduler import admin  # noqa: E402
+from scheduler.admin import audit  # noqa: E402
 from scheduler.hosts import capacity  # noqa: E402
 from scheduler.claims import consume  # noqa: E402
 from scheduler.hosts.planned import Claim  # noqa: E402
@@ -406,7 +406,7 @@ def run_cell(cell: Cell, workdir: Path, bus_url: str, url: str,
             # The fleet only fills during a row: room left at its end was
             # there when any of its calls was refused.
             cell.refused_with_room = cell.refused if left > 0 else 0
-            problems = admin.audit_allocations(
+            problems = audit.audit_allocations(
                 engine, ratios, sconf.filter_scheduler.enabled_filters)
             cell.overcommits = sum(p["problem"] == "over capacity"
                                    for p in problems)

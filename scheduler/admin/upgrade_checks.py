@@ -16,7 +16,7 @@ from oslo_upgradecheck import upgradecheck
 import sqlalchemy as sa
 
 from scheduler.rpc import broker
-from scheduler import cmd
+from scheduler.service import database
 from scheduler import errors
 from scheduler.decide import plugins
 from scheduler.db.engine import create_engine
@@ -60,7 +60,7 @@ class Checks(upgradecheck.UpgradeCommands):
 
     def _engine(self) -> sa.Engine:
         # A missing SQLite file is refused before SQLite creates it empty.
-        cmd.check_database(self.conf)
+        database.check_database(self.conf)
         return create_engine(self.conf)
 
     @_failure_for_operator_errors

@@ -8,7 +8,8 @@ import sys
 import threading
 import time
 
-from scheduler import cmd
+from scheduler.service import database
+from scheduler.cmd import parsing
 from scheduler import errors
 from scheduler.sim import fleet
 from scheduler import progress
@@ -21,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="scheduler-fleet",
         description="Simulated compute nodes for demos, tests and "
                     "benchmarks.")
-    cmd.add_config_args(parser)
+    parsing.add_config_args(parser)
     parser.add_argument("--nodes", type=int, required=True,
                         help="number of compute nodes (compute-00001...)")
     parser.add_argument("--seed", type=int, default=0,
@@ -39,16 +40,16 @@ def main(argv: list[str] | None = None) -> int:
     loaded: list = []
 
     def body() -> int:
-        conf = cmd.conf_from_args(args)
+        conf = parsing.conf_from_args(args)
         loaded.append(conf)
         # No logging set up here: Python's last resort would print oslo.db's
         # "exception wrapped" WARNING, traceback and all, beside our line.
         wrapped.install(drop=True)
-        cmd.check_database(conf, config_given=bool(args.config_file
-                                                   or args.config_dir))
+        database.check_database(conf, config_given=bool(args.config_file
+                                                        or args.config_dir))
         engine = create_engine(conf)
         try:
-            cmd.require_schema(conf, engine)
+            database.require_schema(conf, engine)
             return run(engine, args)
         finally:
             engine.dispose()

@@ -12,9 +12,15 @@ import json
 import sys
 from typing import Any, Callable
 
-from scheduler import admin
+from scheduler.admin import aggregates
+from scheduler.admin import audit
+from scheduler.admin import compute_hosts
+from scheduler.admin import services
 from scheduler.hosts import capacity
-from scheduler import cmd
+from scheduler.service import database
+from scheduler.cmd import logs
+from scheduler.cmd import parsing
+from scheduler.cmd import table
 from scheduler import errors
 from scheduler import exception
 from scheduler import progress
@@ -80,18 +86,18 @@ def db_version(conf, engine, args) -> int:
 
 
 def service_list(conf, engine, args) -> None:
-    rows = admin.list_services(engine)
+    rows = services.list_services(engine)
     down = conf.scheduler.service_down_time
     for r in rows:
-        r["state"] = admin.service_state(r["forced_down"],
-                                         r["heartbeat_age"], down)
+        r["state"] = services.service_state(r["forced_down"],
+                                            r["heartbeat_age"], down)
         r["status"] = "disabled" if r["disabled"] else "enabled"
-    _print(args, rows, lambda rows: cmd.format_table(
+    _print(args, rows, lambda rows: table.format_table(
         rows, ["host", "binary", "status", "state", "disabled_reason"]))
 
 
 def service_disable(conf, engine, args) -> None:
-    _write(conf, admin.set_service_disabled, engine, args.host, True,
+    _write(conf, services.set_service_disabled, engine, args.host, True,
            args.reason)
     _print(args, {"host": args.host, "disabled": True,
                   "reason": args.reason},
@@ -99,24 +105,25 @@ def service_disable(conf, engine, args) -> None:
 
 
 def service_enable(conf, engine, args) -> None:
-    _write(conf, admin.set_service_disabled, engine, args.host, False)
+    _write(conf, services.set_service_disabled, engine, args.host, False)
     _print(args, {"host": args.host, "disabled": False},
            lambda _: f"enabled {args.host}")
 
 
 def node_list(conf, engine, args) -> None:
-    _print(args, admin.list_nodes(engine), lambda rows: cmd.format_table(
-        rows,
-        ["host", "hypervisor_hostname", "vcpus", "vcpus_used", "memory_mb",
-         "memory_mb_used", "local_gb", "local_gb_used",
-         "cpu_allocation_ratio", "ram_allocation_ratio"]))
+    _print(args, compute_hosts.list_nodes(engine),
+           lambda rows: table.format_table(
+               rows,
+               ["host", "hypervisor_hostname", "vcpus", "vcpus_used",
+                "memory_mb", "memory_mb_used", "local_gb", "local_gb_used",
+                "cpu_allocation_ratio", "ram_allocation_ratio"]))
 
 
 def host_list(conf, engine, args) -> None:
-    hosts = admin.list_compute_hosts(
+    hosts = compute_hosts.list_compute_hosts(
         engine, conf.scheduler.service_down_time,
         conf.filter_scheduler.default_availability_zone)
-    _print(args, hosts, lambda hosts: cmd.format_table(
+    _print(args, hosts, lambda hosts: table.format_table(
         [dict(h, zones=", ".join(h["zones"])) for h in hosts],
         ["host", "status", "state", "nodes", "zones"]))
 
@@ -131,7 +138,7 @@ def render_host(host: dict) -> str:
              f"state:  {host['state']}",
              f"zones:  {', '.join(host['zones'])}", "", "aggregates:"]
     if host["aggregates"]:
-        lines.append(cmd.format_table(
+        lines.append(table.format_table(
             [dict(a, metadata=_metadata(a["metadata"]))
              for a in host["aggregates"]], ["name", "metadata"]))
     else:
@@ -139,12 +146,12 @@ def render_host(host: dict) -> str:
     if not host["nodes"]:
         lines += ["", "nodes: (none)"]
     for node in host["nodes"]:
-        lines += ["", f"node {node['node']}:", cmd.format_table(
+        lines += ["", f"node {node['node']}:", table.format_table(
             node["resources"],
             ["resource", "total", "ratio", "capacity", "used"]),
             "", f"usage by project on {node['node']}:"]
         if node["projects"]:
-            lines.append(cmd.format_table(
+            lines.append(table.format_table(
                 [dict(p, project_id=p["project_id"] or "(none)")
                  for p in node["projects"]],
                 ["project_id", "instances", "moving", "vcpus", "memory_mb",
@@ -156,7 +163,7 @@ def render_host(host: dict) -> str:
 
 def host_describe(conf, engine, args) -> None:
     fs = conf.filter_scheduler
-    host = admin.describe_host(
+    host = compute_hosts.describe_host(
         engine, args.host,
         service_down_time=conf.scheduler.service_down_time,
         default_zone=fs.default_availability_zone,
@@ -166,21 +173,22 @@ def host_describe(conf, engine, args) -> None:
 
 
 def aggregate_list(conf, engine, args) -> None:
-    aggregates = admin.list_aggregates(engine)
-    _print(args, aggregates, lambda aggregates: cmd.format_table(
-        [dict(a, hosts=len(a["hosts"]), metadata=_metadata(a["metadata"]))
-         for a in aggregates], ["name", "hosts", "metadata"]))
+    _print(args, aggregates.list_aggregates(engine),
+           lambda rows: table.format_table(
+               [dict(a, hosts=len(a["hosts"]),
+                     metadata=_metadata(a["metadata"])) for a in rows],
+               ["name", "hosts", "metadata"]))
 
 
 def aggregate_create(conf, engine, args) -> None:
-    _write(conf, admin.create_aggregate, engine, args.name, args.zone)
+    _write(conf, aggregates.create_aggregate, engine, args.name, args.zone)
     zone = f" in zone {args.zone}" if args.zone is not None else ""
     _print(args, {"name": args.name, "zone": args.zone},
            lambda _: f"created aggregate {args.name}{zone}")
 
 
 def aggregate_delete(conf, engine, args) -> None:
-    hosts = _write(conf, admin.delete_aggregate, engine, args.name,
+    hosts = _write(conf, aggregates.delete_aggregate, engine, args.name,
                    force=args.force)
     removed = f" (removed {len(hosts)} host(s))" if hosts else ""
     _print(args, {"name": args.name, "removed_hosts": list(hosts or [])},
@@ -188,20 +196,21 @@ def aggregate_delete(conf, engine, args) -> None:
 
 
 def aggregate_add_host(conf, engine, args) -> None:
-    _write(conf, admin.add_aggregate_host, engine, args.name, args.host)
+    _write(conf, aggregates.add_aggregate_host, engine, args.name, args.host)
     _print(args, {"name": args.name, "added": args.host},
            lambda _: f"added {args.host} to aggregate {args.name}")
 
 
 def aggregate_remove_host(conf, engine, args) -> None:
-    _write(conf, admin.remove_aggregate_host, engine, args.name, args.host)
+    _write(conf, aggregates.remove_aggregate_host, engine, args.name,
+           args.host)
     _print(args, {"name": args.name, "removed": args.host},
            lambda _: f"removed {args.host} from aggregate {args.name}")
 
 
 def aggregate_set_metadata(conf, engine, args) -> None:
-    metadata = _write(conf, admin.set_aggregate_metadata, engine, args.name,
-                      dict(args.metadata))
+    metadata = _write(conf, aggregates.set_aggregate_metadata, engine,
+                      args.name, dict(args.metadata))
     _print(args, {"name": args.name, "metadata": metadata},
            lambda _: f"aggregate {args.name} metadata: "
                      f"{_metadata(metadata)}")
@@ -210,11 +219,11 @@ def aggregate_set_metadata(conf, engine, args) -> None:
 def allocations_audit(conf, engine, args) -> int:
     fs = conf.filter_scheduler
     show = progress.wanted(args.progress)
-    problems = admin.audit_allocations(
+    problems = audit.audit_allocations(
         engine, capacity.Ratios.from_conf(conf), fs.enabled_filters,
         progress=lambda total: progress.reporter("audit: checked nodes",
                                                  total, show))
-    fixed = (_write(conf, admin.fix_usage, engine)
+    fixed = (_write(conf, audit.fix_usage, engine)
              if problems and args.fix else None)
     if args.json:
         _print(args, {"problems": problems, "fixed_nodes": fixed}, str)
@@ -222,9 +231,9 @@ def allocations_audit(conf, engine, args) -> int:
         print("audit: usage equals allocations on every node; no node is "
               "over capacity")
     else:
-        print(cmd.format_table(problems, ["host", "node", "resource",
-                                          "problem", "used", "allocated",
-                                          "capacity"]))
+        print(table.format_table(problems, ["host", "node", "resource",
+                                            "problem", "used", "allocated",
+                                            "capacity"]))
         if fixed is not None:
             print(f"audit: recomputed usage from allocations on {fixed} "
                   f"node(s)")
@@ -234,14 +243,14 @@ def allocations_audit(conf, engine, args) -> int:
         # Over-capacity and claims on a deleted node cannot be fixed by
         # recomputing; they stay errors.
         return int(any(p["problem"] in ("over capacity",
-                                        admin.ON_DELETED_NODE)
+                                        audit.ON_DELETED_NODE)
                        for p in problems))
     return 1
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="scheduler-manage")
-    cmd.add_config_args(parser)
+    parsing.add_config_args(parser)
     parser.add_argument("--debug", action="store_true",
                         help="debug logging; tracebacks of unexpected "
                              "errors")
@@ -308,7 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = agg.add_parser("set-metadata", help="set metadata keys (key= "
                        "removes the key)")
     p.add_argument("name")
-    p.add_argument("metadata", nargs="+", type=cmd.key_value,
+    p.add_argument("metadata", nargs="+", type=parsing.key_value,
                    metavar="key=value")
     p.set_defaults(func=aggregate_set_metadata)
 
@@ -320,10 +329,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="recompute usage from allocations")
     p.set_defaults(func=allocations_audit)
     # Last, so every command above gets it.
-    cmd.add_to_every_command(parser, "--json", action="store_true",
-                             default=False,
-                             help="print the result as JSON")
-    cmd.add_to_every_command(parser, progress.FLAG, **progress.OPTION)
+    parsing.add_to_every_command(parser, "--json", action="store_true",
+                                 default=False,
+                                 help="print the result as JSON")
+    parsing.add_to_every_command(parser, progress.FLAG, **progress.OPTION)
     return parser
 
 
@@ -333,16 +342,16 @@ def main(argv: list[str] | None = None) -> int:
     loaded: list = []
 
     def body() -> int:
-        conf = cmd.conf_from_args(args)
+        conf = parsing.conf_from_args(args)
         loaded.append(conf)
-        cmd.setup_logging(conf, args.debug, "scheduler-manage")
-        cmd.check_database(conf, create=args.func is db_sync,
-                           config_given=bool(args.config_file
-                                             or args.config_dir))
+        logs.setup_logging(conf, args.debug, "scheduler-manage")
+        database.check_database(conf, create=args.func is db_sync,
+                                config_given=bool(args.config_file
+                                                  or args.config_dir))
         engine = create_engine(conf)
         try:
             if args.group != "db":
-                cmd.require_schema(conf, engine)
+                database.require_schema(conf, engine)
             return args.func(conf, engine, args) or 0
         finally:
             engine.dispose()

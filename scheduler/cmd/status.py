@@ -14,7 +14,8 @@ from oslo_config import cfg
 from oslo_log import log as logging
 from oslo_upgradecheck import upgradecheck
 
-from scheduler import cmd
+from scheduler.cmd import logs
+from scheduler.cmd import parsing
 from scheduler import conf as sched_conf
 from scheduler import errors
 from scheduler import exception
@@ -41,10 +42,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         sched_conf.parse(conf, argv, project="scheduler",
                          default_config_files=[],
-                         version=cmd.version(),
+                         version=parsing.version(),
                          description="Is this deployment ready for this "
                                      "code?")
-        cmd.setup_logging(conf, False, "scheduler-status")
+        logs.setup_logging(conf, False, "scheduler-status")
     except (cfg.Error, exception.ConfigError) as e:
         errors.error(errors.describe(e) or str(e))
         return ERROR

@@ -9,7 +9,7 @@ import uuid as uuidlib
 import pytest
 import sqlalchemy as sa
 
-from scheduler import admin
+from scheduler.admin import audit
 from scheduler.hosts import capacity
 from scheduler.claims import consume
 from scheduler.db import allocations
@@ -90,8 +90,8 @@ def test_service_keeps_serving_across_a_database_restart(
     second = deployment.api.select_destinations({}, {"flavor": FLAVOR})
     assert {a.consumer_uuid for a in deployment.allocations()} == {
         first[0]["uuid"], second[0]["uuid"]}
-    audit = deployment.manage("allocations", "audit", check=False)
-    assert audit.returncode == 0, audit.stdout
+    audited = deployment.manage("allocations", "audit", check=False)
+    assert audited.returncode == 0, audited.stdout
 
 
 def test_a_claim_behind_a_lock_held_elsewhere_gives_up_in_one_line(
@@ -258,8 +258,8 @@ def test_calls_across_a_database_restart_lose_or_double_nothing(
     assert {p["uuid"] for p in placed} <= claimed
     assert len(placed) == len({p["uuid"] for p in placed})
     deployment.engine.dispose()
-    audit = deployment.manage("allocations", "audit", check=False)
-    assert audit.returncode == 0, audit.stdout
+    audited = deployment.manage("allocations", "audit", check=False)
+    assert audited.returncode == 0, audited.stdout
     deployment.heartbeat()
     assert deployment.api.release({}, [p["uuid"] for p in placed[:4]]) == 4
     for _ in range(4):
@@ -286,7 +286,7 @@ def test_a_claim_left_on_a_re_created_node_follows_its_instance(engine):
     new = node_row(engine, "h1")
     assert allocations.placements(engine, [VM])[VM].node_uuid == new.uuid
     assert (new.memory_mb_used, new.running_vms) == (2048, 1)
-    assert admin.audit_allocations(engine, capacity.Ratios()) == []
+    assert audit.audit_allocations(engine, capacity.Ratios()) == []
 
 
 @pytest.mark.databases("postgresql", "mysql")

@@ -381,8 +381,8 @@ def test_a_refused_sighup_changes_nothing_new_workers_are_forked_from(
     while True:
         now = worker_pids(proc.pid)
         if len(now) == 2 and min(before) not in now and \
-                f" {(now - before).pop()} INFO __main__ [-] Host table " \
-                f"loaded" in deployment.server_log():
+                f" {(now - before).pop()} INFO scheduler.service.worker " \
+                f"[-] Host table loaded" in deployment.server_log():
             break
         assert proc.poll() is None, deployment.server_log()[-3000:]
         assert time.monotonic() < deadline, deployment.server_log()

@@ -9,7 +9,8 @@ import threading
 import pytest
 import sqlalchemy as sa
 
-from scheduler import admin
+from scheduler.admin import aggregates
+from scheduler.admin import audit
 from scheduler.hosts import capacity
 from scheduler.claims import consume
 from scheduler.hosts.planned import Claim
@@ -228,31 +229,31 @@ def test_a_key_in_another_case_is_refused_on_every_database(
     another case changed the zone of the stored key past the zone check
     (or another key); on SQLite and PostgreSQL it made a second key the
     scheduler ignores. Every database now refuses it, changing nothing."""
-    admin.create_aggregate(engine, "rack1")
+    aggregates.create_aggregate(engine, "rack1")
     if existing:
-        admin.set_aggregate_metadata(engine, "rack1", existing)
+        aggregates.set_aggregate_metadata(engine, "rack1", existing)
     with pytest.raises(exception.InvalidRequest) as caught:
-        admin.set_aggregate_metadata(engine, "rack1", asked)
+        aggregates.set_aggregate_metadata(engine, "rack1", asked)
     assert "which MariaDB does not tell apart" in str(caught.value), \
         caught.value
-    assert admin.get_aggregate(engine, "rack1")["metadata"] == existing
+    assert aggregates.get_aggregate(engine, "rack1")["metadata"] == existing
 
 
 def _removes_only(engine, legacy: dict[str, str], removed: str) -> None:
     """An aggregate holding ``legacy`` as stored before the refusal above
     (written straight into its table): setting ``removed`` empty removes
     that key alone."""
-    admin.create_aggregate(engine, "rack1")
-    agg_id = admin.get_aggregate(engine, "rack1")["id"]
+    aggregates.create_aggregate(engine, "rack1")
+    agg_id = aggregates.get_aggregate(engine, "rack1")["id"]
     md = models.aggregate_metadata
     with engine.begin() as conn:
         for key, value in legacy.items():
             conn.execute(md.insert().values(
                 aggregate_id=agg_id, key=key, value=value, deleted=0))
     kept = {k: v for k, v in legacy.items() if k != removed}
-    assert admin.set_aggregate_metadata(
+    assert aggregates.set_aggregate_metadata(
         engine, "rack1", {removed: ""}) == kept
-    assert admin.get_aggregate(engine, "rack1")["metadata"] == kept
+    assert aggregates.get_aggregate(engine, "rack1")["metadata"] == kept
 
 
 @every_database
@@ -309,7 +310,7 @@ def test_audit_fix_keeps_a_claim_committed_while_it_waited(engine):
     tx = conn.begin()
     consume.claim_in(conn, [Claim(A2, row.id, "h1", row.generation,
                                   1, 512, 1)])
-    fixer = threading.Thread(target=admin.fix_usage, args=(engine,))
+    fixer = threading.Thread(target=audit.fix_usage, args=(engine,))
     with lock_waits(engine) as waiting:
         fixer.start()
         waiting(1)             # the fix waits for the node's row lock
@@ -366,7 +367,7 @@ def test_two_creates_of_one_aggregate_make_one(engine):
             deleted=0))
 
     outcome = _in_another_transaction(
-        engine, create, lambda: admin.create_aggregate(engine, "rack1"))
+        engine, create, lambda: aggregates.create_aggregate(engine, "rack1"))
 
     assert isinstance(outcome, exception.InvalidRequest), outcome
     assert str(outcome) == "aggregate 'rack1' already exists"
@@ -375,19 +376,19 @@ def test_two_creates_of_one_aggregate_make_one(engine):
 
 @every_database
 def test_two_settings_of_one_new_metadata_key_keep_the_last(engine):
-    admin.create_aggregate(engine, "rack1")
-    agg_id = admin.get_aggregate(engine, "rack1")["id"]
+    aggregates.create_aggregate(engine, "rack1")
+    agg_id = aggregates.get_aggregate(engine, "rack1")["id"]
 
     def set_first(conn):
         conn.execute(models.aggregate_metadata.insert().values(
             aggregate_id=agg_id, key="ssd", value="false", deleted=0))
 
     outcome = _in_another_transaction(
-        engine, set_first, lambda: admin.set_aggregate_metadata(
+        engine, set_first, lambda: aggregates.set_aggregate_metadata(
             engine, "rack1", {"ssd": "true"}))
 
     assert outcome == {"ssd": "true"}
-    assert admin.get_aggregate(engine, "rack1")["metadata"] == {
+    assert aggregates.get_aggregate(engine, "rack1")["metadata"] == {
         "ssd": "true"}
 
 
@@ -404,7 +405,7 @@ def test_audit_reports_claims_left_on_a_deleted_node(engine):
     with engine.begin() as conn:
         conn.execute(n.update().values(deleted=n.c.id))
 
-    problems = admin.audit_allocations(engine, capacity.Ratios())
+    problems = audit.audit_allocations(engine, capacity.Ratios())
 
     assert {(p["host"], p["node"], p["resource"], p["problem"],
              p["allocated"]) for p in problems} == {

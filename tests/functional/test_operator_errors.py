@@ -862,7 +862,7 @@ def test_start_check_passes_a_user_with_every_write_grant(
     """The other side of the test above: the grants the server needs, and
     no more, pass the start check (nothing on the aggregate tables but
     SELECT: only scheduler-manage writes them)."""
-    from scheduler import cmd
+    from scheduler.service.database import require_writable
     from scheduler import conf as sched_conf
     from scheduler.db.engine import create_engine
 
@@ -881,7 +881,7 @@ def test_start_check_passes_a_user_with_every_write_grant(
     conf = sched_conf.load(["--config-file", str(config)])
     engine = create_engine(conf)
     try:
-        cmd.require_writable(conf, engine)
+        require_writable(conf, engine)
     finally:
         engine.dispose()
 

@@ -8,7 +8,8 @@ import json
 import pytest
 import sqlalchemy as sa
 
-from scheduler import admin
+from scheduler.admin import aggregates
+from scheduler.admin import services
 from scheduler.claims import consume
 from scheduler.hosts.planned import Claim
 from scheduler.cmd import manage
@@ -192,8 +193,8 @@ def test_host_list(config, capsys, register, engine):
     register(node("h2", zone="az2"), node("h1"), node("h3"))
     set_service(engine, "h2", disabled=True, disabled_reason="disk")
     set_service(engine, "h3", forced_down=True)
-    admin.create_aggregate(engine, "fast", zone="az9")
-    admin.add_aggregate_host(engine, "fast", "h1")
+    aggregates.create_aggregate(engine, "fast", zone="az9")
+    aggregates.add_aggregate_host(engine, "fast", "h1")
     assert _run(capsys, config() + ["host", "list"]) == (0, (
         "host  status    state  nodes  zones\n"
         "----  --------  -----  -----  --------\n"
@@ -205,7 +206,7 @@ def test_host_list(config, capsys, register, engine):
 def test_host_list_uses_the_configured_down_time_and_default_zone(
         config, capsys, register, engine):
     register(node("h1"))
-    admin.remove_aggregate_host(engine, "az1", "h1")
+    aggregates.remove_aggregate_host(engine, "az1", "h1")
     set_service(engine, "h1", last_seen_up=datetime.datetime(2000, 1, 1))
     code, out, _ = _run(capsys, config() + ["host", "list"])
     assert out.splitlines()[2].split() == ["h1", "enabled", "down", "1",
@@ -232,9 +233,9 @@ def test_host_describe(config, capsys, register, engine):
                   cpu_ratio=4.0, ram_ratio=1.5), node("h2"))
     _placed(engine, "h1", A1, P1)
     _placed(engine, "h1", A2, None, vcpus=1, memory_mb=512, disk_gb=5)
-    admin.create_aggregate(engine, "fast", zone="az9")
-    admin.add_aggregate_host(engine, "fast", "h1")
-    admin.set_aggregate_metadata(engine, "fast", {"ssd": "true"})
+    aggregates.create_aggregate(engine, "fast", zone="az9")
+    aggregates.add_aggregate_host(engine, "fast", "h1")
+    aggregates.set_aggregate_metadata(engine, "fast", {"ssd": "true"})
     set_service(engine, "h1", disabled=True, disabled_reason="broken disk")
     code, out, err = _run(capsys, config() + ["host", "describe", "h1"])
     assert (code, err) == (0, "")
@@ -267,7 +268,7 @@ def test_host_describe(config, capsys, register, engine):
 def test_host_describe_without_allocations_or_aggregates(config, capsys,
                                                          register, engine):
     register(node("h1"))
-    admin.remove_aggregate_host(engine, "az1", "h1")
+    aggregates.remove_aggregate_host(engine, "az1", "h1")
     code, out, _ = _run(capsys, config() + ["host", "describe", "h1"])
     assert code == 0
     lines = out.splitlines()
@@ -362,8 +363,8 @@ def test_aggregate_lifecycle(config, capsys, register, engine):
 
 def test_aggregate_list_json(config, capsys, register, engine):
     register(node("h1"))
-    admin.create_aggregate(engine, "fast", zone="az9")
-    admin.add_aggregate_host(engine, "fast", "h1")
+    aggregates.create_aggregate(engine, "fast", zone="az9")
+    aggregates.add_aggregate_host(engine, "fast", "h1")
     code, out, err = _run(capsys, config() + ["--json", "aggregate",
                                               "list"])
     assert (code, err) == (0, "")
@@ -390,10 +391,10 @@ def test_aggregate_list_json(config, capsys, register, engine):
 ])
 def test_aggregate_errors(config, capsys, register, engine, argv, message):
     register(node("h1"))
-    before = admin.list_aggregates(engine)
+    before = aggregates.list_aggregates(engine)
     assert _run(capsys, config() + ["aggregate", *argv]) == (
         1, "", f"ERROR: {message}\n")
-    assert admin.list_aggregates(engine) == before
+    assert aggregates.list_aggregates(engine) == before
 
 
 @pytest.mark.parametrize("argv", [
@@ -411,7 +412,7 @@ def test_writes_retry_a_locked_database(config, capsys, register, engine,
                                         monkeypatch):
     """A transient error (SQLite busy) is retried like the service does."""
     register(node("h1"))
-    real = admin.create_aggregate
+    real = aggregates.create_aggregate
     calls = []
 
     def flaky(*args, **kwargs):
@@ -420,7 +421,7 @@ def test_writes_retry_a_locked_database(config, capsys, register, engine,
             raise sa.exc.OperationalError(
                 "INSERT", {}, Exception("database is locked"))
         return real(*args, **kwargs)
-    monkeypatch.setattr(admin, "create_aggregate", flaky)
+    monkeypatch.setattr(aggregates, "create_aggregate", flaky)
     assert _run(capsys, config() + ["aggregate", "create", "fast"]) == (
         0, "created aggregate fast\n", "")
     assert len(calls) == 2
@@ -463,7 +464,7 @@ def test_service_disable_refuses_an_overlong_reason(config, capsys,
     assert _run(capsys, config() + ["service", "disable", "h1", "--reason",
                                     "r" * 256]) == (
         1, "", "ERROR: disabled reason is longer than 255 characters\n")
-    assert admin.list_services(engine)[0]["disabled"] is False
+    assert services.list_services(engine)[0]["disabled"] is False
 
 
 @pytest.mark.parametrize("name", ["gpu,ssd", " gpu", "gpu "])
@@ -476,7 +477,7 @@ def test_aggregate_create_refuses_a_name_no_request_can_name(
     assert name not in spec.required_aggregates()[0]
     code, out, err = _run(capsys, config() + ["aggregate", "create", name])
     assert (code, out) == (1, ""), err
-    assert name not in {a["name"] for a in admin.list_aggregates(engine)}
+    assert name not in {a["name"] for a in aggregates.list_aggregates(engine)}
 
 
 def test_audit_does_not_flag_vcpus_on_a_node_reporting_none(

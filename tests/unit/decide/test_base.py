@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 
-from scheduler import admin
+from scheduler.admin import aggregates
+from scheduler.admin import audit
 from scheduler.claims import consume
 from scheduler.db import allocations
 from scheduler.hosts.planned import Claim
@@ -91,7 +92,7 @@ def test_planners_never_see_a_half_updated_table(engine, conf, make_driver,
                     conn.execute(n.update().values(
                         memory_mb_used=1024 * (round_ % 2)))
                 # Every host's aggregates change: zones are rebuilt.
-                admin.set_aggregate_metadata(
+                aggregates.set_aggregate_metadata(
                     engine, "az1", {"round": str(round_)})
         finally:
             done.set()
@@ -169,10 +170,10 @@ def test_a_host_allowed_by_an_aggregate_ratio_is_claimed(
                       "filter_scheduler")
     register(node("h1", memory_mb=4096, ram_ratio=1.0))
     set_node(engine, "h1", memory_mb_used=3072)
-    admin.create_aggregate(engine, "overcommit")
-    admin.add_aggregate_host(engine, "overcommit", "h1")
-    admin.set_aggregate_metadata(engine, "overcommit",
-                                 {"ram_allocation_ratio": "2.0"})
+    aggregates.create_aggregate(engine, "overcommit")
+    aggregates.add_aggregate_host(engine, "overcommit", "h1")
+    aggregates.set_aggregate_metadata(engine, "overcommit",
+                                      {"ram_allocation_ratio": "2.0"})
     driver = make_driver()
     [dest] = driver.select_destinations(
         make_spec(flavor={"memory_mb": 2048, "root_gb": 1}))
@@ -542,5 +543,5 @@ def test_a_claim_whose_commit_reply_was_lost_is_not_made_twice(
     assert {held[u].host for u in uuids} == {p["host"] for p in placed}
     used = sum(node_row(engine, h).memory_mb_used for h in ("h1", "h2"))
     assert used == 2048 * num_instances
-    assert admin.audit_allocations(engine, driver.host_manager
+    assert audit.audit_allocations(engine, driver.host_manager
                                    .default_ratios) == []

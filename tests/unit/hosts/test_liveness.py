@@ -6,7 +6,7 @@ import datetime
 
 import pytest
 
-from scheduler import admin
+from scheduler.admin import compute_hosts
 from scheduler.hosts import liveness
 from scheduler.db import clock
 from tests.unit.fakes import node
@@ -33,7 +33,7 @@ def test_down_hosts_and_the_admin_state_agree(register, engine,
     with engine.connect() as conn:
         down = liveness.down_hosts(conn, 60)
     states = {h["host"]: h["state"]
-              for h in admin.list_compute_hosts(engine, 60, "nova")}
+              for h in compute_hosts.list_compute_hosts(engine, 60, "nova")}
     assert states == {h: "down" if h in down else "up" for h in states}
     assert ("h1" in down) == (forced or seconds_ago > 60)
     assert "h2" not in down

@@ -22,7 +22,8 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 
-from scheduler import admin
+from scheduler.admin import aggregates
+from scheduler.admin import services
 from scheduler import exception
 from scheduler.sim import fleet
 from scheduler.db import clock
@@ -51,7 +52,7 @@ class World:
         fleet.register(engine, [node(h, zone=rng.choice(fleet.ZONES))
                                 for h in self.hosts])
         for name in AGGREGATES:
-            admin.create_aggregate(engine, name)
+            aggregates.create_aggregate(engine, name)
         self.serial = len(self.hosts)
 
     def _host(self) -> str:
@@ -107,8 +108,9 @@ class World:
         host = self._host()
         disabled = self.rng.random() < 0.5
         try:
-            admin.set_service_disabled(self.engine, host, disabled,
-                                       "maintenance" if disabled else None)
+            services.set_service_disabled(
+                self.engine, host, disabled,
+                "maintenance" if disabled else None)
         except exception.NotFound:
             pass        # its service was deleted
 
@@ -165,9 +167,9 @@ class World:
         name, host = self.rng.choice(AGGREGATES), self._host()
         try:
             if self.rng.random() < 0.6:
-                admin.add_aggregate_host(self.engine, name, host)
+                aggregates.add_aggregate_host(self.engine, name, host)
             else:
-                admin.remove_aggregate_host(self.engine, name, host)
+                aggregates.remove_aggregate_host(self.engine, name, host)
         except (exception.InvalidRequest, exception.NotFound):
             pass   # already in / not in: nothing written
 
@@ -178,8 +180,8 @@ class World:
             ("ram_allocation_ratio", r.choice(["2.0", "0.5", None])),
             ("color", r.choice(["red", "blue", None]))])
         try:
-            admin.set_aggregate_metadata(self.engine, r.choice(AGGREGATES),
-                                         {key: value})
+            aggregates.set_aggregate_metadata(
+                self.engine, r.choice(AGGREGATES), {key: value})
         except (exception.InvalidRequest, exception.NotFound):
             pass   # refused: nothing written
 
@@ -355,7 +357,7 @@ def test_a_node_moved_to_another_host_takes_its_name_and_zone(conf, engine):
     _move_nodes(engine, "a", host="b")
     assert_as_a_full_read(conf, engine, incremental)
     # And the host index follows: disabling b now reaches the moved node.
-    admin.set_service_disabled(engine, "b", True, "maintenance")
+    services.set_service_disabled(engine, "b", True, "maintenance")
     assert_as_a_full_read(conf, engine, incremental)
 
 

@@ -5,7 +5,7 @@ import datetime
 
 import pytest
 
-from scheduler import admin
+from scheduler.admin import audit
 from scheduler.hosts import capacity
 from scheduler.claims import consume
 from scheduler.claims import lifecycle
@@ -331,7 +331,7 @@ def test_reported_on_a_recreated_node_moves_the_claim_to_it(nodes, engine,
     assert (row.compute_node_id, row.expires_at) == (new.id, None)
     after = node_row(engine, "h1")
     assert (after.memory_mb_used, after.running_vms) == (1024, 1)
-    assert admin.audit_allocations(engine, capacity.Ratios(1.0, 1.0, 1.0)) == []
+    assert audit.audit_allocations(engine, capacity.Ratios(1.0, 1.0, 1.0)) == []
     # And the instance deleted there releases it from the live node.
     assert casts.gone(engine, {VM: "h1"}) == 1
     assert node_row(engine, "h1").memory_mb_used == 0
@@ -416,7 +416,7 @@ def test_a_resize_outliving_its_provisional_destination_keeps_its_size(
     casts.gone(engine, {VM: "h1"}, ttl=60)          # confirm
     casts.listed(engine, {VM: "h2"})
     assert used(engine) == {"h1": 0, "h2": 2048}
-    assert admin.audit_allocations(engine, capacity.Ratios(1.0, 1.0, 1.0)) == []
+    assert audit.audit_allocations(engine, capacity.Ratios(1.0, 1.0, 1.0)) == []
 
 
 def test_a_resize_outliving_its_provisional_destination_can_be_reverted(

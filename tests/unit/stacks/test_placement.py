@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from scheduler import admin
+from scheduler.admin import aggregates
 from scheduler.claims import lifecycle
 from scheduler.db import allocations
 from scheduler import exception
@@ -498,10 +498,10 @@ def test_a_reload_while_a_stack_is_planned_does_not_mix_filter_sets(
     small host, under its aggregate's ratio)."""
     register(node("h1", memory_mb=8192), node("h2", memory_mb=1024))
     set_node(engine, "h2", memory_mb_used=512)
-    admin.create_aggregate(engine, "overcommit")
-    admin.add_aggregate_host(engine, "overcommit", "h2")
-    admin.set_aggregate_metadata(engine, "overcommit",
-                                 {"ram_allocation_ratio": "4.0"})
+    aggregates.create_aggregate(engine, "overcommit")
+    aggregates.add_aggregate_host(engine, "overcommit", "h2")
+    aggregates.set_aggregate_metadata(engine, "overcommit",
+                                      {"ram_allocation_ratio": "4.0"})
     real = filter_driver.plan_on
     calls = []
 

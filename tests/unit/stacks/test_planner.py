@@ -2,7 +2,7 @@
 it, not only when Heat's creation order happens to."""
 import pytest
 
-from scheduler import admin
+from scheduler.admin import aggregates
 from scheduler import exception
 from scheduler.decide.filter import FilterScheduler
 from scheduler.stacks import placement
@@ -183,10 +183,10 @@ def test_a_same_host_set_fits_under_the_ratio_its_filters_enforce(
     hold a host to: under AggregateCoreFilter, its aggregate's."""
     register(node("roomy", memory_mb=16384, vcpus=1, local_gb=200),
              node("cores", memory_mb=4096, vcpus=2, local_gb=100))
-    admin.create_aggregate(engine, "dense")
-    admin.add_aggregate_host(engine, "dense", "cores")
-    admin.set_aggregate_metadata(engine, "dense",
-                                 {"cpu_allocation_ratio": "2.0"})
+    aggregates.create_aggregate(engine, "dense")
+    aggregates.add_aggregate_host(engine, "dense", "cores")
+    aggregates.set_aggregate_metadata(engine, "dense",
+                                      {"cpu_allocation_ratio": "2.0"})
     conf.set_override("enabled_filters", [
         "ComputeFilter", "RamFilter", "AggregateCoreFilter", "DiskFilter"],
         group="filter_scheduler")

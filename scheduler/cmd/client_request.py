@@ -1,0 +1,144 @@
+"""What ``scheduler-client`` asks: the request spec its flags describe,
+the stack request a Heat template describes, and each command's RPC call
+(set as the parsed command's ``call``).
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from scheduler import exception
+from scheduler.stacks import files
+from scheduler.stacks import template
+
+#: Where the flavors file is looked for without --flavors: the system's
+#: configuration, then this checkout's etc/.
+FLAVORS_FILES = (Path("/etc/scheduler/flavors.yaml"),
+                 Path(__file__).resolve().parents[2] / "etc" / "scheduler"
+                 / "flavors.yaml")
+
+
+def hints_from_pairs(pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    """``[(k, v)...]`` as a dict; a key given more than once maps to the
+    list of its values in order, a key given once to its string."""
+    hints: dict[str, Any] = {}
+    for key, value in pairs:
+        if key not in hints:
+            hints[key] = value
+        elif isinstance(hints[key], list):
+            hints[key].append(value)
+        else:
+            hints[key] = [hints[key], value]
+    return hints
+
+
+def build_spec(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``spec`` dict (DESIGN.md "The request spec") for the parsed
+    ``select``/``rank`` flags. Values are not checked here: the server
+    rejects a bad one with ``InvalidRequest`` naming the field."""
+    spec: dict[str, Any] = {
+        "flavor": {
+            "name": args.flavor_name,
+            "memory_mb": args.memory_mb,
+            "vcpus": args.vcpus,
+            "root_gb": args.root_gb,
+            "ephemeral_gb": args.ephemeral_gb,
+            "swap": args.swap,
+            "extra_specs": dict(args.extra_spec),
+        },
+        "project_id": args.project_id,
+        "user_id": args.user_id,
+        "image": ({"properties": dict(args.image_property)}
+                  if args.image_property else None),
+        "availability_zone": args.availability_zone,
+        "ignore_hosts": list(args.ignore_host),
+        "force_hosts": list(args.force_host),
+        "force_nodes": list(args.force_node),
+        "scheduler_hints": hints_from_pairs(args.hint),
+        "instance_group": None,
+        "return_alternates": bool(getattr(args, "return_alternates", False)),
+    }
+    if getattr(args, "move", False):
+        spec["move"] = True
+    if args.instance_uuid:
+        spec["instance_uuids"] = list(args.instance_uuid)
+    else:
+        spec["num_instances"] = (1 if args.num_instances is None
+                                 else args.num_instances)
+    if args.aggregate:
+        spec["requested_destination"] = {"aggregates": list(args.aggregate)}
+    if args.group_policy:
+        spec["instance_group"] = {"policies": [args.group_policy]}
+        if args.group_uuid:
+            spec["instance_group"]["uuid"] = args.group_uuid
+        if args.group_member:
+            spec["instance_group"]["members"] = list(args.group_member)
+    return spec
+
+
+def call_select(api: Any, args: argparse.Namespace) -> list[dict[str, Any]]:
+    return api.select_destinations({}, build_spec(args))
+
+
+def call_rank(api: Any, args: argparse.Namespace) -> dict[str, Any]:
+    return api.rank_destinations({}, build_spec(args), limit=args.limit)
+
+
+def call_release(api: Any, args: argparse.Namespace) -> int:
+    return api.release({}, list(args.uuids))
+
+
+def call_confirm(api: Any, args: argparse.Namespace) -> int:
+    return api.confirm({}, list(args.uuids))
+
+
+def stack_request(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``select_stack`` request for the ``stack`` command's template.
+    :raises InvalidRequest: the template, flavors or parameters are at
+        fault (naming the field or file)."""
+    flavors_file = args.flavors or next(
+        (str(p) for p in FLAVORS_FILES if p.exists()), None)
+    if flavors_file is None:
+        raise exception.InvalidRequest(
+            "--flavors: no flavors file given and none found at "
+            + " or ".join(str(p) for p in FLAVORS_FILES))
+    return template.to_stack(
+        files.load_yaml(args.template, "template"),
+        stack_id=stack_id(args),
+        flavors=files.load_flavors(flavors_file),
+        parameters=dict(args.parameter), project_id=args.project_id,
+        user_id=args.user_id, stack_name=stack_name(args))
+
+
+def stack_name(args: argparse.Namespace) -> str:
+    """``--name``, else the template's file name without its suffix."""
+    return args.name or Path(args.template).stem
+
+
+def stack_id(args: argparse.Namespace) -> str:
+    """``--stack-id``, else the id derived from the stack's name."""
+    return args.stack_id or template.stack_id_for(stack_name(args))
+
+
+def call_stack(api: Any, args: argparse.Namespace) -> Any:
+    """The stack call; but for a release, with ``args.stack``: the request
+    :func:`scheduler.cmd.client.main` read from the files
+    (:func:`stack_request`) before connecting."""
+    if args.method == "release_stack":
+        # The id is all a release needs: the template need not still be
+        # readable, nor its parameters given again, nor the flavors found.
+        return api.release_stack({}, stack_id(args))
+    return getattr(api, args.method)({}, args.stack)
+
+
+def call_ping(api: Any, args: argparse.Namespace) -> dict[str, str]:
+    return api.ping({}, server=args.server)
+
+
+def call_confirm_move(api: Any, args: argparse.Namespace) -> int:
+    return api.confirm_move({}, list(args.uuids))
+
+
+def call_revert_move(api: Any, args: argparse.Namespace) -> int:
+    return api.revert_move({}, list(args.uuids))
