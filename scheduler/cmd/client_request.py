@@ -34,7 +34,7 @@ def hints_from_pairs(pairs: list[tuple[str, str]]) -> dict[str, Any]:
 
 
 def build_spec(args: argparse.Namespace) -> dict[str, Any]:
-    """The ``spec`` dict (DESIGN.md "The request spec") for the parsed
+    """The ``spec`` dict (architecture.rst "The request spec") for the parsed
     ``select``/``rank`` flags. Values are not checked here: the server
     rejects a bad one with ``InvalidRequest`` naming the field."""
     spec: dict[str, Any] = {

@@ -41,8 +41,8 @@ class Selection:
 
 
 def destination(spec: RequestSpec, s: Selection) -> dict[str, Any]:
-    """One destination of the RPC answer (DESIGN.md "select_destinations"),
-    for a selection just claimed."""
+    """One destination of the RPC answer (architecture.rst "RPC API",
+    ``select_destinations``), for a selection just claimed."""
     out = {"host": s.host.host, "nodename": s.host.nodename,
            "uuid": s.consumer_uuid, "limits": s.limits,
            "allocation": {"compute_node_uuid": s.host.uuid,

@@ -3,8 +3,8 @@
 Nova's computes never call ``confirm`` or ``release``; what they do is tell
 every scheduler where instances are (``update_instance_info``,
 ``sync_instance_info``) and when one left a host
-(``delete_instance_info``). DESIGN.md "Nova's own conductor as a client"
-maps that onto our claims:
+(``delete_instance_info``). ``doc/source/architecture.rst`` "Nova's own
+conductor as a client" maps that onto our claims:
 
 - an instance **seen** on the host its claim is on confirms the claim (it
   no longer expires); seen on the destination of its move, it confirms

@@ -5,7 +5,8 @@ Nova sends its objects as oslo.versionedobjects primitives:
 "nova_object.version": "1.2", "nova_object.data": {...}}``, nested the same
 way. This module reads the ones ``select_destinations`` carries (RequestSpec
 and everything in it, and the 4.0 legacy pair) without importing nova, and
-builds the ``spec`` dict of DESIGN.md "The request spec", which
+builds the ``spec`` dict of ``doc/source/architecture.rst`` "The request
+spec", which
 ``RequestSpec.from_primitives`` then validates like any other request.
 
 Two kinds of refusal, both naming the field:

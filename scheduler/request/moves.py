@@ -3,11 +3,11 @@
 A select for consumers that already hold claims is either a re-send of a
 request already answered (a retry: hand back what they hold) or a move of
 those consumers elsewhere (cold/live migration, resize, evacuation: claim a
-destination, keep the source until confirm_move / revert_move). DESIGN.md
-"Moves" fixes the rule; every caller (the driver, for both RPC APIs) asks
-:func:`is_move`, :func:`confirmed_on_arrival` whether the move ends
-when its consumer is seen on its destination, and :func:`arrived` whether
-a new request says such a move is already over.
+destination, keep the source until confirm_move / revert_move).
+``doc/source/architecture.rst`` "Moves" fixes the rule; every caller (the
+driver, for both RPC APIs) asks :func:`is_move`, :func:`confirmed_on_arrival`
+whether the move ends when its consumer is seen on its destination, and
+:func:`arrived` whether a new request says such a move is already over.
 """
 from __future__ import annotations
 

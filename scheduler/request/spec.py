@@ -1,6 +1,7 @@
 """RequestSpec: what one select_destinations call asks for, validated.
 
-Two wire shapes are accepted (DESIGN.md "The request spec"): the current
+Two wire shapes are accepted (``doc/source/architecture.rst`` "The
+request spec"): the current
 ``spec`` dict, and nova 4.0's legacy ``request_spec`` + ``filter_properties``
 pair, which is translated to the current shape first (``request.legacy``).
 Both are then checked against one JSON schema (``request.schema``), so a
@@ -80,9 +81,10 @@ class RequestSpec:
     instance_group: InstanceGroup | None = None
     retry: dict[str, Any] | None = None
     return_alternates: bool = False
-    #: True: the consumers that hold claims are being moved (DESIGN.md
-    #: "Moves"); False: a re-send of what they hold is a retry. None: not
-    #: said by the caller (nova's 4.x API), so ``moves.is_move`` infers it.
+    #: True: the consumers that hold claims are being moved
+    #: (architecture.rst "Moves"); False: a re-send of what they hold is a
+    #: retry. None: not said by the caller (nova's 4.x API), so
+    #: ``moves.is_move`` infers it.
     move: bool | None = False
     #: Not part of the request: filled in by the driver before planning
     #: (``Driver.with_hint_hosts``), one SQL query per request. Instance

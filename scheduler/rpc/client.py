@@ -42,7 +42,8 @@ class SchedulerAPI:
 
     def select_destinations(self, ctxt: dict, spec: dict[str, Any]
                             ) -> list[dict[str, Any]]:
-        """Place ``spec``'s instances; see DESIGN.md for the shapes.
+        """Place ``spec``'s instances; see ``doc/source/architecture.rst``
+        "RPC API" for the shapes.
 
         :raises NoValidHost, InvalidRequest: re-raised from the server.
         :raises MessagingTimeout: after ``max_attempts`` timed-out calls.
@@ -96,9 +97,10 @@ class SchedulerAPI:
 
     def select_stack(self, ctxt: dict, stack: dict[str, Any]
                      ) -> dict[str, Any]:
-        """Place and claim a whole stack, all or nothing (DESIGN.md
-        "Stacks"); needs servers at 1.4 or newer. Re-sent on a timeout like
-        select_destinations: the stack id makes the call idempotent.
+        """Place and claim a whole stack, all or nothing
+        (architecture.rst "Stacks"); needs servers at 1.4 or newer.
+        Re-sent on a timeout like select_destinations: the stack id makes
+        the call idempotent.
 
         :raises NoValidHost, InvalidRequest: re-raised from the server.
         :raises MessagingTimeout: after ``max_attempts`` timed-out calls.

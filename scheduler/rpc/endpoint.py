@@ -159,7 +159,7 @@ class SchedulerManager:
     @instrument.rpc_method
     def select_stack(self, ctxt: Any, stack: Any = None) -> dict[str, Any]:
         """Place and claim every resource of a stack, all or nothing
-        (DESIGN.md "Stacks"); a re-sent stack returns what it holds.
+        (architecture.rst "Stacks"); a re-sent stack returns what it holds.
         :raises InvalidRequest: malformed stack (names the field), a
             dependency cycle or unknown reference, or a different stack
             under this stack_id (names what changed).

@@ -1,4 +1,4 @@
-"""The ``select_stack`` request (DESIGN.md "Stacks"), validated.
+"""The ``select_stack`` request (architecture.rst "Stacks"), validated.
 
 A stack is a ``stack_id`` and named resources; a resource with a ``spec``
 is placed (its instances get claims), one without (a network, a volume) is

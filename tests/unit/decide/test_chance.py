@@ -156,7 +156,7 @@ def test_returns_random_alternates_that_fit_when_asked(register, conf,
                                                        chance_driver):
     """nova's ChanceScheduler returned up to ``max_attempts`` - 1 random
     alternates per instance, never a selected host, so its conductor can
-    reschedule a failed build; DESIGN's contract: with return_alternates
+    reschedule a failed build; the RPC API's contract: with return_alternates
     each destination has ``alternates``, shaped as filter_scheduler's."""
     register(node("h0"), node("h1"), node("h2"), node("h3"),
              node("small", memory_mb=2048))

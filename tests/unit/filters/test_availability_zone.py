@@ -59,8 +59,8 @@ def test_default_zone_comes_from_the_option(conf):
 
 def test_default_zone_set_where_nova_has_it(tmp_path):
     """nova's option is ``[DEFAULT] default_availability_zone``: an
-    operator's nova setting carries over (DESIGN: option names follow
-    nova's)."""
+    operator's nova setting carries over (architecture.rst: option
+    names follow nova's)."""
     path = tmp_path / "scheduler.conf"
     path.write_text("[DEFAULT]\ndefault_availability_zone = az-default\n")
     conf = scheduler.conf.new_conf()
