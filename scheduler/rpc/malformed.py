@@ -20,6 +20,8 @@ from typing import Callable
 
 from oslo_messaging.rpc import dispatcher as rpc_dispatcher
 
+from scheduler.rpc import instrument
+
 #: oslo.messaging's loggers and the record text that means "this message".
 _DECODE = ("oslo.messaging._drivers.impl_rabbit",
            "Failed to process message ... skipping it.")
@@ -28,7 +30,7 @@ _DISPATCH = ("oslo_messaging.rpc.server", "Exception during message handling")
 #: Where an argument mismatch surfaces: the call itself, in oslo.messaging's
 #: dispatcher or in our endpoint decorator (scheduler.rpc.instrument).
 _CALL_SITES = (os.path.join("oslo_messaging", "rpc", "dispatcher.py"),
-               os.path.join("scheduler", "instrument.py"))
+               instrument.__file__)
 
 
 def _is_bad_call(exc: BaseException) -> bool:

@@ -6,6 +6,8 @@ import sys
 
 from oslo_messaging.rpc import dispatcher as rpc_dispatcher
 
+from scheduler import conf as sched_conf
+from scheduler.rpc import instrument
 from scheduler.rpc import malformed
 
 
@@ -55,3 +57,26 @@ def test_a_bug_in_our_code_keeps_its_traceback():
     assert record.levelname == "ERROR" and record.exc_info is info
     other = _record("other.logger", DECODE[1], ValueError("x"))
     assert flt.filter(other) and other.exc_info is not None
+
+
+class _Endpoint:
+    conf = sched_conf.load([])
+
+    @instrument.rpc_method
+    def ping(self, ctxt):
+        return "pong"
+
+
+def test_an_unknown_argument_to_an_instrumented_method_is_malformed():
+    """A message naming an argument the method lacks fails in the call
+    the endpoint decorator makes: a malformed message, one WARNING, not
+    a bug's traceback (wherever the decorator's module lives)."""
+    flt = malformed.MalformedMessageFilter(10)
+    try:
+        _Endpoint().ping({}, bogus=1)
+    except TypeError:
+        info = sys.exc_info()
+    record = logging.LogRecord(DISPATCH[0], logging.ERROR, __file__, 1,
+                               DISPATCH[1], (), info)
+    assert flt.filter(record)
+    assert record.levelname == "WARNING" and record.exc_info is None
