@@ -316,8 +316,9 @@ class Driver:
             return spec
         # As for group members: a consumer this request re-claims is not
         # on the host of its old claim any more.
-        return dataclasses.replace(spec, hint_hosts=(
-            self.host_manager.consumer_hosts(uuids, exclude=replace)))
+        with self.engine.connect() as conn:
+            hosts = allocations.consumer_hosts(conn, uuids, exclude=replace)
+        return dataclasses.replace(spec, hint_hosts=hosts)
 
     def with_group_members(self, spec: RequestSpec, replace: list[str],
                             leaving: Collection[str] = ()) -> RequestSpec:
@@ -333,8 +334,9 @@ class Driver:
             return spec
         # Consumers this request re-claims are not members elsewhere: their
         # old claims are released in the same transaction.
-        members = self.host_manager.member_hosts(
-            group.uuid, list(group.members), exclude=replace)
+        with self.engine.connect() as conn:
+            members = allocations.member_hosts(
+                conn, group.uuid, list(group.members), exclude=replace)
         hosts = list(members.elements())
         # nova's hosts name the host a moving member is on; under
         # anti-affinity it is not its own neighbour there (nova's filter

@@ -51,7 +51,6 @@ from oslo_log import log as logging
 import sqlalchemy as sa
 
 from scheduler.hosts import capacity
-from scheduler.db import allocations
 from scheduler.hosts.planned import Claim
 from scheduler import errors
 from scheduler.hosts import liveness
@@ -147,22 +146,6 @@ class HostManager:
         """Refresh, then every host state (a list copy)."""
         with self.planning() as table:
             return list(table.states)
-
-    def member_hosts(self, group_uuid: str | None, members: list[str],
-                     exclude: list[str] = ()) -> collections.Counter:
-        """host -> members of the server group on it: its claimed members
-        and the named ``members`` that hold claims, each once, leaving out
-        the consumers in ``exclude``."""
-        with self.engine.connect() as conn:
-            return allocations.member_hosts(conn, group_uuid, members, exclude)
-
-    def consumer_hosts(self, consumer_uuids: list[str],
-                       exclude: list[str] = ()
-                       ) -> dict[str, tuple[str, ...]]:
-        """consumer uuid -> hosts of its claims (those that hold one),
-        leaving out the consumers in ``exclude``."""
-        with self.engine.connect() as conn:
-            return allocations.consumer_hosts(conn, consumer_uuids, exclude)
 
     def assume(self, states: list[HostState]) -> None:
         """This process is about to claim on these hosts: put their states

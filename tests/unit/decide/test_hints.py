@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from scheduler.db import allocations
 from scheduler.claims import lifecycle
 from scheduler.hosts.planned import ClaimConflict
 from scheduler import exception
@@ -128,13 +129,13 @@ def test_hints_are_resolved_once_per_request_and_only_with_hints(
     _fleet(register)
     _place_on(hint_driver, U[0], "small-1")
     calls = []
-    original = hint_driver.host_manager.consumer_hosts
+    original = allocations.consumer_hosts
 
-    def counted(uuids, exclude=()):
+    def counted(conn, uuids, exclude=()):
         calls.append((list(uuids), list(exclude)))
-        return original(uuids, exclude)
+        return original(conn, uuids, exclude)
 
-    monkeypatch.setattr(hint_driver.host_manager, "consumer_hosts", counted)
+    monkeypatch.setattr(allocations, "consumer_hosts", counted)
     hint_driver.select_destinations(_spec(U[1:2]))
     assert calls == []
     # a lost claim race re-plans, but does not look the hints up again
