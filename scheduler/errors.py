@@ -46,9 +46,10 @@ _SEQUENCE_GRANT = ("USAGE on the sequences of the scheduler's tables (a grant "
 #: ... "the database server cannot be reached".
 _UNREACHABLE = db_retry.UNREACHABLE
 #: ... "the database file or server cannot be opened" (a server that did
-#: not answer in time included: PyMySQL's "(timed out)").
+#: not answer in time included: PyMySQL's "(timed out)"; and one that
+#: dropped the connection, db_retry.LOST, the retry's own list).
 _CANNOT_OPEN = ("unable to open database file", "no such file") + \
-    _UNREACHABLE + db_retry.UNANSWERED
+    _UNREACHABLE + db_retry.LOST + db_retry.UNANSWERED
 
 #: ... "a lock another session holds outlasted [scheduler]
 #: db_lock_timeout" (SQLite's busy timeout, MariaDB's 1205, PostgreSQL's

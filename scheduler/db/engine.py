@@ -10,11 +10,13 @@ from typing import Any
 from oslo_config import cfg
 from oslo_db import options as db_options
 from oslo_db.sqlalchemy import enginefacade
+from oslo_db.sqlalchemy import exc_filters
 import sqlalchemy as sa
 
 from scheduler import exception
 from scheduler.db import compiled
 from scheduler.db import response
+from scheduler.db import retry
 
 
 def engine_url(conf: cfg.ConfigOpts) -> sa.engine.URL:
@@ -55,6 +57,10 @@ def create_engine(conf: cfg.ConfigOpts) -> sa.Engine:
                       **{opt.dest: conf.database[opt.dest]
                          for opt in db_options.database_opts})
     engine = context.writer.get_engine()
+    if engine.dialect.name in ("mysql", "postgresql"):
+        # A SQLite file has no connection to lose (and oslo.db's SQLite
+        # rollback listener fails on an invalidated one).
+        _lost_is_disconnect(engine)
     lock_timeout = int(conf.scheduler.db_lock_timeout)
     if engine.dialect.name == "mysql" and not engine.dialect.delete_returning:
         # Release and expiry give usage back exactly once by deleting with
@@ -146,6 +152,37 @@ def create_engine(conf: cfg.ConfigOpts) -> sa.Engine:
         # its session settings.
         engine.dispose()
     return engine
+
+
+def _lost_is_disconnect(engine: sa.Engine) -> None:
+    """Take every error that says the connection was lost
+    (:data:`scheduler.db.retry.LOST`) for a disconnect, as SQLAlchemy does
+    for the texts its dialect knows.
+
+    SQLAlchemy's psycopg2 dialect misses some (a bare "Connection reset by
+    peer", TLS's "SSL SYSCALL error: Connection reset by peer", its own
+    texts after a quote). Then the dead connection went back to the pool,
+    and oslo.db left the error a raw OperationalError instead of a
+    DBConnectionError. Marked a disconnect, SQLAlchemy invalidates the
+    connection and the pool's older ones (a pre-ping reconnects instead of
+    failing), and oslo.db raises DBConnectionError.
+    """
+    def _lost(context: sa.engine.ExceptionContext) -> None:
+        error = context.sqlalchemy_exception
+        if not context.is_disconnect and error is not None and \
+                retry.is_lost(error):
+            context.is_disconnect = True
+
+    # Before oslo.db's listener, which reads the mark (and raises most
+    # errors, which ends the listeners). SQLAlchemy 2 drops insert=True
+    # for this event, so oslo.db's goes after: taken off and put back.
+    oslo = sa.event.contains(engine, "handle_error", exc_filters.handler)
+    if oslo:
+        sa.event.remove(engine, "handle_error", exc_filters.handler)
+    sa.event.listen(engine, "handle_error", _lost)
+    if oslo:
+        sa.event.listen(engine, "handle_error", exc_filters.handler,
+                        retval=True)
 
 
 def _sqlite_wal(dbapi_connection: Any, dbapi: Any, lock_timeout: int) -> None:

@@ -57,12 +57,32 @@ _PG_TRANSIENT = ("40001", "55P03")
 #: answers).
 UNREACHABLE = ("could not connect", "connection refused", "can't connect",
                "timeout expired")
+#: The connection to the server was lost: reset or closed under a
+#: statement or a login, or ended by the server (PostgreSQL's 57P01-57P05
+#: "terminating connection due to administrator command", "... because of
+#: crash of another server process"; MariaDB's 2013 "Lost connection to
+#: MySQL server during query" and 2006 "MySQL server has gone away", with
+#: PyMySQL's "[Errno 104] Connection reset by peer" inside). psycopg2 says
+#: a bare "Connection reset by peer" for a reset while it connects through
+#: the wait callback (:mod:`scheduler.db.response`), and libpq "SSL
+#: SYSCALL error: Connection reset by peer" / "EOF detected" over TLS:
+#: neither is in SQLAlchemy's psycopg2 ``is_disconnect`` list, which also
+#: misses libpq's disconnect texts after a quote ('connection to server at
+#: "db", port 5432 failed: server closed the connection unexpectedly').
+#: The engine marks each as a disconnect (:func:`scheduler.db.engine
+#: .create_engine`), so the pool drops the connection.
+LOST = ("connection reset", "broken pipe",
+        "closed the connection unexpectedly",
+        "connection has been closed unexpectedly",
+        "terminating connection", "eof detected",
+        "could not receive data from server",
+        "could not send data to server", "connection already closed",
+        "server has gone away", "lost connection")
 #: The database server is away or busy for now (:func:`is_away`):
-#: unreachable, gone, refusing new sessions while it starts up, shuts down
+#: unreachable, lost, refusing new sessions while it starts up, shuts down
 #: or recovers (PostgreSQL's 57P03; MariaDB's 1053), or out of connection
 #: slots. Each passes by itself.
-AWAY = UNREACHABLE + (
-    "server has gone away", "lost connection",
+AWAY = UNREACHABLE + LOST + (
     "the database system is starting up",
     "the database system is shutting down",
     "the database system is in recovery mode",
@@ -146,6 +166,13 @@ def is_away(exc: BaseException) -> bool:
         return True
     text = _driver_text(exc)
     return any(t in text for t in AWAY)
+
+
+def is_lost(exc: BaseException) -> bool:
+    """True if ``exc`` says the connection to the server was lost
+    (:data:`LOST`): the connection it came from is dead."""
+    text = _driver_text(exc)
+    return any(t in text for t in LOST)
 
 
 def is_unanswered(exc: BaseException) -> bool:

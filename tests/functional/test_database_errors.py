@@ -210,3 +210,49 @@ def test_claims_carry_on_after_the_server_ends_their_connection(engine):
         held = conn.execute(sa.select(sa.func.count()).select_from(
             models.allocations)).scalar()
     assert (held, row.vcpus_used, row.memory_mb_used) == (3, 3, 1536)
+
+
+
+@pytest.mark.databases("postgresql")
+def test_a_login_reset_by_a_crashing_server_is_waited_out(engine):
+    """The server crashed: a pooled session is gone, and the first
+    logins after it are reset by the server going down, which psycopg2
+    (connecting through the wait callback) reports as a bare "Connection
+    reset by peer" — a release 25 ms into a crash failed on it in 14 ms.
+    The retry waits it out and the work runs on a new connection, not on
+    the dead one. The session is ended for real; the resets are made at
+    the driver's connect, as psycopg2 raises them."""
+    import psycopg2
+
+    with engine.connect() as other:
+        with engine.connect() as conn:
+            dead = conn.connection.driver_connection
+            backend = _backend_id(conn)
+        # Idle in the pool, next in line for a checkout (FIFO).
+        other.exec_driver_sql(f"SELECT pg_terminate_backend({backend})")
+    resets = []
+
+    @sa.event.listens_for(engine, "do_connect")
+    def reset(dialect, record, cargs, cparams):
+        if len(resets) < 2:
+            resets.append(1)
+            raise psycopg2.OperationalError("Connection reset by peer\n")
+
+    used: list = []
+    errors: list[BaseException] = []
+
+    @retry.retrying(0, outage=30)
+    def work() -> None:
+        try:
+            with engine.begin() as conn:
+                used.append(conn.connection.driver_connection)
+                _bump(conn, "a")
+        except Exception as exc:
+            errors.append(exc)
+            raise
+
+    work()
+    # A disconnect to oslo.db too, as a refused login on MySQL is.
+    assert [type(e) for e in errors] == [db_exc.DBConnectionError] * 2
+    assert _generations(engine) == {"a": 1, "b": 0}
+    assert dead not in used

@@ -87,6 +87,23 @@ def test_missing_database_is_not_a_missing_schema(conf):
     assert line.startswith("cannot open database postgresql://u:***@db/")
 
 
+@pytest.mark.parametrize("text", [
+    "Connection reset by peer\n",
+    "SSL SYSCALL error: EOF detected\n",
+    'connection to server at "db", port 5432 failed: server closed the '
+    'connection unexpectedly\n\tThis probably means the server terminated '
+    'abnormally\n\tbefore or while processing the request.\n'])
+def test_a_lost_connection_is_a_database_that_cannot_be_opened(conf, text):
+    """Once db_outage_timeout is spent: the same line as a refused
+    connection, and a restart may help (db.retry.LOST)."""
+    line = errors.describe(_op(text), conf)
+    assert line.startswith("cannot open database postgresql://u:***@db/"
+                           "sched: ")
+    assert line.endswith("; check [database] connection and that the "
+                         "database server is up")
+    assert errors.restart_may_help(_op(text))
+
+
 def test_config_file_errors():
     line = errors.describe(cfg.ConfigFilesNotFoundError(["/x.conf"]))
     assert line.startswith("configuration file /x.conf not found; pass "

@@ -351,3 +351,75 @@ def test_stopping_still_retries_a_conflict_of_a_request_in_flight(
     work, calls = _flaky(1, factory)
     assert retry.retrying(5, outage=60)(work)() == "done"
     assert len(calls) == 2
+
+
+def _psycopg2(message: str) -> Exception:
+    """psycopg2's OperationalError as libpq words a lost connection."""
+    import psycopg2
+    return psycopg2.OperationalError(message)
+
+
+def _pymysql(code: int, message: str) -> Exception:
+    """PyMySQL's OperationalError (errno, text)."""
+    import pymysql
+    return pymysql.err.OperationalError(code, message)
+
+
+_LIBPQ_CLOSED = ("server closed the connection unexpectedly\n\tThis "
+                 "probably means the server terminated abnormally\n\tbefore "
+                 "or while processing the request.\n")
+
+#: A connection lost under a statement or a login, as each driver raises
+#: it: psycopg2 connecting through the wait callback (the release that
+#: failed 25 ms into a PostgreSQL crash), libpq over TLS and with its host
+#: named, PyMySQL reading and writing.
+LOST_CONNECTIONS = [
+    _psycopg2("Connection reset by peer\n"),
+    _psycopg2("SSL SYSCALL error: Connection reset by peer\n"),
+    _psycopg2("SSL SYSCALL error: EOF detected\n"),
+    _psycopg2("could not send data to server: Broken pipe\n"),
+    _psycopg2('connection to server at "db.example", port 5432 failed: '
+              + _LIBPQ_CLOSED),
+    _psycopg2(_LIBPQ_CLOSED),
+    _psycopg2("FATAL:  terminating connection due to administrator command"
+              "\nserver closed the connection unexpectedly\n"),
+    _pymysql(2013, "Lost connection to MySQL server during query "
+             "([Errno 104] Connection reset by peer)"),
+    _pymysql(2006, "MySQL server has gone away (BrokenPipeError(32, "
+             "'Broken pipe'))"),
+]
+
+
+@pytest.mark.parametrize("orig", LOST_CONNECTIONS,
+                         ids=lambda e: str(e).splitlines()[0][:40])
+@pytest.mark.parametrize("wrap", [
+    _operational,                                       # SQLAlchemy's
+    lambda orig: db_exc.DBError(_operational(orig)),    # oslo.db's, older
+], ids=["sqlalchemy", "dberror"])
+def test_a_lost_connection_is_waited_out_like_an_unreachable_database(
+        clock, orig, wrap):
+    """A connection reset, broken or closed under a statement or a login
+    is the database away (a crash, a restart, a failover), retried for
+    ``outage`` seconds like a refused one, not failed at once."""
+    work, calls = _flaky(25, lambda: wrap(orig))
+    assert retry.retrying(0, outage=30)(work)() == "done"
+    assert len(calls) == 26
+    assert retry.is_away(wrap(orig))
+
+
+@pytest.mark.parametrize("orig", LOST_CONNECTIONS,
+                         ids=lambda e: str(e).splitlines()[0][:40])
+def test_a_lost_connection_is_lost(orig):
+    """What the engine marks a disconnect (db.engine)."""
+    assert retry.is_lost(_operational(orig))
+    assert retry.is_lost(db_exc.DBConnectionError(_operational(orig)))
+
+
+@pytest.mark.parametrize("error", [
+    _refused(),
+    _operational(_psycopg2('column "broken" does not exist\n')),
+    _operational(Exception("database is locked")),
+    db_exc.DBConnectionError(),
+])
+def test_other_errors_are_not_a_lost_connection(error):
+    assert not retry.is_lost(error)
