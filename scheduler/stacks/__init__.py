@@ -15,6 +15,8 @@
 - ``template``: a HOT template (what ``scheduler-client stack`` reads) as a
   ``select_stack`` request: its resources and what depends on what.
 - ``files``: reading the template's YAML and the flavors file.
+- ``limits``: how large a template may be, and how many values and how
+  deep once its aliases and get_params are expanded.
 - ``functions``: Heat's functions in values (get_param, if, get_resource,
   get_attr).
 - ``conditions``: the template's conditions, as Heat evaluates them.

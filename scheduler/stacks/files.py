@@ -1,5 +1,7 @@
 """The files ``scheduler-client stack`` reads: a YAML document (the
-template) and the flavors file, each mistake named with its file."""
+template) and the flavors file, each mistake named with its file, each
+held to the limits of :mod:`scheduler.stacks.limits` (size before it is
+parsed; values and depth, aliases expanded, once it is)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,33 +10,74 @@ from typing import Any
 import yaml
 
 from scheduler import exception
+from scheduler.stacks import limits
+
+
+class _TooDeep(Exception):
+    """A node nested deeper than ``limits.MAX_DEPTH``."""
+
+
+class _Loader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` refusing, as it composes, a node nested deeper
+    than ``limits.MAX_DEPTH``: the composer recurses once a level, and a
+    list nested 100,000 deep would otherwise end in a RecursionError
+    after seconds of scanning ahead of it."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0   # of the node being composed; the top's is 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self._depth > limits.MAX_DEPTH:
+            raise _TooDeep
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 def load_yaml(path: str | Path, what: str) -> Any:
     """The YAML document at ``path``.
-    :raises InvalidRequest: unreadable, not UTF-8 or not YAML, naming
-        ``what``."""
+    :raises InvalidRequest: unreadable, larger than ``limits.MAX_BYTES``
+        (checked before parsing), not UTF-8, not YAML, or expanding to
+        more values or nesting deeper than the limits allow, naming
+        ``what`` and the file."""
+    name = f"{what} {path}"
     try:
-        with open(path, encoding="utf-8") as f:
-            return yaml.safe_load(f)
+        with open(path, "rb") as f:
+            # One byte past the limit tells all: a 50 MB file is neither
+            # read whole nor parsed.
+            data = f.read(limits.MAX_BYTES + 1)
+        if len(data) > limits.MAX_BYTES:
+            raise exception.InvalidRequest(
+                f"{name}: larger than the {limits.MAX_BYTES} bytes "
+                f"allowed")
+        doc = yaml.load(data.decode("utf-8"), Loader=_Loader)
     except OSError as e:
-        raise exception.InvalidRequest(
-            f"{what} {path}: {e.strerror}") from None
+        raise exception.InvalidRequest(f"{name}: {e.strerror}") from None
     except UnicodeDecodeError:
-        # Raised by the file as YAML reads it, so not a YAMLError (its
-        # offset is within the chunk read, not the file: not shown).
+        # Its offset is in bytes, which a reader of the file as text does
+        # not count in: not shown.
+        raise exception.InvalidRequest(f"{name}: not UTF-8 text") from None
+    except _TooDeep:
         raise exception.InvalidRequest(
-            f"{what} {path}: not UTF-8 text") from None
+            f"{name}: nested more than {limits.MAX_DEPTH} deep") from None
     except yaml.YAMLError as e:
         where = getattr(e, "problem_mark", None)
         line = f" (line {where.line + 1})" if where else ""
         raise exception.InvalidRequest(
-            f"{what} {path}: not valid YAML{line}") from None
+            f"{name}: not valid YAML{line}") from None
+    # Loaded, aliases are shared; whatever reads it next copies them.
+    limits.Budget().measure(doc, name)
+    return doc
 
 
 def load_flavors(path: str | Path) -> dict[str, dict[str, Any]]:
-    """Flavor name -> flavor fields, from a flavors file.
-    :raises InvalidRequest: unreadable, or not a mapping of mappings."""
+    """Flavor name -> flavor fields, from a flavors file (read, and held to
+    the limits, as a template is: :func:`load_yaml`).
+    :raises InvalidRequest: unreadable, beyond the limits, or not a
+        mapping of mappings."""
     doc = load_yaml(path, "flavors file")
     if not isinstance(doc, dict) or not all(
             isinstance(v, dict) for v in doc.values()):

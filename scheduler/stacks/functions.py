@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from scheduler import exception
+from scheduler.stacks.limits import Budget
 
 #: A condition's truth: (condition, where it is) -> bool
 #: (:func:`scheduler.stacks.conditions.conditions`).
@@ -18,12 +19,25 @@ Truth = Callable[[Any, str], bool]
 
 def resolve(value: Any, where: str, values: dict[str, Any],
             types: dict[str, str], refs: set[str],
-            truth: Truth | None = None) -> Any:
+            truth: Truth | None = None, budget: Budget | None = None,
+            depth: int = 0) -> Any:
     """``value`` with get_param replaced by the parameter's value and
     ``{if: [condition, a, b]}`` by ``a`` or ``b`` (``truth`` judges the
     condition, see :func:`scheduler.stacks.conditions.conditions`); the
     resources named by get_resource and get_attr are collected in
-    ``refs``."""
+    ``refs``.
+
+    Each value visited, and each value of what a get_param or get_attr
+    gives, is spent from ``budget`` (one of its own if none), ``value``
+    being at ``depth``: a template whose aliases or get_params expand
+    it past the limits is refused as it is copied, not once copied.
+
+    :raises InvalidRequest: naming where in the template a function is
+        misused or the budget runs out."""
+    if budget is None:
+        budget = Budget()
+    budget.enter(where, depth)
+    budget.spend(where)
     if isinstance(value, dict) and len(value) == 1:
         (fn, arg), = value.items()
         if fn == "if" and truth is not None:
@@ -32,16 +46,22 @@ def resolve(value: Any, where: str, values: dict[str, Any],
                     f"{where}: if: expected [condition, value if true, "
                     f"value if false], got {str(arg)[:60]!r}")
             # Only the value chosen is resolved: Heat's if references
-            # nothing in the branch not taken.
+            # nothing in the branch not taken. One level deeper: an if
+            # in an if in an if... must reach the depth limit too.
             chosen = arg[1] if truth(arg[0], f"{where}.if[0]") else arg[2]
-            return resolve(chosen, where, values, types, refs, truth)
+            return resolve(chosen, where, values, types, refs, truth,
+                           budget, depth + 1)
         if fn == "get_param":
             name = _known(arg[0] if isinstance(arg, list) and arg else arg,
                           values, where, fn, "a parameter name",
                           "no such parameter, or it has no value (no "
                           "default, none given)")
-            return _path(values[name], arg[1:] if isinstance(arg, list)
-                         else [], f"{where}: get_param {name!r}")
+            found = _path(values[name], arg[1:] if isinstance(arg, list)
+                          else [], f"{where}: get_param {name!r}")
+            # Shared, not copied; but what serializes it copies it each
+            # time it is named.
+            budget.measure(found, where, depth)
+            return found
         if fn == "get_resource":
             refs.add(_known(arg, types, where, fn, "a resource name",
                             "no such resource"))
@@ -55,13 +75,21 @@ def resolve(value: Any, where: str, values: dict[str, Any],
                     f"...], got {str(arg)[:60]!r}")
             refs.add(_known(arg[0], types, where, fn, "a resource name "
                             "first", "no such resource"))
+            # Left as it is, aliases and all: counted as they will be
+            # copied.
+            budget.measure(value, where, depth)
             return value
     if isinstance(value, dict):
-        return {k: resolve(v, f"{where}.{k}", values, types, refs, truth)
+        return {k: resolve(v, f"{where}.{k}", values, types, refs, truth,
+                           budget, depth + 1)
                 for k, v in value.items()}
     if isinstance(value, list):
-        return [resolve(v, f"{where}[{i}]", values, types, refs, truth)
+        return [resolve(v, f"{where}[{i}]", values, types, refs, truth,
+                        budget, depth + 1)
                 for i, v in enumerate(value)]
+    # A tuple or set (YAML's !!pairs, !!set) is not resolved, but may
+    # hold aliases all the same.
+    budget.measure(value, where, depth)
     return value
 
 

@@ -17,6 +17,7 @@ from scheduler.stacks.functions import mapping
 from scheduler.stacks.functions import resolve
 from scheduler.stacks.functions import Truth
 from scheduler.stacks.ids import CONSUMER_NAMESPACE
+from scheduler.stacks.limits import Budget
 
 SERVER = "OS::Nova::Server"
 SERVER_GROUP = "OS::Nova::ServerGroup"
@@ -27,14 +28,17 @@ RELATIONS = ("same_host", "different_host")
 
 def server_group(name: str, body: dict, types: dict[str, str],
                  values: dict[str, Any], stack_id: str,
-                 truth: Truth | None = None) -> dict[str, Any]:
+                 truth: Truth | None = None,
+                 budget: Budget | None = None) -> dict[str, Any]:
     """The instance_group of the servers in group resource ``name``: its
     uuid derived from the stack and the name, its policy from
     ``policies`` (or the newer ``policy``); neither is anti-affinity, as
-    Heat's ``policies`` default."""
+    Heat's ``policies`` default. Its properties are resolved within
+    ``budget`` (the template's).
+    :raises InvalidRequest: naming the property at fault."""
     where = f"resources.{name}.properties"
     props = mapping(resolve(body.get("properties") or {}, where, values,
-                            types, set(), truth), where)
+                            types, set(), truth, budget), where)
     policies = props.get("policies")
     if policies is None:
         policies = ([props["policy"]] if props.get("policy") is not None

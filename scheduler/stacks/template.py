@@ -53,6 +53,7 @@ from scheduler.stacks.servers import server_group
 from scheduler.stacks.servers import SERVER_GROUP
 from scheduler.stacks.ids import canonical_id
 from scheduler.stacks.ids import CONSUMER_NAMESPACE
+from scheduler.stacks.limits import Budget
 
 RESOURCE_GROUP = "OS::Heat::ResourceGroup"
 
@@ -69,7 +70,11 @@ def to_stack(template: Any, stack_id: str,
              user_id: str | None = None,
              stack_name: str | None = None) -> dict[str, Any]:
     """The ``select_stack`` request for ``template`` (``stack_name``,
-    default the id, is Heat's ``OS::stack_name``).
+    default the id, is Heat's ``OS::stack_name``). What its conditions
+    and resources' properties expand to is bounded as a whole
+    (:class:`scheduler.stacks.limits.Budget`), the aliases of a template
+    that was not read by :func:`scheduler.stacks.files.load_yaml` and
+    the get_params of one that was.
     :raises InvalidRequest: naming the field at fault.
     """
     if not isinstance(template, dict):
@@ -92,7 +97,8 @@ def to_stack(template: Any, stack_id: str,
     # place it (get_resource / get_attr of it are then to no such resource;
     # a depends_on naming it is dropped, as Heat allows dependencies on a
     # resource defined under a condition).
-    truth = conditions(template.get("conditions") or {}, values)
+    budget = Budget()
+    truth = conditions(template.get("conditions") or {}, values, budget)
     declared = resources
     resources = {name: body for name, body in declared.items()
                  if not isinstance(body, dict) or "condition" not in body
@@ -106,13 +112,13 @@ def to_stack(template: Any, stack_id: str,
                 f"resources.{name}.type: missing")
         types[str(name)] = body["type"]
     groups = {str(name): server_group(str(name), body, types, values,
-                                      stack_id, truth)
+                                      stack_id, truth, budget)
               for name, body in resources.items()
               if body["type"] == SERVER_GROUP}
     out = {}
     for name, body in resources.items():
         out[str(name)] = _resource(str(name), body, types, values, flavors,
-                                   groups, truth, disabled)
+                                   groups, truth, disabled, budget)
     return {"stack_id": stack_id, "project_id": project_id,
             "user_id": user_id, "resources": out}
 
@@ -121,9 +127,11 @@ def _resource(name: str, body: dict, types: dict[str, str],
               values: dict[str, Any], flavors: dict[str, dict[str, Any]],
               groups: dict[str, dict[str, Any]],
               truth: Truth | None = None,
-              disabled: frozenset[str] = frozenset()) -> dict[str, Any]:
+              disabled: frozenset[str] = frozenset(),
+              budget: Budget | None = None) -> dict[str, Any]:
     """Resource ``name`` of the stack; ``disabled``: the template's
-    resources whose condition is false (not dependencies)."""
+    resources whose condition is false (not dependencies); its
+    properties resolved within ``budget`` (the template's)."""
     where = f"resources.{name}"
     depends = body.get("depends_on") or []
     if isinstance(depends, str):
@@ -134,7 +142,7 @@ def _resource(name: str, body: dict, types: dict[str, str],
     refs: set[str] = set()
     props = mapping(resolve(body.get("properties") or {},
                             f"{where}.properties", values, types, refs,
-                            truth), f"{where}.properties")
+                            truth, budget), f"{where}.properties")
     out: dict[str, Any] = {"spec": None,
                            "depends_on": sorted(set(map(str, depends))
                                                 - disabled)}

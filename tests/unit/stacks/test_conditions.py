@@ -84,3 +84,16 @@ def test_the_if_function_picks_by_its_condition():
             "resources"]["web"]["spec"]
         assert (spec["flavor"]["memory_mb"], spec["availability_zone"]) \
             == (memory_mb, zone)
+
+
+def test_conditions_naming_conditions_too_deep_are_refused():
+    # c0 names c1 ... names c2000: flat YAML, but a RecursionError as
+    # each name was followed.
+    with pytest.raises(exception.InvalidRequest) as e:
+        stack_request(
+            "heat_template_version: 2018-08-31\nconditions:\n" + "".join(
+                f"  c{i}: c{i + 1}\n" for i in range(2000))
+            + "  c2000: true\nresources:\n  web:\n"
+            "    type: OS::Nova::Server\n    condition: c0\n"
+            "    properties: {flavor: m1.tiny}\n")
+    assert e.value.message == "conditions.c100: nested more than 100 deep"

@@ -70,3 +70,64 @@ def test_get_param_with_a_path_that_is_not_there_is_named():
         stack_request(_SIZES % "[sizes, db]")
     assert e.value.message.startswith(
         "resources.web.properties.flavor: get_param 'sizes': no 'db' in ")
+
+
+def _laughs(levels: int, fan: int, indent: str) -> str:
+    """``x0`` .. ``x{levels}``, each ``fan`` aliases of the one before."""
+    return "".join(
+        [f"{indent}x0: &a0 [lol]\n"] + [
+            f"{indent}x{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * fan)
+            + "]\n" for i in range(1, levels + 1)])
+
+
+_LIMIT = ": expands to more than 262144 values (YAML aliases and " \
+    "get_param repeat what they name)"
+
+
+@pytest.mark.parametrize("resource, where", [
+    ("  web:\n    type: OS::Nova::Server\n    properties:\n"
+     "      flavor: m1.tiny\n      scheduler_hints:\n",
+     "resources.web.properties.scheduler_hints.x6"),
+    ("  net:\n    type: OS::Neutron::Net\n    properties:\n"
+     "      value_specs:\n",
+     "resources.net.properties.value_specs.x6"),
+], ids=["a server's scheduler_hints", "a network's properties"])
+def test_aliases_are_refused_as_resolving_copies_them(resource, where):
+    # Resolution copies what an alias shares: 9 levels of 10 reached 1.9
+    # GB. 8 ** 6 lols: what the old code copied whole (in a second or
+    # so, some MB); refused once the copies pass the limit.
+    with pytest.raises(exception.InvalidRequest) as e:
+        stack_request("heat_template_version: 2018-08-31\nresources:\n"
+                      + resource + _laughs(6, 8, " " * 8))
+    assert e.value.message.startswith(where)
+    assert e.value.message.endswith(_LIMIT)
+
+
+def test_a_get_param_named_again_and_again_is_counted_each_time():
+    # Shared, not copied, by get_param; copied by the request's JSON
+    # each time it is named: 300 names of 1,000 values.
+    with pytest.raises(exception.InvalidRequest) as e:
+        stack_request(
+            "heat_template_version: 2018-08-31\nparameters:\n"
+            f"  big: {{type: json, default: {list(range(1000))}}}\n"
+            "resources:\n  net:\n    type: OS::Neutron::Net\n"
+            "    properties:\n" + "".join(
+                f"      p{i}: {{get_param: big}}\n" for i in range(300)))
+    assert e.value.message.startswith("resources.net.properties.p26")
+    assert e.value.message.endswith(_LIMIT)
+
+
+def test_aliases_nested_too_deep_are_refused_where_they_are():
+    # 5,000 aliases each in a list of the one before: "RecursionError:
+    # maximum recursion depth exceeded", naming nothing.
+    with pytest.raises(exception.InvalidRequest) as e:
+        stack_request(
+            "heat_template_version: 2018-08-31\nresources:\n"
+            "  web:\n    type: OS::Nova::Server\n    properties:\n"
+            "      flavor: m1.tiny\n      scheduler_hints:\n"
+            "        d0: &d0 [end]\n" + "".join(
+                f"        d{i}: &d{i} [*d{i - 1}]\n"
+                for i in range(1, 5000)))
+    assert e.value.message.startswith(
+        "resources.web.properties.scheduler_hints.d")
+    assert e.value.message.endswith(": nested more than 100 deep")
