@@ -83,8 +83,12 @@ def parse_address(text: str) -> tuple[str, int]:
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     routes: Mapping[str, Route] = {}
-    # Per blocking call; the server's deadline bounds the whole exchange.
-    timeout = TIMEOUT
+
+    def setup(self) -> None:
+        # Per blocking call; the server's deadline bounds the whole
+        # exchange (a client trickling bytes resets this one).
+        self.timeout = self.server.timeout_seconds
+        super().setup()
 
     def parse_request(self) -> bool:
         # Reads the headers: once they are in, this is no longer an idle
