@@ -168,7 +168,7 @@ class Server(http.server.ThreadingHTTPServer):
         self._open: dict[socket.socket, _Connection] = {}
         self._running = 0
         self._dropped = {"refused": 0, "evicted": 0, "timed out": 0}
-        self._warned = float("-inf")
+        self._warned = self._accept_warned = float("-inf")
         super().__init__(*args, **kwargs)
 
     def get_request(self) -> tuple[socket.socket, tuple]:
@@ -179,7 +179,12 @@ class Server(http.server.ThreadingHTTPServer):
                            errno.ENOMEM):
                 # The connection stays in the backlog; the listening socket
                 # stays readable: pause, or this thread spins on accept.
-                LOG.warning("HTTP listener cannot accept: %s", e.strerror)
+                # Ten times a second: warn once a WARN_EVERY.
+                now = time.monotonic()
+                if now - self._accept_warned >= WARN_EVERY:
+                    self._accept_warned = now
+                    LOG.warning("HTTP listener cannot accept: %s",
+                                e.strerror)
                 time.sleep(ACCEPT_PAUSE)
             raise
 
