@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import socket
+import weakref
 
 from oslo_log import log as logging
 
@@ -29,6 +30,20 @@ class Notifier:
     """
     address: str | None = None
     watchdog_usec: int = 0
+    # Opened once, with the notifier, and kept: a process out of file
+    # descriptors must still be able to ping the watchdog (else systemd
+    # kills a server that is only under attack).
+    _socket: socket.socket | None = dataclasses.field(
+        default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.address:
+            self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            # Forked workers may not notify (NotifyAccess=main): they get
+            # no copy to try with.
+            ref = weakref.ref(self)
+            os.register_at_fork(
+                after_in_child=lambda: _close_in_child(ref))
 
     @property
     def watchdog_interval(self) -> float | None:
@@ -50,15 +65,22 @@ class Notifier:
             else self.address
         payload = "\n".join(f"{key}={' '.join(str(value).split())}"
                             for key, value in fields.items())
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         try:
-            sock.sendto(payload.encode(), address)
+            if self._socket is None:
+                raise OSError("no socket in this process (forked)")
+            # One datagram: atomic, so threads may share the socket.
+            self._socket.sendto(payload.encode(), address)
             return True
         except OSError as e:
             LOG.warning("Cannot notify systemd at %s: %s", self.address, e)
             return False
-        finally:
-            sock.close()
+
+
+def _close_in_child(ref: weakref.ref) -> None:
+    notifier = ref()
+    if notifier is not None and notifier._socket is not None:
+        notifier._socket.close()
+        notifier._socket = None
 
 
 def from_environment(environ: dict | None = None) -> Notifier:

@@ -118,6 +118,12 @@ def test_unit_is_notify_with_watchdog_and_reload(root):
     assert unit_line(root, "ExecReload") == "/bin/kill -HUP $MAINPID"
 
 
+def test_unit_sets_its_descriptor_limit(root):
+    # Issue 46: without it the distribution's default applied; the HTTP
+    # listener's cap (64 connections) must stay far below it.
+    assert int(unit_line(root, "LimitNOFILE")) >= 1024
+
+
 def pre_start(root: Path, database_url: str) -> subprocess.CompletedProcess:
     """The unit's ExecStartPre, run as written but with /etc/scheduler
     inside ``root`` and a conf.d file pointing at ``database_url``."""

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
+import threading
 
 import pytest
 
@@ -125,3 +128,120 @@ def test_a_write_is_refused_with_405_naming_the_allowed_methods(serve,
     assert body == f"{method} not allowed; allowed: GET, HEAD\n".encode()
     assert called == []
     assert _request(server, method, "/other")[0] == 404
+
+
+def _closed_by_server(sock: socket.socket, within: float = 10.0) -> bool:
+    """Whether the server closes ``sock`` within ``within`` seconds
+    (reading and discarding whatever it sends first)."""
+    sock.settimeout(within)
+    try:
+        while sock.recv(4096):
+            pass
+    except ConnectionResetError:
+        pass
+    except TimeoutError:
+        return False
+    return True
+
+
+def _connect(server) -> socket.socket:
+    return socket.create_connection(server.server_address[:2], timeout=10)
+
+
+@pytest.mark.parametrize("sent", [
+    b"",                                          # silent
+    b"GET /healthcheck HTTP/1.1\r\nHost: x\r\n",  # headers never end
+    b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",  # a TLS ClientHello
+], ids=["silent", "slow-headers", "tls"])
+def test_a_silent_or_slow_client_is_dropped(serve, sent):
+    # Issue 46: such a connection held its socket and thread for ever.
+    server = serve({"/healthcheck": http.healthcheck(lambda: (True, ""))})
+    server.timeout_seconds = 0.5
+    with _connect(server) as client:
+        client.sendall(sent)
+        assert _closed_by_server(client), "still open after 10 s"
+    assert get(server, "/healthcheck")[0] == 200
+
+
+def test_idle_connections_beyond_the_cap_cannot_starve_healthcheck(serve):
+    server = serve({"/healthcheck": http.healthcheck(lambda: (True, ""))})
+    server.max_connections, server.timeout_seconds = 4, 60
+    idle = [_connect(server) for _ in range(10)]
+    try:
+        assert get(server, "/healthcheck") == (200, "OK\n")
+        # Each newcomer evicted the oldest idle one: 10 + 1 - 4.
+        for number, client in enumerate(idle[:7]):
+            assert _closed_by_server(client), f"idle {number} still open"
+        for client in idle[7:]:
+            client.setblocking(False)
+            with pytest.raises(BlockingIOError):
+                client.recv(1)
+    finally:
+        for client in idle:
+            client.close()
+
+
+def test_beyond_the_cap_of_busy_connections_one_is_closed_at_once(serve):
+    entered, release = threading.Event(), threading.Event()
+
+    def slow() -> http.Response:
+        entered.set()
+        release.wait(30)
+        return http.Response(200, b"slow\n")
+    server = serve({"/slow": slow})
+    server.max_connections = 1
+    first = threading.Thread(target=get, args=(server, "/slow"))
+    first.start()
+    try:
+        assert entered.wait(10)
+        with _connect(server) as second:
+            second.sendall(b"GET /slow HTTP/1.0\r\n\r\n")
+            assert _closed_by_server(second), "queued, not refused"
+    finally:
+        release.set()
+        first.join(30)
+
+
+def test_the_listen_backlog_is_a_real_servers(serve):
+    # socketserver passes it to listen(); the stdlib's default is 5.
+    server = serve({})
+    assert server.request_queue_size >= 128
+
+
+OUT_OF_FDS_SERVER = """
+import resource, sys
+# Above the cap of connections (64), as any real limit is.
+resource.setrlimit(resource.RLIMIT_NOFILE, (120, 120))
+from scheduler.service import http
+server = http.serve("127.0.0.1:0", {
+    "/healthcheck": http.healthcheck(lambda: (True, "ok"))})
+print(server.server_address[1], flush=True)
+sys.stdin.read()
+"""
+
+
+def test_more_idle_connections_than_fds_cannot_starve_healthcheck():
+    # Issue 46: every idle connection kept a descriptor; once they ran out
+    # the listener spun on accept() and /healthcheck timed out.
+    server = subprocess.Popen([sys.executable, "-c", OUT_OF_FDS_SERVER],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    idle = []
+    try:
+        port = int(server.stdout.readline())
+        for _ in range(200):
+            # One at a time: once the server is out of descriptors and its
+            # backlog is full, a connect is never answered (the attack is
+            # on); a server that still accepts gets all 200.
+            try:
+                idle.append(socket.create_connection(("127.0.0.1", port),
+                                                     timeout=5))
+            except TimeoutError:
+                break
+        assert http_get(f"http://127.0.0.1:{port}/healthcheck") == (
+            200, "OK\n")
+    finally:
+        for client in idle:
+            client.close()
+        server.stdin.close()
+        server.wait(30)

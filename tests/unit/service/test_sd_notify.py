@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 
 import pytest
 
@@ -59,3 +61,38 @@ def test_abstract_socket_address():
         assert sock.recv(4096) == b"STOPPING=1"
     finally:
         sock.close()
+
+
+OUT_OF_FDS = """
+import os, resource, sys
+from scheduler.service import sd_notify
+notifier = sd_notify.Notifier(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+held = []
+try:
+    while True:
+        held.append(os.open(os.devnull, os.O_RDONLY))
+except OSError:
+    pass
+print(notifier.send(WATCHDOG="1"))
+"""
+
+
+def test_notifies_when_the_process_is_out_of_descriptors(listener):
+    # Issue 46: a socket per datagram failed with EMFILE while the HTTP
+    # listener held every descriptor, and the watchdog pings stopped.
+    done = subprocess.run([sys.executable, "-c", OUT_OF_FDS,
+                           listener.getsockname()], capture_output=True,
+                          text=True, timeout=60)
+    assert done.stdout == "True\n", done.stderr
+    assert listener.recv(4096) == b"WATCHDOG=1"
+
+
+def test_a_forked_child_has_no_socket_to_notify_with(listener):
+    notifier = sd_notify.Notifier(listener.getsockname())
+    pid = os.fork()
+    if pid == 0:    # the child: 0 when it did not send
+        os._exit(int(notifier.send(STATUS="from a worker")))
+    assert os.waitpid(pid, 0)[1] == 0
+    assert notifier.send(STATUS="from the main process")
+    assert listener.recv(4096) == b"STATUS=from the main process"
