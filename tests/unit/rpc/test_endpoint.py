@@ -369,3 +369,12 @@ def test_a_hint_nested_too_deep_is_one_line_naming_it(
                          f"than the 64 levels allowed")
     assert allocation_rows(engine) == []
     assert [r for r in caplog.records if r.exc_info] == []
+
+
+def test_a_stack_id_nested_too_deep_is_refused_before_it_is_worded(
+        manager):
+    """release_stack's error repeats the id it was given: a repr as deep
+    as the value."""
+    e = _raised(manager.release_stack, {}, stack_id=[nested(500)])
+    assert e.message == ("stack_id.0.k...: nested deeper than the 64 "
+                         "levels allowed")
