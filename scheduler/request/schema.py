@@ -161,24 +161,29 @@ def check_utf8(where: str, value: str | None) -> None:
             f"surrogate)") from None
 
 
+#: What :func:`check_depth` counts as a level.
+_NESTED = frozenset((dict, list, tuple))
+
+
 def check_depth(value: Any, where: str, limit: int = MAX_DEPTH) -> None:
     """The one nesting rule of the edge: ``value`` (the argument or field
-    named ``where``) nests at most ``limit`` dicts and lists, itself the
-    first. Checked before anything else reads it. A container is walked
-    once per path to it: JSON decodes to a tree (a simple cycle, an
-    in-process caller's, ends as too deep).
+    named ``where``) nests at most ``limit`` dicts and lists (tuples, in
+    process), itself the first. Checked before anything else reads it. A
+    container is walked once per path to it: JSON decodes to a tree (a
+    simple cycle, an in-process caller's, ends as too deep).
 
     :raises InvalidRequest: naming ``where`` and the next two keys toward
         the deepest part, e.g. ``spec.scheduler_hints.h...: nested deeper
         than the 64 levels allowed``.
     """
     # Level by level, not recursively: the check must not itself run out
-    # of stack on what it refuses.
-    level = [value] if isinstance(value, (dict, list, tuple)) else []
+    # of stack on what it refuses. Every request pays it: exact types,
+    # all JSON decodes to, are cheaper to test than isinstance.
+    level = [value] if type(value) in _NESTED else []
     for _ in range(limit):
         level = [v for c in level
-                 for v in (c.values() if isinstance(c, dict) else c)
-                 if isinstance(v, (dict, list, tuple))]
+                 for v in (c.values() if type(c) is dict else c)
+                 if type(v) in _NESTED]
         if not level:
             return
     raise exception.InvalidRequest(
@@ -189,16 +194,16 @@ def check_depth(value: Any, where: str, limit: int = MAX_DEPTH) -> None:
 def _toward(value: Any, limit: int, shown: int = 2) -> str:
     """The first ``shown`` keys (or list indexes) of a path down ``value``
     to a container ``limit`` levels below it, ``...`` if it goes on."""
-    # Depth first, by an explicit stack; a container's children at their
-    # depth are listed once, so this ends even on a cycle.
+    # Depth first, by an explicit stack that stops ``limit`` levels down,
+    # so this ends even on a cycle.
     todo: list[tuple[Any, int, tuple]] = [(value, 0, ())]
     while todo:
         node, depth, path = todo.pop()
         if depth == limit:
             break
-        items = node.items() if isinstance(node, dict) else enumerate(node)
+        items = node.items() if type(node) is dict else enumerate(node)
         todo.extend((v, depth + 1, (*path, k)[:shown + 1])
-                    for k, v in items if isinstance(v, (dict, list, tuple)))
+                    for k, v in items if type(v) in _NESTED)
     keys = "".join(f".{str(k)[:60]}" for k in path[:shown])
     return keys + ("..." if len(path) > shown else "")
 

@@ -295,8 +295,9 @@ def test_nesting_deeper_is_refused_naming_the_field_and_limit(container,
         f"{schema.MAX_DEPTH} levels allowed")
 
 
-@pytest.mark.parametrize("field", ["flavor.extra_specs.a", "image.properties.a",
-                                   "retry.hosts", "bogus"])
+@pytest.mark.parametrize("field", ["flavor.extra_specs.a",
+                                   "image.properties.a", "retry.hosts",
+                                   "bogus"])
 def test_nesting_is_checked_in_every_field_before_the_schema(field):
     """Where the schema has a rule, its error would repeat the value (a
     repr as deep as it), so depth is checked first."""
