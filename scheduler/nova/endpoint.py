@@ -28,6 +28,7 @@ from scheduler.nova import casts
 from scheduler.nova import primitives
 from scheduler.nova import selections
 from scheduler.nova.exception import NoValidHost
+from scheduler.request.schema import check_depth
 from scheduler.request.spec import RequestSpec
 
 LOG = logging.getLogger(__name__)
@@ -100,6 +101,11 @@ class NovaSchedulerEndpoint:
                return_alternates: bool) -> RequestSpec:
         started = time.perf_counter()
         limit = self.conf.scheduler.max_instances_per_request
+        # Before the primitives are read: an error there words a value,
+        # as deep as it is.
+        check_depth(spec_obj, "spec_obj")
+        check_depth(request_spec, "request_spec")
+        check_depth(filter_properties, "filter_properties")
         if spec_obj is not None:
             spec = RequestSpec.from_primitives(
                 primitives.spec_from_request_spec(

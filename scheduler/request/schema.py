@@ -3,8 +3,10 @@
 :func:`validate` checks a ``spec`` dict (the current shape, or nova 4.0's
 pair after ``request.legacy``) against :data:`SCHEMA` and raises an
 ``InvalidRequest`` naming the first offending field; a fast path takes
-plain requests without walking the schema. :func:`describe` words a
-schema error briefly (select_stack's schema uses it too);
+plain requests without walking the schema. :func:`check_depth` is the
+one nesting limit of every argument at the edge (select_stack's and
+nova's too), checked before anything walks the value. :func:`describe`
+words a schema error briefly (select_stack's schema uses it too);
 :func:`check_utf8` refuses text no database column can store.
 """
 from __future__ import annotations
@@ -19,6 +21,12 @@ from scheduler.request.names import UUID_PATTERN
 
 MAX_LIST = 1000          # hosts, uuids, members: more is a mistake or abuse
 MAX_STR = 255
+#: Containers nested in one argument, itself the first: a spec's own
+#: structure takes 3 and nova's primitives a dozen; the json_filter's
+#: query hint may nest 32 lists. Deeper, code that walks a value
+#: recursively (``dataclasses.asdict``, ``repr``, ``json.dumps``) runs out
+#: of stack: a RecursionError and its 3,000-line traceback per call.
+MAX_DEPTH = 64
 POLICIES = ("affinity", "anti-affinity", "soft-affinity", "soft-anti-affinity")
 
 _STR = {"type": "string", "maxLength": MAX_STR}
@@ -153,6 +161,53 @@ def check_utf8(where: str, value: str | None) -> None:
             f"surrogate)") from None
 
 
+#: What :func:`check_depth` counts as a level.
+_NESTED = frozenset((dict, list, tuple))
+
+
+def check_depth(value: Any, where: str, limit: int = MAX_DEPTH) -> None:
+    """The one nesting rule of the edge: ``value`` (the argument or field
+    named ``where``) nests at most ``limit`` dicts and lists (tuples, in
+    process), itself the first. Checked before anything else reads it. A
+    container is walked once per path to it: JSON decodes to a tree (a
+    simple cycle, an in-process caller's, ends as too deep).
+
+    :raises InvalidRequest: naming ``where`` and the next two keys toward
+        the deepest part, e.g. ``spec.scheduler_hints.h...: nested deeper
+        than the 64 levels allowed``.
+    """
+    # Level by level, not recursively: the check must not itself run out
+    # of stack on what it refuses. Every request pays it: exact types,
+    # all JSON decodes to, are cheaper to test than isinstance.
+    level = [value] if type(value) in _NESTED else []
+    for _ in range(limit):
+        level = [v for c in level
+                 for v in (c.values() if type(c) is dict else c)
+                 if type(v) in _NESTED]
+        if not level:
+            return
+    raise exception.InvalidRequest(
+        f"{where}{_toward(value, limit)}: nested deeper than the {limit} "
+        f"levels allowed")
+
+
+def _toward(value: Any, limit: int, shown: int = 2) -> str:
+    """The first ``shown`` keys (or list indexes) of a path down ``value``
+    to a container ``limit`` levels below it, ``...`` if it goes on."""
+    # Depth first, by an explicit stack that stops ``limit`` levels down,
+    # so this ends even on a cycle.
+    todo: list[tuple[Any, int, tuple]] = [(value, 0, ())]
+    while todo:
+        node, depth, path = todo.pop()
+        if depth == limit:
+            break
+        items = node.items() if type(node) is dict else enumerate(node)
+        todo.extend((v, depth + 1, (*path, k)[:shown + 1])
+                    for k, v in items if type(v) in _NESTED)
+    keys = "".join(f".{str(k)[:60]}" for k in path[:shown])
+    return keys + ("..." if len(path) > shown else "")
+
+
 def _opt_str_ok(v: Any) -> bool:
     return v is None or (type(v) is str and len(v) <= MAX_STR)
 
@@ -214,7 +269,8 @@ def _surely_valid(spec: dict) -> bool:
 
 
 def validate(spec: Any) -> None:
-    """Check a ``spec`` dict against :data:`SCHEMA`.
+    """Check a ``spec`` dict against :data:`SCHEMA`, its nesting first
+    (:func:`check_depth`).
 
     :raises InvalidRequest: naming the first offending field, e.g.
         ``spec.flavor.memory_mb: -1 is less than the minimum of 0``.
@@ -222,6 +278,8 @@ def validate(spec: Any) -> None:
     if not isinstance(spec, dict):
         raise exception.InvalidRequest(
             f"spec: expected an object, got {type(spec).__name__}")
+    # First: a schema error words the value, as deep as it is.
+    check_depth(spec, "spec")
     error = None if _surely_valid(spec) else \
         jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(spec))
     if error is not None:

@@ -28,6 +28,7 @@ from scheduler.db import retry as db_retry
 from scheduler.hosts.manager import HostManager
 from scheduler.request.names import canonical_uuid
 from scheduler.request.names import is_uuid
+from scheduler.request.schema import check_depth
 from scheduler.request.spec import RequestSpec
 from scheduler.stacks import placement as stack_placement
 from scheduler.stacks.ids import canonical_id
@@ -184,6 +185,7 @@ class SchedulerManager:
         :returns: how many claims were released now.
         :raises InvalidRequest: ``stack_id`` is not a uuid as select_stack
             reads one (:func:`scheduler.stacks.ids.canonical_id`)."""
+        check_depth(stack_id, "stack_id")     # its error words the value
         stack_id = canonical_id(stack_id)
         trace.parsed(stack_id)
         released = stack_placement.release(self.engine, stack_id,

@@ -23,6 +23,7 @@ import jsonschema
 
 from scheduler import exception
 from scheduler.request.hints import HOST_HINTS
+from scheduler.request.schema import check_depth
 from scheduler.request.schema import check_utf8
 from scheduler.request.schema import describe
 from scheduler.request.spec import RequestSpec
@@ -124,6 +125,9 @@ class Stack:
         if not isinstance(stack, dict):
             raise exception.InvalidRequest(
                 f"stack: expected an object, got {type(stack).__name__}")
+        # First: the schema words a bad value, and a spec is copied and
+        # encoded before it is validated.
+        _check_depth(stack)
         error = jsonschema.exceptions.best_match(
             _VALIDATOR.iter_errors(stack))
         if error is not None:
@@ -171,6 +175,28 @@ class Stack:
                    definition=_definition(stack_id, project_id, user_id,
                                           resources),
                    project_id=project_id, user_id=user_id)
+
+
+def _check_depth(stack: dict) -> None:
+    """Each resource's spec nests as deep as one sent alone may (the edge's
+    one limit, :func:`scheduler.request.schema.check_depth`), and so does
+    any other field of the stack or of a resource.
+
+    :raises InvalidRequest: naming the field, e.g. ``stack.resources.web.
+        spec.scheduler_hints.h...: nested deeper than the 64 levels
+        allowed``.
+    """
+    for key, value in stack.items():
+        if key != "resources" or not isinstance(value, dict):
+            check_depth(value, f"stack.{key}")
+            continue
+        for name, resource in value.items():
+            where = f"stack.resources.{str(name)[:60]}"
+            if not isinstance(resource, dict):
+                check_depth(resource, where)
+                continue
+            for field, item in resource.items():
+                check_depth(item, f"{where}.{str(field)[:60]}")
 
 
 def _check_unicode(stack: dict) -> None:

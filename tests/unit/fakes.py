@@ -51,6 +51,15 @@ def spec_dict(**overrides: Any) -> dict[str, Any]:
     return spec
 
 
+def nested(levels: int, container: type = dict) -> Any:
+    """A value ``levels`` containers deep (``{"k": {"k": ... "x"}}``, or
+    lists), built without recursion: hostile input of issue 46."""
+    value: Any = "x"
+    for _ in range(levels):
+        value = {"k": value} if container is dict else [value]
+    return value
+
+
 def make_spec(**overrides: Any) -> RequestSpec:
     return RequestSpec.from_primitives(spec_dict(**overrides))
 

@@ -19,6 +19,7 @@ from scheduler.rpc.endpoint import SchedulerManager
 from scheduler.nova.endpoint import NovaSchedulerEndpoint
 from scheduler.nova.exception import NoValidHost
 from tests.unit.fakes import allocation_rows
+from tests.unit.fakes import nested
 from tests.unit.fakes import node
 from tests.unit.fakes import node_row
 from tests.unit.fakes import set_node
@@ -128,6 +129,26 @@ def test_malformed_and_unsupported_requests_are_no_valid_host(endpoint):
     assert "spec_obj.requested_resources" in str(error)
     error = refusal(endpoint.select_destinations, {})
     assert "spec_obj: missing" in str(error)
+
+
+def test_a_hint_nested_too_deep_is_refused_naming_it(endpoint, engine):
+    """500 levels deep, nova's hint was placed and carried into the
+    planner unchecked (select_stack's RecursionError, issue 46); it is
+    refused before the primitive is read, whose errors word values."""
+    error = refusal(endpoint.select_destinations, {}, spec_obj=spec_obj(
+        scheduler_hints={"deep": [nested(500)]}), instance_uuids=[VM])
+    assert str(error) == (
+        "spec_obj.nova_object.data.scheduler_hints...: nested deeper than "
+        "the 64 levels allowed")
+    legacy = copy.deepcopy(SAMPLE["legacy"])
+    legacy["filter_properties"]["scheduler_hints"] = {"deep": nested(500)}
+    error = refusal(endpoint.select_destinations, {}, **legacy)
+    assert str(error) == ("filter_properties.scheduler_hints.deep...: "
+                          "nested deeper than the 64 levels allowed")
+    error = refusal(endpoint.select_destinations, {}, spec_obj=spec_obj(
+        image={"nova_object.name": nested(500)}))
+    assert str(error).startswith("spec_obj.nova_object.data.image...: ")
+    assert allocation_rows(engine) == []
 
 
 def test_the_legacy_pair_gets_the_old_dicts(endpoint):

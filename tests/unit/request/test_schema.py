@@ -12,6 +12,7 @@ from scheduler.request import schema
 from scheduler.request.schema import MAX_LIST
 from scheduler.request.spec import RequestSpec
 from tests.unit.fakes import FLAVOR
+from tests.unit.fakes import nested
 from tests.unit.fakes import spec_dict
 
 U1 = "11111111-1111-4111-8111-111111111111"
@@ -267,3 +268,65 @@ def test_a_nul_in_what_a_claim_stores_is_named(field):
     assert e.value.message == (
         f"spec.{field}: 'p\\x00q' is not storable text (it holds a NUL "
         f"character)")
+
+
+# --- nesting: one limit, checked before anything walks the value ----------
+
+def _hint_levels(levels: int, container: type = dict) -> dict:
+    """A spec whose value nests ``levels`` containers deep in all, the
+    spec and its scheduler_hints being the first two."""
+    return spec_dict(scheduler_hints={"h": nested(levels - 2, container)})
+
+
+@pytest.mark.parametrize("container", [dict, list])
+def test_nesting_is_accepted_up_to_the_limit(container):
+    spec = RequestSpec.from_primitives(
+        _hint_levels(schema.MAX_DEPTH, container))
+    assert "h" in spec.scheduler_hints
+    assert spec.to_primitive()["scheduler_hints"]["h"]
+
+
+@pytest.mark.parametrize("container", [dict, list])
+@pytest.mark.parametrize("levels", [schema.MAX_DEPTH + 1, 500])
+def test_nesting_deeper_is_refused_naming_the_field_and_limit(container,
+                                                              levels):
+    assert _invalid(_hint_levels(levels, container)) == (
+        f"spec.scheduler_hints.h...: nested deeper than the "
+        f"{schema.MAX_DEPTH} levels allowed")
+
+
+@pytest.mark.parametrize("field", ["flavor.extra_specs.a",
+                                   "image.properties.a", "retry.hosts",
+                                   "bogus"])
+def test_nesting_is_checked_in_every_field_before_the_schema(field):
+    """Where the schema has a rule, its error would repeat the value (a
+    repr as deep as it), so depth is checked first."""
+    message = _invalid(_with(field, nested(500)))
+    named = ".".join((field.split(".") + ["k"])[:2])    # two levels down
+    assert message == (f"spec.{named}...: nested deeper than the "
+                       f"{schema.MAX_DEPTH} levels allowed")
+
+
+def test_the_depth_check_does_not_recurse_itself():
+    """Far deeper than the interpreter's recursion limit, or a cycle (an
+    in-process caller's), it still answers with the limit."""
+    with pytest.raises(exception.InvalidRequest, match="levels allowed"):
+        schema.check_depth(nested(100_000), "x")
+    cycle: list = []
+    cycle.append(cycle)
+    with pytest.raises(exception.InvalidRequest) as e:
+        schema.check_depth({"a": cycle}, "x", limit=3)
+    assert e.value.message == "x.a.0...: nested deeper than the 3 levels " \
+                              "allowed"
+
+
+def test_the_path_is_named_as_far_as_it_goes():
+    schema.check_depth({"a": [1, {"b": 2}]}, "x", limit=3)
+    with pytest.raises(exception.InvalidRequest) as e:
+        schema.check_depth({"a": [1, {"b": []}]}, "x", limit=3)
+    assert e.value.message == "x.a.1...: nested deeper than the 3 levels " \
+                              "allowed"
+    with pytest.raises(exception.InvalidRequest) as e:
+        schema.check_depth({"a": {"b": {}}}, "x", limit=2)
+    assert e.value.message == "x.a.b: nested deeper than the 2 levels " \
+                              "allowed"

@@ -21,6 +21,7 @@ from scheduler.db import clock
 from scheduler.db import models
 from scheduler.rpc.endpoint import SchedulerManager
 from tests.unit.fakes import allocation_rows
+from tests.unit.fakes import nested
 from tests.unit.fakes import node
 from tests.unit.fakes import node_row
 from tests.unit.fakes import spec_dict
@@ -334,3 +335,46 @@ def test_the_chooser_takes_its_place_among_the_servers(conf, engine,
     manager.take_place(1, 2)
     assert manager.driver.chooser.share is now   # unchanged: kept
     assert "Scheduler server" not in caplog.text
+
+
+def _deep_spec(uuids):
+    return {**_spec(uuids), "scheduler_hints": {"deep": nested(500)}}
+
+
+@pytest.mark.parametrize("call, args, field", [
+    ("select_destinations", lambda: {"spec": _deep_spec([U[1]])}, "spec"),
+    ("rank_destinations", lambda: {"spec": _deep_spec([U[1]])}, "spec"),
+    # nova 4.0's pair is read as a spec: the hint is named there.
+    ("select_destinations", lambda: {
+        "request_spec": {"instance_type": _spec([])["flavor"]},
+        "filter_properties": {"scheduler_hints": {"deep": nested(500)}}},
+     "spec"),
+    ("select_stack", lambda: {"stack": {"stack_id": U[0], "resources": {
+        "a": {"spec": _deep_spec([U[1]])}}}}, "stack.resources.a.spec"),
+    ("rank_stack", lambda: {"stack": {"stack_id": U[0], "resources": {
+        "a": {"spec": _deep_spec([U[1]])}}}}, "stack.resources.a.spec"),
+], ids=["select_destinations", "rank_destinations", "legacy", "select_stack",
+        "rank_stack"])
+def test_a_hint_nested_too_deep_is_one_line_naming_it(
+        register, engine, manager, caplog, call, args, field):
+    """500 levels deep, select_stack and rank_stack raised a bare
+    RecursionError (a 3,000-line traceback in the log per call), and
+    select_destinations placed the request, which carried the hint into
+    the planner unchecked."""
+    register(node("h1"))
+    caplog.set_level(logging.DEBUG)
+    e = _raised(getattr(manager, call), {}, **args())
+    assert isinstance(e, exception.InvalidRequest)
+    assert e.message == (f"{field}.scheduler_hints.deep...: nested deeper "
+                         f"than the 64 levels allowed")
+    assert allocation_rows(engine) == []
+    assert [r for r in caplog.records if r.exc_info] == []
+
+
+def test_a_stack_id_nested_too_deep_is_refused_before_it_is_worded(
+        manager):
+    """release_stack's error repeats the id it was given: a repr as deep
+    as the value."""
+    e = _raised(manager.release_stack, {}, stack_id=[nested(500)])
+    assert e.message == ("stack_id.0.k...: nested deeper than the 64 "
+                         "levels allowed")

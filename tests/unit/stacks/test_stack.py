@@ -4,6 +4,7 @@ import pytest
 from scheduler import exception
 from scheduler.stacks import ids
 from scheduler.stacks import stack as stacks
+from tests.unit.fakes import nested
 from tests.unit.fakes import spec_dict
 
 SID = "5a0b0c0d-0000-4000-8000-000000000001"
@@ -150,3 +151,35 @@ def test_a_name_utf8_cannot_carry_is_refused_naming_the_field():
                              r"unicode"):
         stacks.Stack.from_primitives(_stack(
             **{"web\ud800": {"spec": spec_dict()}}))
+
+
+@pytest.mark.parametrize("container", [dict, list])
+def test_a_hint_nested_too_deep_is_refused_before_it_is_read(container):
+    """500 levels deep, a hint made select_stack fail with a bare
+    RecursionError (dataclasses.asdict, building the definition), its
+    traceback 3,000 lines in the log; 400 passed."""
+    raw = _stack(web={"spec": spec_dict(
+        scheduler_hints={"deep": nested(500, container)})})
+    with pytest.raises(exception.InvalidRequest) as e:
+        stacks.Stack.from_primitives(raw)
+    assert e.value.message == (
+        "stack.resources.web.spec.scheduler_hints.deep...: nested deeper "
+        "than the 64 levels allowed")
+
+
+@pytest.mark.parametrize("raw, field", [
+    (_stack(web={"spec": None, "depends_on": [nested(500)]}),
+     "stack.resources.web.depends_on"),
+    ({**_stack(web={"spec": None}), "stack_id": nested(500)},
+     "stack.stack_id"),
+    ({**_stack(web={"spec": None}), "extra": [nested(500)]}, "stack.extra"),
+    (_stack(web=nested(500)), "stack.resources.web"),
+])
+def test_every_field_of_a_stack_has_the_one_nesting_limit(raw, field):
+    """Not only the specs: the schema's error, or the reference check,
+    would word the value, as deep as it is."""
+    with pytest.raises(exception.InvalidRequest) as e:
+        stacks.Stack.from_primitives(raw)
+    assert e.value.message.startswith(f"{field}.")
+    assert e.value.message.endswith(
+        "...: nested deeper than the 64 levels allowed")
