@@ -150,3 +150,16 @@ def test_a_name_utf8_cannot_carry_is_refused_naming_the_field():
                              r"unicode"):
         stacks.Stack.from_primitives(_stack(
             **{"web\ud800": {"spec": spec_dict()}}))
+
+
+def test_a_stack_holding_too_much_text_is_refused():
+    # Each spec within its own bounds, too much in all: the definition is
+    # stored (a stack with three 10 MB hints kept 31 MB in its row).
+    hints = {f"h{i}": "x" * 60000 for i in range(15)}
+    with pytest.raises(exception.InvalidRequest,
+                       match=r"^stack.resources: its keys and values are "
+                             rf"longer than {stacks.MAX_STACK_TEXT} "
+                             r"characters in all$"):
+        stacks.Stack.from_primitives(_stack(**{
+            f"r{i}": {"spec": spec_dict(scheduler_hints=hints)}
+            for i in range(5)}))
