@@ -261,12 +261,15 @@ def validate(spec: Any) -> None:
         path = ".".join(["spec", *(str(p)[:60]
                                    for p in error.absolute_path)])
         raise exception.InvalidRequest(f"{path}: {describe(error)}")
-    flavor = spec["flavor"]
-    image = spec.get("image") or {}
-    for field, value in (("flavor.extra_specs", flavor.get("extra_specs")),
-                         ("image.properties", image.get("properties")),
-                         ("scheduler_hints", spec.get("scheduler_hints"))):
-        check_text_size(f"spec.{field}", value, MAX_MAP_TEXT)
+    extra_specs = spec["flavor"].get("extra_specs")
+    if extra_specs:
+        check_text_size("spec.flavor.extra_specs", extra_specs, MAX_MAP_TEXT)
+    properties = (spec.get("image") or {}).get("properties")
+    if properties:
+        check_text_size("spec.image.properties", properties, MAX_MAP_TEXT)
+    hints = spec.get("scheduler_hints")
+    if hints:
+        check_text_size("spec.scheduler_hints", hints, MAX_MAP_TEXT)
 
 
 def check_text_size(where: str, value: Any, limit: int) -> None:
@@ -279,17 +282,20 @@ def check_text_size(where: str, value: Any, limit: int) -> None:
     """
     left = limit
     todo = [value]
+    pop, extend = todo.pop, todo.extend
     while todo:
-        item = todo.pop()
-        if type(item) is str:
+        item = pop()
+        kind = type(item)
+        if kind is str:
             left -= len(item)
+        elif kind is dict or isinstance(item, dict):
+            left -= 1 + sum(len(k) if type(k) is str else 1 for k in item)
+            extend(item.values())
+        elif kind is list or isinstance(item, (list, tuple)):
+            left -= 1
+            extend(item)
         else:
             left -= 1
-            if isinstance(item, dict):
-                left -= sum(len(k) for k in item if type(k) is str)
-                todo.extend(item.values())
-            elif isinstance(item, list):
-                todo.extend(item)
         if left < 0:
             raise exception.InvalidRequest(
                 f"{where}: its keys and values are longer than {limit} "
