@@ -5,9 +5,12 @@ pair after ``request.legacy``) against :data:`SCHEMA` and raises an
 ``InvalidRequest`` naming the first offending field; a fast path takes
 plain requests without walking the schema. :func:`check_depth` is the
 one nesting limit of every argument at the edge (select_stack's and
-nova's too), checked before anything walks the value. :func:`describe`
-words a schema error briefly (select_stack's schema uses it too);
-:func:`check_utf8` refuses text no database column can store.
+nova's too), checked before anything walks the value. The free-form maps
+(extra specs, image properties, hints) are bounded per key and value and
+in all (:func:`check_text_size`, which select_stack applies to a whole
+stack). :func:`describe` words a schema error briefly (select_stack's
+schema uses it too); :func:`check_utf8` refuses text no database column
+can store.
 """
 from __future__ import annotations
 
@@ -27,6 +30,14 @@ MAX_STR = 255
 #: recursively (``dataclasses.asdict``, ``repr``, ``json.dumps``) runs out
 #: of stack: a RecursionError and its 3,000-line traceback per call.
 MAX_DEPTH = 64
+#: One value (a string, or a string in a hint's list) of a flavor's extra
+#: spec, an image property or a scheduler hint: glance stores a property in
+#: a TEXT column (65,535 bytes); nova's API takes extra-spec values of 255.
+MAX_VALUE = 65535
+#: The keys and values of one of those maps together, in characters (each
+#: other scalar or list counts one): nova's API refuses a body over 112 KiB;
+#: a 10 MB hint was placed and stored, and kept a worker larger.
+MAX_MAP_TEXT = 1024 * 1024
 POLICIES = ("affinity", "anti-affinity", "soft-affinity", "soft-anti-affinity")
 
 _STR = {"type": "string", "maxLength": MAX_STR}
@@ -34,9 +45,16 @@ _OPT_STR = {"type": ["string", "null"], "maxLength": MAX_STR}
 _UUID = {"type": "string", "pattern": UUID_PATTERN}
 _SIZE = {"type": "integer", "minimum": 0, "maximum": 2 ** 31 - 1}
 _HOSTS = {"type": "array", "items": _STR, "maxItems": MAX_LIST}
+_KEY = {"maxLength": MAX_STR}
 _STR_MAP = {"type": "object", "maxProperties": MAX_LIST,
+            "propertyNames": _KEY,
             "additionalProperties": {"type": ["string", "number", "boolean",
-                                              "null"]}}
+                                              "null"],
+                                     "maxLength": MAX_VALUE}}
+#: A hint's value is free-form (JsonFilter's query may be a nested list):
+#: its top level is bounded here, all of it by MAX_MAP_TEXT.
+_HINT = {"maxLength": MAX_VALUE, "maxItems": MAX_LIST,
+         "maxProperties": MAX_LIST, "items": {"maxLength": MAX_VALUE}}
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -80,7 +98,8 @@ SCHEMA: dict[str, Any] = {
                                           "maxItems": MAX_LIST}},
         },
         "scheduler_hints": {"type": ["object", "null"],
-                            "maxProperties": 100},
+                            "maxProperties": 100, "propertyNames": _KEY,
+                            "additionalProperties": _HINT},
         "instance_group": {
             "type": ["object", "null"],
             "additionalProperties": False,
@@ -219,7 +238,23 @@ def _hosts_ok(v: Any) -> bool:
 
 def _str_map_ok(v: Any) -> bool:
     return type(v) is dict and len(v) <= MAX_LIST and all(
-        x is None or type(x) in (str, int, float, bool) for x in v.values())
+        type(k) is str and len(k) <= MAX_STR and (
+            x is None or type(x) in (int, float, bool)
+            or (type(x) is str and len(x) <= MAX_VALUE))
+        for k, x in v.items())
+
+
+def _hint_ok(v: Any) -> bool:
+    return (v is None or type(v) in (int, float, bool)
+            or (type(v) is str and len(v) <= MAX_VALUE)
+            or (type(v) is list and len(v) <= MAX_LIST and all(
+                type(x) is str and len(x) <= MAX_VALUE for x in v)))
+
+
+def _hints_ok(v: Any) -> bool:
+    return v is None or (type(v) is dict and len(v) <= 100 and all(
+        type(k) is str and len(k) <= MAX_STR and _hint_ok(x)
+        for k, x in v.items()))
 
 
 _FLAVOR_FIELDS: dict[str, Any] = {
@@ -251,8 +286,7 @@ _FAST_FIELDS: dict[str, Any] = {
     "availability_zone": _opt_str_ok,
     "ignore_hosts": _hosts_ok, "force_hosts": _hosts_ok,
     "force_nodes": _hosts_ok,
-    "scheduler_hints": lambda v: v is None or (
-        type(v) is dict and len(v) <= 100),
+    "scheduler_hints": _hints_ok,
     "image": lambda v: v is None or (type(v) is dict and all(
         (k in ("id", "name") and _opt_str_ok(x))
         or (k == "properties" and _str_map_ok(x)) for k, x in v.items())),
@@ -286,6 +320,45 @@ def validate(spec: Any) -> None:
         path = ".".join(["spec", *(str(p)[:60]
                                    for p in error.absolute_path)])
         raise exception.InvalidRequest(f"{path}: {describe(error)}")
+    extra_specs = spec["flavor"].get("extra_specs")
+    if extra_specs:
+        check_text_size("spec.flavor.extra_specs", extra_specs, MAX_MAP_TEXT)
+    properties = (spec.get("image") or {}).get("properties")
+    if properties:
+        check_text_size("spec.image.properties", properties, MAX_MAP_TEXT)
+    hints = spec.get("scheduler_hints")
+    if hints:
+        check_text_size("spec.scheduler_hints", hints, MAX_MAP_TEXT)
+
+
+def check_text_size(where: str, value: Any, limit: int) -> None:
+    """:raises InvalidRequest: naming ``where``, if the keys and strings in
+    ``value`` (a JSON value) hold more than ``limit`` characters in all;
+    every other scalar, list and object counts one.
+
+    Walks without recursion and stops once past ``limit``, so neither deep
+    nesting nor a huge value costs more than ``limit`` steps.
+    """
+    left = limit
+    todo = [value]
+    pop, extend = todo.pop, todo.extend
+    while todo:
+        item = pop()
+        kind = type(item)
+        if kind is str:
+            left -= len(item)
+        elif kind is dict or isinstance(item, dict):
+            left -= 1 + sum(len(k) if type(k) is str else 1 for k in item)
+            extend(item.values())
+        elif kind is list or isinstance(item, (list, tuple)):
+            left -= 1
+            extend(item)
+        else:
+            left -= 1
+        if left < 0:
+            raise exception.InvalidRequest(
+                f"{where}: its keys and values are longer than {limit} "
+                f"characters in all")
 
 
 def describe(error: jsonschema.ValidationError) -> str:
@@ -299,7 +372,9 @@ def describe(error: jsonschema.ValidationError) -> str:
         return (f"has {len(value)} keys, at most {error.validator_value} "
                 f"allowed")
     if error.validator == "maxLength" and isinstance(value, str):
-        return (f"is {len(value)} characters long, at most "
+        # propertyNames checks a key; the path names its object.
+        subject = "a key is" if "propertyNames" in error.schema_path else "is"
+        return (f"{subject} {len(value)} characters long, at most "
                 f"{error.validator_value} allowed")
     message = error.message
     return message if len(message) <= 200 else message[:197] + "..."

@@ -21,51 +21,91 @@ back to the system as soon as they are freed; a table's arrays, up to
 500,000 hosts, stay in the heap), and a trim threshold of
 :data:`TRIM_THRESHOLD`, so that the heap's free top is kept for the next
 request's arrays instead of being given back and faulted in again.
+
+That trim threshold also kept a large message's pieces: the broker
+client reads a body in frames of 128 KiB, each below the mmap threshold,
+into the heap of the thread reading it, and glibc gives each thread an
+arena of its own, whose free top nothing gives back below the trim
+threshold (``malloc_trim`` returns only the main arena's top). A worker
+went from 100 to 131 MB after one refused 30 MB stack, for good. So all
+threads share one arena (:data:`ARENA_MAX`; they hold Python's GIL while
+they allocate anyway), and :func:`release_free_memory`, which a worker
+calls with its periodic tasks (once a minute), gives its free memory
+back; the next request faults its arrays in once.
 """
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 
 #: glibc's ``mallopt`` parameter numbers.
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
+_M_ARENA_MAX = -8
 #: Blocks this large are mapped and unmapped (message bodies).
 MMAP_THRESHOLD = 4 * 1024 * 1024
 #: A heap keeps this much free at its top (a few requests' arrays).
 TRIM_THRESHOLD = 32 * 1024 * 1024
+#: Every thread allocates from the main arena, which malloc_trim empties.
+ARENA_MAX = 1
 
 #: Environment variables by which an operator sets them for glibc.
 _OPERATOR_SETTINGS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_",
                       "glibc.malloc.mmap_threshold",
                       "glibc.malloc.trim_threshold")
+_OPERATOR_ARENAS = ("MALLOC_ARENA_MAX", "glibc.malloc.arena_max")
 
 
-def _operator_chose() -> bool:
-    """Whether the environment already sets either threshold (glibc reads
+def _operator_chose(names: tuple[str, ...] = _OPERATOR_SETTINGS) -> bool:
+    """Whether the environment already sets one of ``names`` (glibc reads
     it at start-up; an operator's choice wins over ours)."""
     tunables = os.environ.get("GLIBC_TUNABLES", "")
-    return any(name in os.environ or name in tunables
-               for name in _OPERATOR_SETTINGS)
+    return any(name in os.environ or name in tunables for name in names)
+
+
+def _libc() -> ctypes.CDLL | None:
+    # The process's own symbols, libc's among them: find_library would
+    # run a subprocess (ldconfig) and disturb the heap it is about to tune.
+    try:
+        return ctypes.CDLL(None)
+    except OSError:
+        return None
 
 
 def tune_allocator(mmap_threshold: int = MMAP_THRESHOLD,
-                   trim_threshold: int = TRIM_THRESHOLD) -> bool:
-    """Fix glibc's mmap and trim thresholds for this process and the
-    processes it forks afterwards.
+                   trim_threshold: int = TRIM_THRESHOLD,
+                   arena_max: int = ARENA_MAX) -> bool:
+    """Fix glibc's mmap and trim thresholds and its number of arenas for
+    this process and the processes it forks afterwards (threads made
+    before keep the arenas they have). ``arena_max`` 0 leaves glibc's
+    default; so does an operator's ``MALLOC_ARENA_MAX``.
 
-    Returns whether they were set: False when the C library is not glibc
-    (no ``mallopt``) or when the environment already chose a threshold.
-    Never raises.
+    Returns whether the thresholds were set: False when the C library is
+    not glibc (no ``mallopt``) or when the environment already chose a
+    threshold. Never raises.
     """
-    if _operator_chose():
-        return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
+    mallopt = getattr(_libc(), "mallopt", None)
+    if mallopt is None:
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+    if arena_max and not _operator_chose(_OPERATOR_ARENAS):
+        mallopt(_M_ARENA_MAX, arena_max)
+    if _operator_chose():
+        return False
     return (mallopt(_M_MMAP_THRESHOLD, mmap_threshold) == 1
             and mallopt(_M_TRIM_THRESHOLD, trim_threshold) == 1)
+
+
+def release_free_memory() -> bool:
+    """Give the allocator's free memory back to the system (glibc's
+    ``malloc_trim(0)``: the main arena's free top, and the free pages
+    inside every arena), whatever the trim threshold.
+
+    Returns whether any was given back: False also when the C library is
+    not glibc (no ``malloc_trim``). Never raises.
+    """
+    trim = getattr(_libc(), "malloc_trim", None)
+    if trim is None:
+        return False
+    trim.argtypes = (ctypes.c_size_t,)
+    return trim(0) == 1

@@ -20,6 +20,7 @@ from scheduler.decide import choice
 from scheduler import errors
 from scheduler.rpc import transport as rpc
 from scheduler.service import worker_state
+from scheduler.service import memory
 from scheduler.service import peers
 from scheduler.db.engine import create_engine
 from scheduler.db import retry as db_retry
@@ -106,6 +107,9 @@ class SchedulerWorker(cotyledon.Service):
             # A failed refresh (database away) must not end the loop; the
             # next one may succeed.
             self._attempt(manager.run_periodic_tasks, "run its periodic tasks")
+            # What a large message left free in an arena stays there below
+            # glibc's trim threshold (service.memory): give it back.
+            memory.release_free_memory()
 
     def _report(self, manager: SchedulerManager) -> None:
         """Heartbeat now, then every ``report_interval`` seconds; each time

@@ -24,6 +24,7 @@ import jsonschema
 from scheduler import exception
 from scheduler.request.hints import HOST_HINTS
 from scheduler.request.schema import check_depth
+from scheduler.request.schema import check_text_size
 from scheduler.request.schema import check_utf8
 from scheduler.request.schema import describe
 from scheduler.request.spec import RequestSpec
@@ -34,6 +35,10 @@ from scheduler.stacks.ids import with_consumers
 
 #: Resources in one stack; Heat's own default limit is 1,000 per stack.
 MAX_RESOURCES = 1000
+#: The keys and strings of all the resources, in characters: each spec's
+#: maps are bounded (request.schema.MAX_MAP_TEXT), but a thousand of them
+#: would make a definition of gigabytes, stored in the ``stacks`` table.
+MAX_STACK_TEXT = 4 * 1024 * 1024
 RELATIONS = ("same_host", "different_host")
 
 _NAME = {"type": "string", "minLength": 1, "maxLength": 255}
@@ -119,8 +124,9 @@ class Stack:
             spec.flavor.vcpus: ...``), an unknown reference
             (``stack.resources.web.depends_on: no resource named 'db'``), a
             dependency cycle (``depends_on cycle: a -> b -> a``), a host
-            hint naming an instance of the stack, or more than
-            ``max_instances`` instances in all.
+            hint naming an instance of the stack, more than
+            ``max_instances`` instances in all, or resources holding more
+            than :data:`MAX_STACK_TEXT` characters of text.
         """
         if not isinstance(stack, dict):
             raise exception.InvalidRequest(
@@ -134,6 +140,8 @@ class Stack:
             path = ".".join(["stack", *(str(p) for p in
                                         error.absolute_path)])
             raise exception.InvalidRequest(f"{path}: {describe(error)}")
+        check_text_size("stack.resources", stack["resources"],
+                        MAX_STACK_TEXT)
         _check_unicode(stack)
         stack_id = canonical_id(stack["stack_id"], "stack.stack_id")
         project_id = stack.get("project_id")

@@ -10,6 +10,9 @@ import pytest
 from scheduler import exception
 from scheduler.request import schema
 from scheduler.request.schema import MAX_LIST
+from scheduler.request.schema import MAX_MAP_TEXT
+from scheduler.request.schema import MAX_STR
+from scheduler.request.schema import MAX_VALUE
 from scheduler.request.spec import RequestSpec
 from tests.unit.fakes import FLAVOR
 from tests.unit.fakes import nested
@@ -89,8 +92,8 @@ REJECTED = [
     # jsonschema's own "integer" takes 2.0; the code after it counts on int.
     (_with("num_instances", 2.0), "spec.num_instances", "integer"),
     (_with("flavor.memory_mb", 2048.0), "spec.flavor.memory_mb", "integer"),
-    # A key as long as a message may be is named by its first characters.
-    (_with("flavor.extra_specs", {"k" * 100000: [1]}),
+    # A long key is named by its first characters.
+    (_with("flavor.extra_specs", {"k" * MAX_STR: [1]}),
      "spec.flavor.extra_specs." + "k" * 60, ""),
     (_with("num_instances", MAX_LIST + 1), "spec.num_instances", "maximum"),
     (_with("project_id", ["p"]), "spec.project_id", ""),
@@ -189,7 +192,9 @@ _ODD_VALUES = [None, True, False, 0, -1, 1, 2 ** 31, 2 ** 31 - 1, 1.0, 1.5,
                {"a": 1}, {"a": [1]}, str(uuid.uuid4()),
                [str(uuid.uuid4())], [str(uuid.uuid4())] * 2,
                [str(uuid.uuid4()) + "\n"], ["not-a-uuid"],
-               ["h"] * (MAX_LIST + 1), {str(i): i for i in range(101)}]
+               ["h"] * (MAX_LIST + 1), {str(i): i for i in range(101)},
+               {"k" * 256: 1}, {"a": "x" * 65536}, {"a": ["x" * 65536]},
+               {"a": ["x", 1]}, {"a": [["x"]]}, {"a": {"b": 1}}]
 
 
 def _mutations():
@@ -330,3 +335,68 @@ def test_the_path_is_named_as_far_as_it_goes():
         schema.check_depth({"a": {"b": {}}}, "x", limit=2)
     assert e.value.message == "x.a.b: nested deeper than the 2 levels " \
                               "allowed"
+
+
+# -- the free-form maps are bounded --------------------------------------
+# A stack with three 10 MB hints was placed and its 31 MB definition
+# stored; nothing bounded a hint, an extra spec or an image property.
+
+_BIG = "x" * (MAX_VALUE + 1)
+_LONG = f"is {MAX_VALUE + 1} characters long, at most {MAX_VALUE} allowed"
+_LONG_KEY = (f"a key is {MAX_STR + 1} characters long, at most {MAX_STR} "
+             f"allowed")
+OVERSIZED = [
+    ({"scheduler_hints": {"foo": _BIG}}, f"spec.scheduler_hints.foo: {_LONG}"),
+    ({"scheduler_hints": {"foo": ["a", _BIG]}},
+     f"spec.scheduler_hints.foo.1: {_LONG}"),
+    ({"scheduler_hints": {"foo": ["a"] * (MAX_LIST + 1)}},
+     f"spec.scheduler_hints.foo: has {MAX_LIST + 1} items, at most "
+     f"{MAX_LIST} allowed"),
+    ({"scheduler_hints": {"k" * (MAX_STR + 1): "v"}},
+     f"spec.scheduler_hints: {_LONG_KEY}"),
+    ({"flavor": {**FLAVOR, "extra_specs": {"foo": _BIG}}},
+     f"spec.flavor.extra_specs.foo: {_LONG}"),
+    ({"flavor": {**FLAVOR, "extra_specs": {"k" * (MAX_STR + 1): "v"}}},
+     f"spec.flavor.extra_specs: {_LONG_KEY}"),
+    ({"image": {"properties": {"foo": _BIG}}},
+     f"spec.image.properties.foo: {_LONG}"),
+    ({"image": {"properties": {"k" * (MAX_STR + 1): "v"}}},
+     f"spec.image.properties: {_LONG_KEY}"),
+    # Values each within bounds, too much in all (nested hints too).
+    ({"scheduler_hints": {"query": [["x" * MAX_VALUE] * 9] * 2}},
+     f"spec.scheduler_hints: its keys and values are longer than "
+     f"{MAX_MAP_TEXT} characters in all"),
+    ({"flavor": {**FLAVOR, "extra_specs": {
+        str(i): "x" * MAX_VALUE for i in range(17)}}},
+     f"spec.flavor.extra_specs: its keys and values are longer than "
+     f"{MAX_MAP_TEXT} characters in all"),
+    ({"image": {"properties": {str(i): "x" * MAX_VALUE
+                               for i in range(17)}}},
+     f"spec.image.properties: its keys and values are longer than "
+     f"{MAX_MAP_TEXT} characters in all"),
+]
+
+
+@pytest.mark.parametrize("fields,message", OVERSIZED,
+                         ids=[m.split(":")[0] + f"-{i}"
+                              for i, (_, m) in enumerate(OVERSIZED)])
+def test_an_oversized_value_is_refused_naming_its_field(fields, message):
+    assert _invalid(spec_dict(**fields)) == message
+
+
+def test_value_bounds_are_inclusive():
+    value = "x" * MAX_VALUE
+    spec = RequestSpec.from_primitives(spec_dict(
+        flavor={**FLAVOR, "extra_specs": {"k" * MAX_STR: value}},
+        image={"properties": {"p": value}},
+        scheduler_hints={"foo": value, "bar": [value] * 3}))
+    assert spec.scheduler_hints["foo"] == value
+
+
+def test_the_whole_map_bound_does_not_recurse():
+    deep: list = []
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(exception.InvalidRequest, match="in all"):
+        schema.check_text_size("x", deep, 1000)
+    schema.check_text_size("x", deep, 100_001)

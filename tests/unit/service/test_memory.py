@@ -61,6 +61,50 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 """
 
 
+#: A message read from the broker in 128 KiB frames (each below the mmap
+#: threshold, so from the heap) and joined into one body: the frames' 30 MB
+#: stay free in the heap, under the trim threshold, until given back.
+FRAMES = """
+import re, sys
+from scheduler.service import memory
+
+def rss_kb():
+    status = open("/proc/self/status").read()
+    return int(re.search(r"VmRSS:\\s+(\\d+) kB", status).group(1))
+
+memory.tune_allocator()
+base = rss_kb()
+frames = [bytes(131_000) for _ in range(240)]
+body = b"".join(frames)
+del frames, body
+kept = rss_kb() - base
+print(memory.release_free_memory(), kept, rss_kb() - base)
+"""
+
+
+#: How many arenas glibc has after a thread allocated (``malloc_info``
+#: writes one ``<heap nr=...>`` each).
+ARENAS = """
+import ctypes, os, sys, tempfile, threading
+from scheduler.service import memory
+
+print(memory.tune_allocator() if sys.argv[1] == "tune" else "-")
+kept = []
+thread = threading.Thread(target=lambda: kept.append(bytearray(200_000)))
+thread.start()
+thread.join()
+libc = ctypes.CDLL("libc.so.6")
+libc.fopen.restype = ctypes.c_void_p
+libc.malloc_info.argtypes = (ctypes.c_int, ctypes.c_void_p)
+libc.fclose.argtypes = (ctypes.c_void_p,)
+path = os.path.join(tempfile.mkdtemp(), "info")
+stream = libc.fopen(path.encode(), b"w")
+libc.malloc_info(0, stream)
+libc.fclose(stream)
+print(open(path).read().count("<heap nr="))
+"""
+
+
 def run(program: str, mode: str, **env: str) -> tuple[str, int]:
     """(what tune_allocator said, the number the program printed)."""
     environ = {k: v for k, v in os.environ.items()
@@ -106,3 +150,28 @@ def test_an_operators_own_threshold_wins():
     assert retained > 30_000, retained
     said, _ = run(BODIES, "tune", MALLOC_TRIM_THRESHOLD_="1048576")
     assert said == "False"
+
+
+def test_a_large_messages_frames_are_given_back_when_released():
+    environ = {k: v for k, v in os.environ.items()
+               if not k.startswith("MALLOC_") and k != "GLIBC_TUNABLES"}
+    out = subprocess.run([sys.executable, "-c", FRAMES], env=environ,
+                         check=True, capture_output=True, text=True).stdout
+    said, kept, after = out.split()
+    # The control: the tuned thresholds alone keep them (a worker stayed
+    # 30 MB larger after one 30 MB message).
+    assert int(kept) > 10_000, kept
+    assert said == "True"
+    assert int(after) < 5_000, after
+
+
+def test_threads_share_the_arena_malloc_trim_empties():
+    # What a thread allocated (the broker client reading a message) stayed
+    # in an arena of its own, whose free top malloc_trim does not return.
+    said, arenas = run(ARENAS, "tune")
+    assert said == "True"
+    assert arenas == 1
+    _, arenas = run(ARENAS, "default")
+    assert arenas == 2, "the control: glibc gives the thread its own"
+    said, arenas = run(ARENAS, "tune", MALLOC_ARENA_MAX="2")
+    assert said == "True" and arenas == 2, "an operator's own count wins"

@@ -183,3 +183,16 @@ def test_every_field_of_a_stack_has_the_one_nesting_limit(raw, field):
     assert e.value.message.startswith(f"{field}.")
     assert e.value.message.endswith(
         "...: nested deeper than the 64 levels allowed")
+
+
+def test_a_stack_holding_too_much_text_is_refused():
+    # Each spec within its own bounds, too much in all: the definition is
+    # stored (a stack with three 10 MB hints kept 31 MB in its row).
+    hints = {f"h{i}": "x" * 60000 for i in range(15)}
+    with pytest.raises(exception.InvalidRequest,
+                       match=r"^stack.resources: its keys and values are "
+                             rf"longer than {stacks.MAX_STACK_TEXT} "
+                             r"characters in all$"):
+        stacks.Stack.from_primitives(_stack(**{
+            f"r{i}": {"spec": spec_dict(scheduler_hints=hints)}
+            for i in range(5)}))
