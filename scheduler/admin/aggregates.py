@@ -115,7 +115,10 @@ def list_aggregates(engine: sa.Engine) -> list[dict]:
 def get_aggregate(engine: sa.Engine, name: str) -> dict:
     """The live aggregate ``name``, shaped as in :func:`list_aggregates`.
     :raises NotFound: ``no aggregate 'X'``.
+    :raises InvalidRequest: the name is not text
+        (:func:`~scheduler.admin.validation.check_name`).
     """
+    validation.check_name("aggregate name", name)
     with engine.connect() as conn:
         found = live_aggregates(conn, name=name)
     if not found:
@@ -128,7 +131,8 @@ def create_aggregate(engine: sa.Engine, name: str,
     """Create aggregate ``name``, in availability zone ``zone`` if given
     (its ``availability_zone`` metadata).
     :returns: the new aggregate, shaped as in :func:`list_aggregates`.
-    :raises InvalidRequest: the name is empty or too long, the zone one
+    :raises InvalidRequest: the name is empty, too long or not printable
+        text (:func:`~scheduler.admin.validation.check_text`), the zone one
         nova could not name
         (:func:`~scheduler.admin.validation.check_zone`), or a live
         aggregate already has that name.
@@ -173,8 +177,11 @@ def delete_aggregate(engine: sa.Engine, name: str,
     :param force: delete it even if hosts are still in it (they leave it).
     :returns: the hosts that were in it (sorted).
     :raises NotFound: ``no aggregate 'X'``.
-    :raises InvalidRequest: hosts are still in it and ``force`` is false.
+    :raises InvalidRequest: hosts are still in it and ``force`` is false,
+        or the name is not text
+        (:func:`~scheduler.admin.validation.check_name`).
     """
+    validation.check_name("aggregate name", name)
     agg, ah, md = (models.aggregates, models.aggregate_hosts,
                    models.aggregate_metadata)
     with engine.begin() as conn:
@@ -197,8 +204,11 @@ def add_aggregate_host(engine: sa.Engine, name: str, host: str) -> None:
     """Put compute host ``host`` in aggregate ``name``.
     :raises NotFound: ``no aggregate 'X'``, or ``no compute host 'X'``
         (no live compute service on it).
-    :raises InvalidRequest: the host is already in the aggregate.
+    :raises InvalidRequest: the host is already in the aggregate, or a
+        name is not text (:func:`~scheduler.admin.validation.check_name`).
     """
+    validation.check_name("aggregate name", name)
+    validation.check_name("host", host)
     ah = models.aggregate_hosts
     already = exception.InvalidRequest(
         f"host {host!r} is already in aggregate {name!r}")
@@ -222,7 +232,11 @@ def remove_aggregate_host(engine: sa.Engine, name: str, host: str) -> None:
     """Take ``host`` out of aggregate ``name`` (the host need not be a
     live compute host any more).
     :raises NotFound: ``no aggregate 'X'``, or the host is not in it.
+    :raises InvalidRequest: a name is not text
+        (:func:`~scheduler.admin.validation.check_name`).
     """
+    validation.check_name("aggregate name", name)
+    validation.check_name("host", host)
     ah = models.aggregate_hosts
     with engine.begin() as conn:
         agg_id = _aggregate_id(conn, name)
@@ -241,23 +255,32 @@ def set_aggregate_metadata(engine: sa.Engine, name: str,
     mentioned are kept. ``availability_zone`` is the aggregate's zone.
     :returns: the aggregate's metadata afterwards.
     :raises NotFound: ``no aggregate 'X'``.
-    :raises InvalidRequest: no keys given, or a key is empty, a key or
-        value is too long, the zone is one nova could not name
+    :raises InvalidRequest: no keys given, or the name is not text, a key
+        is empty, a key or value is too long or not printable text (but a
+        key to remove need only be text:
+        :func:`~scheduler.admin.validation.check_name`), the zone is one
+        nova could not name
         (:func:`~scheduler.admin.validation.check_zone`), or a key is
         another key of the aggregate, another key asked for, or
         ``availability_zone`` in another case
         (:func:`~scheduler.admin.validation.check_same_key`; but a key
         stored so may be removed).
     """
+    validation.check_name("aggregate name", name)
     if not metadata:
         raise exception.InvalidRequest("no metadata to set")
     for key, value in metadata.items():
-        validation.check_text("metadata key", key)
-        if value and len(value) > validation.MAX_LENGTH:
+        # A key only removed may be one another tool stored with a control
+        # character: naming it is the way to remove it.
+        validation.check_text("metadata key", key, printable=bool(value))
+        if not value:
+            continue
+        if len(value) > validation.MAX_LENGTH:
             raise exception.InvalidRequest(
                 f"value of metadata key {key!r} is longer than "
                 f"{validation.MAX_LENGTH} characters")
-        if value and key == ZONE_KEY:
+        validation.check_printable(f"value of metadata key {key!r}", value)
+        if key == ZONE_KEY:
             validation.check_zone(value)
     md = models.aggregate_metadata
     with engine.begin() as conn:

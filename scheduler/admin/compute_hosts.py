@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from scheduler.admin import services
 from scheduler.admin.aggregates import live_aggregates
 from scheduler.admin.aggregates import zones_by_host
+from scheduler.admin import validation
 from scheduler.hosts import capacity
 from scheduler.db import allocations
 from scheduler.hosts import liveness
@@ -114,7 +115,10 @@ def describe_host(engine: sa.Engine, host: str, *,
         both sides count), ``vcpus``, ``memory_mb``, ``disk_gb``), sorted
         by project, claims without a project last (``project_id`` None).
     :raises NotFound: ``no compute host 'X'`` (no live compute service).
+    :raises InvalidRequest: ``host`` is not text
+        (:func:`~scheduler.admin.validation.check_name`).
     """
+    validation.check_name("host", host)
     n, a = models.compute_nodes, allocations.usage_sides()
     with engine.connect() as conn:
         now = clock.db_time(conn)

@@ -37,7 +37,11 @@ def set_service_disabled(engine: sa.Engine, host: str, disabled: bool,
                          reason: str | None = None) -> None:
     """Disable (with a reason) or enable the compute service of ``host``.
     :raises NotFound: no live compute service on that host.
+    :raises InvalidRequest: the host is not text
+        (:func:`~scheduler.admin.validation.check_name`), or the reason is
+        too long or not printable text.
     """
+    validation.check_name("host", host)
     if disabled and reason:
         validation.check_text("disabled reason", reason)
     s = models.services

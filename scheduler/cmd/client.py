@@ -29,6 +29,7 @@ from scheduler.cmd import logs
 from scheduler.cmd import parsing
 from scheduler import errors
 from scheduler.rpc.client import SchedulerAPI
+from scheduler.cmd.client_parser import check_text
 from scheduler.cmd.client_parser import parse_args
 from scheduler.cmd.client_request import stack_request
 
@@ -141,8 +142,9 @@ def with_deadline(func: Callable[[], Any], seconds: float,
 def main(argv: list[str] | None = None,
          api_factory: ApiFactory | None = None) -> int:
     """Run one command. Returns 0, or 1 after one ``ERROR:`` line on
-    stderr (:mod:`scheduler.errors`); bad command-line input exits 2
-    with argparse's usage error. The broker connection and the call are
+    stderr (:mod:`scheduler.errors`; an argument that is not UTF-8 text
+    included, named by its flag); bad command-line input exits 2 with
+    argparse's usage error. The broker connection and the call are
     bounded by ``--timeout`` (per attempt of a select).
 
     :param api_factory: ``api_factory(conf)`` returns the object whose
@@ -155,6 +157,9 @@ def main(argv: list[str] | None = None,
     loaded: list[cfg.ConfigOpts] = []
 
     def body() -> int:
+        # Before anything is read or sent: an argument that is not UTF-8
+        # is named here, not by a server or an encoder far from it.
+        check_text(args)
         conf = parsing.conf_from_args(args)
         loaded.append(conf)
         setup_logging(conf, args.debug)

@@ -221,6 +221,21 @@ def _stack_commands(commands) -> None:
                    render=render_release)
 
 
+#: The arguments that are file paths (the template's stands for the
+#: stack's name only through :func:`~scheduler.cmd.client_request.
+#: stack_name`, which checks it).
+PATHS = parsing.PATHS | {"template", "flavors"}
+
+
+def check_text(args: argparse.Namespace) -> None:
+    """Every argument but the paths is text the request can carry
+    (:func:`scheduler.cmd.parsing.check_text`).
+
+    :raises InvalidRequest: naming the first that is not, by its flag.
+    """
+    parsing.check_text(build_parser(), args, PATHS)
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """Parse and cross-check ``argv``; exits 2 with usage on bad input.
     ``--json`` is accepted before or after the command."""

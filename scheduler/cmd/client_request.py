@@ -8,6 +8,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from scheduler.admin import validation
 from scheduler import exception
 from scheduler.stacks import files
 from scheduler.stacks import template
@@ -112,8 +113,17 @@ def stack_request(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def stack_name(args: argparse.Namespace) -> str:
-    """``--name``, else the template's file name without its suffix."""
-    return args.name or Path(args.template).stem
+    """``--name``, else the template's file name without its suffix.
+
+    :raises InvalidRequest: that file name is not UTF-8 text (the stack's
+        id is derived from the name's UTF-8), naming it and ``--name``.
+    """
+    if args.name:
+        return args.name
+    name = Path(args.template).stem
+    validation.check_name(
+        "the stack's name (TEMPLATE's file name without --name)", name)
+    return name
 
 
 def stack_id(args: argparse.Namespace) -> str:

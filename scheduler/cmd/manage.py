@@ -16,6 +16,7 @@ from scheduler.admin import aggregates
 from scheduler.admin import audit
 from scheduler.admin import compute_hosts
 from scheduler.admin import services
+from scheduler.admin import validation
 from scheduler.hosts import capacity
 from scheduler.service import database
 from scheduler.cmd import logs
@@ -30,11 +31,15 @@ from scheduler.db import retry as db_retry
 
 
 def _print(args, data: Any, render: Callable[[Any], str]) -> None:
-    """``data`` as JSON with ``--json``, else ``render(data)``."""
+    """``data`` as JSON with ``--json`` (which escapes every control
+    character), else ``render(data)`` with the control characters of its
+    lines escaped: names read from the database or echoed from the
+    command line are shown, never let steer the terminal."""
     if args.json:
         print(json.dumps(data, indent=2, sort_keys=True, default=str))
     else:
-        print(render(data))
+        print("\n".join(validation.escape(line)
+                        for line in render(data).split("\n")))
 
 
 def _write(conf, func: Callable, *args, **kwargs):
@@ -130,13 +135,17 @@ def host_list(conf, engine, args) -> None:
 
 def render_host(host: dict) -> str:
     """``host describe`` as text: the host's fields, its aggregates, then
-    per node its resources and its usage per project."""
+    per node its resources and its usage per project. The names and the
+    reason from the database are escaped, newlines included (the tables
+    escape their cells)."""
+    shown = validation.escape
     status = host["status"]
     if host["disabled_reason"]:
-        status += f" ({host['disabled_reason']})"
-    lines = [f"host:   {host['host']}", f"status: {status}",
+        status += f" ({shown(host['disabled_reason'])})"
+    lines = [f"host:   {shown(host['host'])}", f"status: {status}",
              f"state:  {host['state']}",
-             f"zones:  {', '.join(host['zones'])}", "", "aggregates:"]
+             f"zones:  {shown(', '.join(host['zones']))}", "",
+             "aggregates:"]
     if host["aggregates"]:
         lines.append(table.format_table(
             [dict(a, metadata=_metadata(a["metadata"]))
@@ -146,10 +155,10 @@ def render_host(host: dict) -> str:
     if not host["nodes"]:
         lines += ["", "nodes: (none)"]
     for node in host["nodes"]:
-        lines += ["", f"node {node['node']}:", table.format_table(
+        lines += ["", f"node {shown(node['node'])}:", table.format_table(
             node["resources"],
             ["resource", "total", "ratio", "capacity", "used"]),
-            "", f"usage by project on {node['node']}:"]
+            "", f"usage by project on {shown(node['node'])}:"]
         if node["projects"]:
             lines.append(table.format_table(
                 [dict(p, project_id=p["project_id"] or "(none)")

@@ -1,17 +1,24 @@
 """The command line every console script shares: ``--config-file``,
 ``--config-dir`` and ``--version``; options accepted before or after a
-sub-command; ``key=value`` arguments; and loading the configuration the
-files name.
+sub-command; ``key=value`` arguments; arguments that must be text; and
+loading the configuration the files name.
 """
 from __future__ import annotations
 
 import argparse
+from collections.abc import Collection
+from collections.abc import Iterator
 from typing import Any
 
 from oslo_config import cfg
 from pbr import version as pbr_version
 
+from scheduler.admin import validation
 from scheduler import conf as sched_conf
+
+#: The arguments that are file paths: a path need not be UTF-8 (the file
+#: system takes its bytes back), nor reach anything that needs text.
+PATHS = frozenset({"config_file", "config_dir"})
 
 
 def version() -> str:
@@ -29,6 +36,56 @@ def key_value(text: str) -> tuple[str, str]:
         raise argparse.ArgumentTypeError(
             f"expected key=value, got {text!r}")
     return key, value
+
+
+def check_text(parser: argparse.ArgumentParser, args: argparse.Namespace,
+               paths: Collection[str] = PATHS) -> None:
+    """Every string argument ``parser`` parsed into ``args`` (``key=value``
+    pairs included), but the paths (their ``dest`` in ``paths``), is text
+    that can be sent and stored (:func:`scheduler.admin.validation.
+    check_name`): argv's bytes that are not UTF-8 arrive as lone
+    surrogates (surrogateescape), which would fail far from the command
+    line, naming no argument.
+
+    :raises InvalidRequest: naming the first such argument by its flag
+        (or a positional by its metavar) and its value.
+    """
+    names = dict(_argument_names(parser))
+    for dest, value in vars(args).items():
+        if dest in paths or dest not in names:
+            continue
+        for text in _strings(value):
+            validation.check_name(names[dest], text)
+
+
+def _argument_names(parser: argparse.ArgumentParser
+                    ) -> Iterator[tuple[str, str]]:
+    """``(dest, name)`` of every argument of ``parser`` and of its
+    sub-commands: an option's longest flag, a positional's metavar."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in set(action.choices.values()):
+                yield from _argument_names(sub)
+        elif action.option_strings:
+            yield action.dest, max(action.option_strings, key=len)
+        elif isinstance(action.metavar, str):
+            yield action.dest, action.metavar
+        else:
+            yield action.dest, action.dest
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """The strings of an argument's value: itself, those of a list
+    (``append``, ``nargs``), or ``key=value`` of a :func:`key_value`
+    pair."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, tuple) and len(value) == 2 and all(
+            isinstance(v, str) for v in value):
+        yield "=".join(value)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
 
 
 def add_config_args(parser: argparse.ArgumentParser) -> None:

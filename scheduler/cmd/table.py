@@ -3,16 +3,21 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from scheduler.admin import validation
+
 
 def format_table(rows: Sequence[Mapping[str, Any]],
                  columns: Sequence[str]) -> str:
     """A plain-text table: a header line, a dashes line, one line per row.
 
-    Each cell is ``str(row[column])``; a missing key or ``None`` is an empty
-    cell. Columns are left-aligned, two spaces apart, trailing blanks cut.
+    Each cell is ``str(row[column])`` with its control characters escaped
+    (:func:`scheduler.admin.validation.escape`: a row another tool wrote
+    may hold an ESC, which would steer the terminal, or a newline, which
+    would break the table); a missing key or ``None`` is an empty cell.
+    Columns are left-aligned, two spaces apart, trailing blanks cut.
     """
-    cells = [["" if r.get(c) is None else str(r[c]) for c in columns]
-             for r in rows]
+    cells = [["" if r.get(c) is None else validation.escape(str(r[c]))
+              for c in columns] for r in rows]
     widths = [max([len(c)] + [len(row[i]) for row in cells])
               for i, c in enumerate(columns)]
 

@@ -513,3 +513,55 @@ def test_a_bad_template_is_named_before_the_broker_is_asked(tmp_path,
     assert code == 1
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith("ERROR: template "), err
+
+
+#: What ``$'bad\xffbyte'`` in argv is to Python (surrogateescape).
+BAD_BYTE = b"bad\xffbyte".decode("utf-8", "surrogateescape")
+NOT_UTF8 = r"not valid UTF-8 (byte \xff); give it as UTF-8 text"
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["select", "--force-host", BAD_BYTE],
+     r"--force-host 'bad\xffbyte'"),
+    (["rank", "--ignore-host", "h1", "--ignore-host", BAD_BYTE],
+     r"--ignore-host 'bad\xffbyte'"),
+    (["select", "--hint", f"group={BAD_BYTE}"],
+     r"--hint 'group=bad\xffbyte'"),
+    (["select", "--availability-zone", BAD_BYTE],
+     r"--availability-zone 'bad\xffbyte'"),
+    (["release", UUID1, BAD_BYTE], r"UUID 'bad\xffbyte'"),
+    (["ping", "--server", BAD_BYTE], r"--server 'bad\xffbyte'")])
+def test_an_argument_that_is_not_utf8_is_one_line_naming_it(
+        capsys, argv, named):
+    """argv's bytes that are not UTF-8 arrive as lone surrogates: named
+    by their argument before anything is sent."""
+    code, api = run(argv)
+    assert (code, api.calls) == (1, [])
+    assert capsys.readouterr().err == f"ERROR: {named}: {NOT_UTF8}\n"
+
+
+def test_a_stack_name_that_is_not_utf8_is_one_line_naming_it(
+        tmp_path, capsys):
+    """A stack's id is derived from its name (uuid5 of its UTF-8): a name
+    from --name or the template's file name that is not UTF-8 is named,
+    not a UnicodeEncodeError; a file name that is not is still read."""
+    path = tmp_path / "shop.yaml"
+    path.write_text(TEMPLATE)
+    code, api = run(["stack", "rank", str(path), "--name", BAD_BYTE],
+                    FakeStackAPI({"rank_stack": STACK_RESULT}))
+    assert (code, api.calls) == (1, [])
+    assert capsys.readouterr().err == (
+        rf"ERROR: --name 'bad\xffbyte': {NOT_UTF8}" + "\n")
+    odd = tmp_path / f"{BAD_BYTE}.yaml"
+    odd.write_text(TEMPLATE)
+    code, api = run(["stack", "rank", str(odd)],
+                    FakeStackAPI({"rank_stack": STACK_RESULT}))
+    assert (code, api.calls) == (1, [])
+    assert capsys.readouterr().err == (
+        r"ERROR: the stack's name (TEMPLATE's file name without --name) "
+        rf"'bad\xffbyte': {NOT_UTF8}" + "\n")
+    code, api = run(["stack", "rank", str(odd), "--name", "shop"],
+                    FakeStackAPI({"rank_stack": STACK_RESULT}))
+    assert code == 0, capsys.readouterr().err
+    from scheduler.stacks.template import stack_id_for
+    assert api.calls[0][1][1]["stack_id"] == stack_id_for("shop")

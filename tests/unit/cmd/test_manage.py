@@ -13,6 +13,7 @@ from scheduler.admin import services
 from scheduler.claims import consume
 from scheduler.hosts.planned import Claim
 from scheduler.cmd import manage
+from scheduler.db import models
 from tests.unit.fakes import node
 from tests.unit.fakes import node_row
 from tests.unit.fakes import set_node
@@ -395,6 +396,85 @@ def test_aggregate_errors(config, capsys, register, engine, argv, message):
     assert _run(capsys, config() + ["aggregate", *argv]) == (
         1, "", f"ERROR: {message}\n")
     assert aggregates.list_aggregates(engine) == before
+
+
+#: What ``$'bad\xffbyte'`` in argv is to Python (surrogateescape).
+BAD_BYTE = b"bad\xffbyte".decode("utf-8", "surrogateescape")
+NOT_UTF8 = r"'bad\xffbyte': not valid UTF-8 (byte \xff); give it as " \
+    r"UTF-8 text"
+CONTROL = r"holds a control character (\x1b); names and values must be " \
+    r"printable text"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["aggregate", "create", BAD_BYTE], f"aggregate name {NOT_UTF8}"),
+    (["aggregate", "create", "x", "--zone", BAD_BYTE],
+     f"availability zone {NOT_UTF8}"),
+    (["aggregate", "delete", BAD_BYTE], f"aggregate name {NOT_UTF8}"),
+    (["aggregate", "add-host", "agg", BAD_BYTE], f"host {NOT_UTF8}"),
+    (["aggregate", "remove-host", BAD_BYTE, "h1"],
+     f"aggregate name {NOT_UTF8}"),
+    (["aggregate", "set-metadata", "agg", f"{BAD_BYTE}=v"],
+     f"metadata key {NOT_UTF8}"),
+    (["aggregate", "set-metadata", "agg", f"{BAD_BYTE}="],
+     f"metadata key {NOT_UTF8}"),
+    (["aggregate", "set-metadata", "agg", f"k={BAD_BYTE}"],
+     f"value of metadata key 'k' {NOT_UTF8}"),
+    (["service", "disable", BAD_BYTE], f"host {NOT_UTF8}"),
+    (["service", "enable", BAD_BYTE], f"host {NOT_UTF8}"),
+    (["service", "disable", "h1", "--reason", BAD_BYTE],
+     f"disabled reason {NOT_UTF8}"),
+    (["host", "describe", BAD_BYTE], f"host {NOT_UTF8}"),
+    (["aggregate", "create", "nul\x00"],
+     r"aggregate name 'nul\x00': holds a NUL character (\x00), which no "
+     r"database column can store"),
+    (["aggregate", "create", "esc\x1b[2J"],
+     rf"aggregate name 'esc\x1b[2J': {CONTROL}"),
+    (["aggregate", "set-metadata", "agg", "k\x1b=v"],
+     rf"metadata key 'k\x1b': {CONTROL}"),
+    (["aggregate", "set-metadata", "agg", "k=v\x1b"],
+     rf"value of metadata key 'k' 'v\x1b': {CONTROL}"),
+    (["service", "disable", "h1", "--reason", "r\x1b"],
+     rf"disabled reason 'r\x1b': {CONTROL}"),
+])
+def test_text_that_is_not_printable_is_one_line_naming_it(
+        config, capsys, register, engine, argv, message):
+    """Bytes that are not UTF-8 (argv's lone surrogates), a NUL or a
+    control character: refused before the database sees them, naming the
+    argument, rather than a driver's error naming neither."""
+    register(node("h1"))
+    aggregates.create_aggregate(engine, "agg")
+    def state():
+        return aggregates.list_aggregates(engine), [
+            (s["host"], s["disabled"], s["disabled_reason"])
+            for s in services.list_services(engine)]
+    before = state()
+    assert _run(capsys, config() + argv) == (1, "", f"ERROR: {message}\n")
+    assert state() == before
+
+
+def test_control_characters_stored_by_another_tool_are_shown_escaped(
+        config, capsys, register, engine):
+    """Rows written past these checks (another tool, an older release)
+    print escaped, and can still be named to be removed."""
+    register(node("h1"))
+    with engine.begin() as conn:
+        conn.execute(models.aggregates.insert().values(
+            uuid=A1, name="red\x1b[31m", deleted=0))
+        conn.execute(models.services.update().values(
+            disabled=True, disabled_reason="disk\nbroken"))
+    code, out, err = _run(capsys, config() + ["aggregate", "list"])
+    assert (code, err) == (0, "")
+    assert r"red\x1b[31m  0" in out.splitlines()
+    code, out, err = _run(capsys, config() + ["service", "list"])
+    assert out.splitlines()[2].endswith(r"disk\nbroken")
+    code, out, err = _run(capsys, config() + ["host", "describe", "h1"])
+    assert (code, err) == (0, "")
+    assert r"status: disabled (disk\nbroken)" in out.splitlines()
+    assert "\x1b" not in out
+    assert _run(capsys, config() + ["aggregate", "delete",
+                                    "red\x1b[31m"]) == (
+        0, "deleted aggregate red\\x1b[31m\n", "")
 
 
 @pytest.mark.parametrize("argv", [
