@@ -54,6 +54,7 @@ from scheduler.claims import consume  # noqa: E402
 from scheduler.hosts.planned import Claim  # noqa: E402
 from scheduler import conf as sched_conf  # noqa: E402
 from scheduler import exception  # noqa: E402
+from scheduler.decide import choice  # noqa: E402
 from scheduler.decide import races  # noqa: E402
 from scheduler.rpc import transport as rpc  # noqa: E402
 from scheduler.decide import targeting  # noqa: E402
@@ -311,15 +312,16 @@ def _wait_for_workers(conf, server: servers.Process, workers: int) -> None:
         probe.transport.cleanup()
 
 
-def choice_cost(conf, engine: sa.Engine, steps: int = CHOICE_STEPS
-                ) -> float | None:
+def choice_cost(conf, engine: sa.Engine, steps: int = CHOICE_STEPS,
+                share: choice.Share = choice.ALONE) -> float | None:
     """How far the configured choice lands from the best host: ``steps``
     m1.small placed one after the other in this process on the fleet as
     it is (planned, each one's usage counted for the next, never claimed),
     each time the best weight minus the chosen host's weight, as a share of
     the spread between the best and the worst host that fit; the mean.
-    0 means always the best (host_subset_size 1)."""
-    manager = SchedulerManager(conf, engine)
+    0 means always the best (host_subset_size 1). ``share``: the
+    planning worker's, which the default host_subset_size depends on."""
+    manager = SchedulerManager(conf, engine, share)
     driver = manager.driver
     one = stages.spec(FLAVOR)
     gaps = []
@@ -349,9 +351,12 @@ def run_cell(cell: Cell, workdir: Path, bus_url: str, url: str,
     config = _config(path, bus_url, url, per_server, extra)
     sconf = sched_conf.load(["--config-file", str(config)])
     ratios = _ratios(sconf)
-    cell.subset = sconf.filter_scheduler.host_subset_size
+    # One of the cell's processes (every one is a share of its own).
+    share = choice.Share(0, cell.processes)
+    cell.subset = choice.subset_size(
+        sconf.filter_scheduler.host_subset_size, share)
     cell.choice = sconf.filter_scheduler.host_subset_choice
-    cell.weight_gap = choice_cost(sconf, engine)
+    cell.weight_gap = choice_cost(sconf, engine, share=share)
     cell.fill_before, _ = fill_level(engine, ratios)
     started = [servers.Process.python(
         "scheduler.cmd.server", "--config-file", str(config),

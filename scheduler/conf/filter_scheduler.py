@@ -49,14 +49,20 @@ opts = [
                      "= nova.scheduler.weights.ram.RAMWeigher, or "
                      "nova.scheduler.weights.all_weighers for every "
                      "installed weigher) is read too."),
-    cfg.IntOpt("host_subset_size", mutable=True, default=1, min=1,
+    cfg.IntOpt("host_subset_size", mutable=True, min=1,
                help="The instance goes to one of this many best-weighed "
                     "hosts, or of up to 32 more of exactly the weight of "
                     "the last of them: among equals the choice is free, "
                     "and concurrent workers each take one of their own "
                     "(see host_subset_choice). Larger values spread "
                     "concurrent requests and reduce claim races, at the "
-                    "cost of sometimes not taking the very best host."),
+                    "cost of sometimes not taking the very best host. "
+                    "Unset (the default): 1 (nova's default, the best "
+                    "host) while this is the only scheduler process on "
+                    "its topic, 64 while there are more (the workers of "
+                    "one server, several servers), so that concurrent "
+                    "processes do not all want the same best host and "
+                    "lose claims to each other."),
     cfg.StrOpt("host_subset_choice", default="per_process",
                choices=[("random", "nova's: a uniform random pick among "
                                    "the host_subset_size best"),

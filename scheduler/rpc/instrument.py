@@ -103,7 +103,8 @@ def rpc_method(func: Callable[..., Any]) -> Callable[..., Any]:
                 try:
                     raise failure from None
                 except exception.ServiceUnavailable:
-                    # Expected: the dispatcher replies with it and logs no
+                    # Expected: the dispatcher replies with it (class and
+                    # message, rpc.transport.Dispatcher) and logs no
                     # traceback.
                     raise rpc_dispatcher.ExpectedException()
             except BaseException as e:

@@ -3,9 +3,11 @@
 oslo.messaging logs a message it cannot decode (random bytes, bad JSON,
 nesting too deep, a pickle kombu refuses: "Failed to process message ...
 skipping it.") or cannot dispatch (an unknown method or version, arguments
-the method does not take: "Exception during message handling") at ERROR
-with a full traceback. Anyone who may publish on the topic could fill the
-log that way. :func:`install` puts a filter on those two loggers that turns
+the method does not take: "Exception during message handling", which our
+server's dispatcher, :class:`scheduler.rpc.transport.Dispatcher`, logs in
+its place) at ERROR with a full traceback. Anyone who may publish on the
+topic could fill the log that way. :func:`install` puts a filter on those
+loggers that turns
 such a record into one WARNING naming what was wrong, at most one per
 interval, counting the ones it held back. A failure inside our own code is
 left alone: it is a bug and keeps its traceback.
@@ -21,11 +23,15 @@ from typing import Callable
 from oslo_messaging.rpc import dispatcher as rpc_dispatcher
 
 from scheduler.rpc import instrument
+from scheduler.rpc import transport
 
 #: oslo.messaging's loggers and the record text that means "this message".
 _DECODE = ("oslo.messaging._drivers.impl_rabbit",
            "Failed to process message ... skipping it.")
 _DISPATCH = ("oslo_messaging.rpc.server", "Exception during message handling")
+#: Where our server's dispatcher logs what oslo.messaging's server used to
+#: (:class:`scheduler.rpc.transport.Dispatcher`).
+_OUR_DISPATCH = (transport.__name__, transport.UNEXPECTED)
 
 #: Where an argument mismatch surfaces: the call itself, in oslo.messaging's
 #: dispatcher or in our endpoint decorator (scheduler.rpc.instrument).
@@ -66,7 +72,8 @@ class MalformedMessageFilter(logging.Filter):
         exc = record.exc_info[1]
         if (record.name, record.msg) == _DECODE:
             what = "cannot decode it"
-        elif (record.name, record.msg) == _DISPATCH and _is_bad_call(exc):
+        elif ((record.name, record.msg) in (_DISPATCH, _OUR_DISPATCH)
+              and _is_bad_call(exc)):
             what = "cannot dispatch it"
         else:
             return True
@@ -93,6 +100,6 @@ def install(interval: float = 10.0) -> MalformedMessageFilter:
     """Put one :class:`MalformedMessageFilter` on oslo.messaging's decode
     and dispatch loggers (call once per process)."""
     flt = MalformedMessageFilter(interval)
-    for name, _ in (_DECODE, _DISPATCH):
+    for name, _ in (_DECODE, _DISPATCH, _OUR_DISPATCH):
         logging.getLogger(name).addFilter(flt)
     return flt

@@ -1,11 +1,19 @@
 """RPC plumbing shared by server and client: transport, target, the JSON
-serializer, which exceptions may be rebuilt on the caller's side, and how
-often a server's listener wakes with no message."""
+serializer, which exceptions may be rebuilt on the caller's side, what a
+failed call tells its caller, and how often a server's listener wakes with
+no message."""
 from __future__ import annotations
 
+from typing import Any
+
 from oslo_config import cfg
+from oslo_log import log as logging
 import oslo_messaging as messaging
 from oslo_messaging._drivers import amqpdriver
+from oslo_messaging.rpc import dispatcher as rpc_dispatcher
+from oslo_messaging.rpc import server as rpc_server
+
+LOG = logging.getLogger(__name__)
 
 #: RPC API version the server implements; 1.0 had select_destinations,
 #: release and ping, 1.1 added rank_destinations, 1.2 confirm, 1.3
@@ -88,14 +96,73 @@ def get_target(conf: cfg.ConfigOpts, server: str | None = None
 
 
 def get_server(conf: cfg.ConfigOpts, transport: messaging.Transport,
-               endpoints: list) -> messaging.RPCServer:
+               endpoints: list) -> rpc_server.RPCServer:
     """A threading-executor server on the shared topic (competing consumers)
     and on this server's own ``host``; only ``@expose``d methods are
     callable. Its listener polls quietly (:func:`quiet_listener_polling`).
     """
     quiet_listener_polling()
-    return messaging.get_rpc_server(
-        transport, get_target(conf, server=conf.host), endpoints,
-        executor="threading",
-        serializer=messaging.serializer.NoOpSerializer(),
-        access_policy=messaging.rpc.ExplicitRPCAccessPolicy)
+    # get_rpc_server with our dispatcher (it takes no dispatcher class).
+    dispatcher = Dispatcher(endpoints, messaging.serializer.NoOpSerializer(),
+                            messaging.rpc.ExplicitRPCAccessPolicy)
+    return rpc_server.RPCServer(transport,
+                                get_target(conf, server=conf.host),
+                                dispatcher, executor="threading")
+
+
+#: What the server logs, with its traceback, for a call that failed
+#: unexpectedly (oslo.messaging's own words for it, which
+#: :mod:`scheduler.rpc.malformed` recognises).
+UNEXPECTED = "Exception during message handling"
+
+
+def without_traceback(exc: BaseException
+                      ) -> rpc_dispatcher.ExpectedException:
+    """``exc`` wrapped for oslo.messaging's server to reply with, as it
+    replies with any ``ExpectedException``: its class, message and args,
+    and no traceback.
+
+    Why: the reply carries ``traceback.format_exception`` of the exc_info
+    handed over, file paths and source lines of the server included, and
+    the caller's deserializer appends it to the exception's text. With no
+    traceback, and no cause or context (``format_exception`` would print
+    theirs), that text is the one line ``module.Class: message``.
+    ``exc`` is changed: its chain is cut (it is only replied with now).
+    """
+    exc.__cause__ = None
+    exc.__suppress_context__ = True
+    expected = rpc_dispatcher.ExpectedException()
+    expected.exc_info = (type(exc), exc, None)
+    return expected
+
+
+class Dispatcher(rpc_dispatcher.RPCDispatcher):
+    """oslo.messaging's RPC dispatcher, but no failure it dispatches
+    reaches the caller with the server's traceback.
+
+    Expected failures (``InvalidRequest``, ``NoValidHost``,
+    ``ServiceUnavailable``, nova's ``NoValidHost``: whatever an endpoint
+    raises as ``ExpectedException``) go back as class and message, as
+    before, and are not logged here (the endpoint logged its line).
+    Anything else — a bug, an unknown method or version, arguments a
+    method does not take — is logged here with its traceback at ERROR,
+    as oslo.messaging's server would (so :mod:`scheduler.rpc.malformed`
+    still turns a malformed call into one warning), and the caller gets
+    its class and message alone: the traceback is for the operator, in
+    the server's log.
+    """
+
+    def dispatch(self, incoming: Any) -> Any:
+        """:raises ExpectedException: every failure, without traceback."""
+        try:
+            return super().dispatch(incoming)
+        except rpc_dispatcher.ExpectedException as e:
+            raise without_traceback(e.exc_info[1]) from None
+        except Exception as e:
+            if (isinstance(e, rpc_dispatcher.NoSuchMethod)
+                    and e.method.endswith("_ignore_errors")):
+                # oslo.messaging's server logs these at DEBUG too.
+                LOG.debug("Method %s not found", e.method)
+            else:
+                LOG.exception(UNEXPECTED)
+            raise without_traceback(e) from None

@@ -10,8 +10,9 @@ single lost race — also right after a release, when every best host was
 just written by someone else and each worker would otherwise steer clear
 of its own share into its sibling's. Servers find each other in the
 ``services`` table (``scheduler.service.peers``) and divide the best hosts the same
-way. With the default ``host_subset_size`` of 1 the shares still apply
-among the hosts of exactly the best weight.
+way. With ``host_subset_size`` 1 (set: unset, a process with siblings
+takes 64) the shares still apply among the hosts of exactly the best
+weight.
 """
 from __future__ import annotations
 
@@ -67,11 +68,12 @@ def test_two_workers_of_one_server_never_lose_a_claim_to_each_other(
     assert place_twice(deployment) == []
 
 
-def test_two_workers_at_the_default_subset_size_take_different_equal_hosts(
+def test_two_workers_at_subset_size_one_take_different_equal_hosts(
         make_deployment):
     # host_subset_size 1: each request wants "the" best host, but on equal
     # nodes many are equally best, and each worker takes one of its own.
-    deployment = make_deployment(scheduler__workers=2)
+    deployment = make_deployment(scheduler__workers=2,
+                                 filter_scheduler__host_subset_size=1)
     equal_fleet(deployment)
     deployment.start_server()
 

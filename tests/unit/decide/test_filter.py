@@ -186,6 +186,29 @@ def test_two_workers_take_different_hosts_of_the_best_weight(
     assert len(chosen) == 2 and "small" not in chosen
 
 
+def test_two_workers_under_the_defaults_do_not_want_the_same_host(
+        register, make_driver):
+    """The defaults do not race themselves: a server's 2 workers (its
+    default) on hosts of all different weights, where one best host is
+    what both wanted (host_subset_size 1: each lost about 1 claim in 11
+    to the other). Each now takes one of its own share; alone, a worker
+    still takes the very best, as nova's default does."""
+    from scheduler.decide import choice
+    register(*(node(f"h{i:02d}", memory_mb=8192 + 512 * i)
+               for i in range(40)))
+    chosen = set()
+    for index in (0, 1):
+        driver = make_driver()
+        driver.chooser.share = choice.Share(index, 2)
+        [selection] = driver.plan(_spec(memory_mb=1024), driver.host_table())
+        assert driver.chooser.share.owns(selection.host.node_id)
+        chosen.add(selection.host.host)
+    assert len(chosen) == 2
+    alone = make_driver()
+    [selection] = alone.plan(_spec(memory_mb=1024), alone.host_table())
+    assert selection.host.host == "h39"
+
+
 def test_plan_carries_hosts_as_read(register, filter_driver):
     register(node("h1", memory_mb=16384))
     hosts = filter_driver.host_table()
