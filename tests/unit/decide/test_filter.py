@@ -170,10 +170,12 @@ def test_hosts_tied_with_the_last_of_the_subset_are_candidates_too(
 
 
 def test_two_workers_take_different_hosts_of_the_best_weight(
-        register, make_driver):
+        register, conf, make_driver):
     from scheduler.decide import choice
-    # host_subset_size 1 (the default), on identical nodes and one that
-    # is worse: each worker's own, never the worse one.
+    # host_subset_size 1 (nova's default; ours only for a process alone),
+    # on identical nodes and one that is worse: each worker's own, never
+    # the worse one.
+    conf.set_override("host_subset_size", 1, "filter_scheduler")
     register(node("small", memory_mb=8192),
              *(node(f"t{i}", memory_mb=32768) for i in range(8)))
     chosen = set()
