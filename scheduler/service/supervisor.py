@@ -154,7 +154,11 @@ def serve(conf, argv: list[str], notifier: sd_notify.Notifier,
     # Before forking, so every worker inherits them.
     malformed.install()
     wrapped.install()
-    memory.tune_allocator()
+    # Thresholds only: one malloc arena set here, in a process whose
+    # threads allocate while it forks, left a forked worker hung at start
+    # (1 start in 4 in test_lifecycle's SIGHUP test). Each worker limits
+    # its own arenas (SchedulerWorker._start); workers never fork.
+    memory.tune_allocator(arena_max=0)
     notifier.send(STATUS="checking plugins, database and broker")
     startup.check_startup(conf, config_given=bool(conf.config_file
                                                   or conf.config_dir))
