@@ -75,10 +75,6 @@ class SchedulerWorker(cotyledon.Service):
             self.channel.report(self.worker_id, worker_state.CONSUMING)
 
     def _start(self) -> None:
-        # One arena for this worker's threads, so malloc_trim can give a
-        # large message's memory back (memory.py); set here, after the
-        # fork, not in the main process (see supervisor.serve).
-        memory.tune_allocator()
         self._engine = create_engine(self.conf)
         manager = SchedulerManager(
             self.conf, self._engine,
