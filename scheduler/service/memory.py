@@ -26,12 +26,12 @@ That trim threshold also kept a large message's pieces: the broker
 client reads a body in frames of 128 KiB, each below the mmap threshold,
 into the heap of the thread reading it, and glibc gives each thread an
 arena of its own, whose free top nothing gives back below the trim
-threshold (``malloc_trim`` returns only the main arena's top). A worker
-went from 100 to 131 MB after one refused 30 MB stack, for good. So all
-threads share one arena (:data:`ARENA_MAX`; they hold Python's GIL while
-they allocate anyway), and :func:`release_free_memory`, which a worker
-calls with its periodic tasks (once a minute), gives its free memory
-back; the next request faults its arrays in once.
+threshold. A worker went from 100 to 131 MB after one refused 30 MB
+stack, for good. :func:`release_free_memory`, which a worker calls with
+its periodic tasks (once a minute), gives the free pages of every arena
+back; the next request faults its arrays in once. (Making all threads
+share one arena, ``M_ARENA_MAX`` 1, was tried and dropped: workers forked
+after it hung at start in clean CI runs, for a reason not found.)
 """
 from __future__ import annotations
 
@@ -41,26 +41,23 @@ import os
 #: glibc's ``mallopt`` parameter numbers.
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
-_M_ARENA_MAX = -8
 #: Blocks this large are mapped and unmapped (message bodies).
 MMAP_THRESHOLD = 4 * 1024 * 1024
 #: A heap keeps this much free at its top (a few requests' arrays).
 TRIM_THRESHOLD = 32 * 1024 * 1024
-#: Every thread allocates from the main arena, which malloc_trim empties.
-ARENA_MAX = 1
 
 #: Environment variables by which an operator sets them for glibc.
 _OPERATOR_SETTINGS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_",
                       "glibc.malloc.mmap_threshold",
                       "glibc.malloc.trim_threshold")
-_OPERATOR_ARENAS = ("MALLOC_ARENA_MAX", "glibc.malloc.arena_max")
 
 
-def _operator_chose(names: tuple[str, ...] = _OPERATOR_SETTINGS) -> bool:
-    """Whether the environment already sets one of ``names`` (glibc reads
-    it at start-up; an operator's choice wins over ours)."""
+def _operator_chose() -> bool:
+    """Whether the environment already sets one of the thresholds (glibc
+    reads it at start-up; an operator's choice wins over ours)."""
     tunables = os.environ.get("GLIBC_TUNABLES", "")
-    return any(name in os.environ or name in tunables for name in names)
+    return any(name in os.environ or name in tunables
+               for name in _OPERATOR_SETTINGS)
 
 
 def _libc() -> ctypes.CDLL | None:
@@ -73,12 +70,9 @@ def _libc() -> ctypes.CDLL | None:
 
 
 def tune_allocator(mmap_threshold: int = MMAP_THRESHOLD,
-                   trim_threshold: int = TRIM_THRESHOLD,
-                   arena_max: int = ARENA_MAX) -> bool:
-    """Fix glibc's mmap and trim thresholds and its number of arenas for
-    this process and the processes it forks afterwards (threads made
-    before keep the arenas they have). ``arena_max`` 0 leaves glibc's
-    default; so does an operator's ``MALLOC_ARENA_MAX``.
+                   trim_threshold: int = TRIM_THRESHOLD) -> bool:
+    """Fix glibc's mmap and trim thresholds for this process and the
+    processes it forks afterwards.
 
     Returns whether the thresholds were set: False when the C library is
     not glibc (no ``mallopt``) or when the environment already chose a
@@ -88,8 +82,6 @@ def tune_allocator(mmap_threshold: int = MMAP_THRESHOLD,
     if mallopt is None:
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
-    if arena_max and not _operator_chose(_OPERATOR_ARENAS):
-        mallopt(_M_ARENA_MAX, arena_max)
     if _operator_chose():
         return False
     return (mallopt(_M_MMAP_THRESHOLD, mmap_threshold) == 1

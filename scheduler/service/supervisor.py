@@ -154,10 +154,7 @@ def serve(conf, argv: list[str], notifier: sd_notify.Notifier,
     # Before forking, so every worker inherits them.
     malformed.install()
     wrapped.install()
-    # Thresholds only: one malloc arena, set here or in a worker, left
-    # workers hung at start in clean CI runs (not yet understood); the
-    # periodic malloc_trim alone gives most of a large message back.
-    memory.tune_allocator(arena_max=0)
+    memory.tune_allocator()
     notifier.send(STATUS="checking plugins, database and broker")
     startup.check_startup(conf, config_given=bool(conf.config_file
                                                   or conf.config_dir))

@@ -82,29 +82,6 @@ print(memory.release_free_memory(), kept, rss_kb() - base)
 """
 
 
-#: How many arenas glibc has after a thread allocated (``malloc_info``
-#: writes one ``<heap nr=...>`` each).
-ARENAS = """
-import ctypes, os, sys, tempfile, threading
-from scheduler.service import memory
-
-print(memory.tune_allocator() if sys.argv[1] == "tune" else "-")
-kept = []
-thread = threading.Thread(target=lambda: kept.append(bytearray(200_000)))
-thread.start()
-thread.join()
-libc = ctypes.CDLL("libc.so.6")
-libc.fopen.restype = ctypes.c_void_p
-libc.malloc_info.argtypes = (ctypes.c_int, ctypes.c_void_p)
-libc.fclose.argtypes = (ctypes.c_void_p,)
-path = os.path.join(tempfile.mkdtemp(), "info")
-stream = libc.fopen(path.encode(), b"w")
-libc.malloc_info(0, stream)
-libc.fclose(stream)
-print(open(path).read().count("<heap nr="))
-"""
-
-
 def run(program: str, mode: str, **env: str) -> tuple[str, int]:
     """(what tune_allocator said, the number the program printed)."""
     environ = {k: v for k, v in os.environ.items()
@@ -163,15 +140,3 @@ def test_a_large_messages_frames_are_given_back_when_released():
     assert int(kept) > 10_000, kept
     assert said == "True"
     assert int(after) < 5_000, after
-
-
-def test_threads_share_the_arena_malloc_trim_empties():
-    # What a thread allocated (the broker client reading a message) stayed
-    # in an arena of its own, whose free top malloc_trim does not return.
-    said, arenas = run(ARENAS, "tune")
-    assert said == "True"
-    assert arenas == 1
-    _, arenas = run(ARENAS, "default")
-    assert arenas == 2, "the control: glibc gives the thread its own"
-    said, arenas = run(ARENAS, "tune", MALLOC_ARENA_MAX="2")
-    assert said == "True" and arenas == 2, "an operator's own count wins"
