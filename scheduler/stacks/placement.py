@@ -32,6 +32,7 @@ from scheduler.claims.usage import Usage
 from scheduler.db import allocations
 from scheduler.hosts.planned import Claim
 from scheduler.hosts.planned import ClaimConflict
+from scheduler.decide.assumed import Assumption
 from scheduler.decide.attempts import Attempts
 from scheduler import exception
 from scheduler import metrics
@@ -163,38 +164,31 @@ def _place(driver, stack: Stack, replace: list[str],
                         subject=f" for stack {stack.stack_id}")
     for attempt in attempts:
         with_members = retry(_with_members)(driver, specs, replace)
-        # Whatever happens once the usage is assumed, the try below
-        # settles the claim and forgets what was assumed: a claim left
-        # assumed would hold the claims planned on it.
-        to_claim: list[Claim] = []
-        assumed: list[int] = []
-        won = False
         try:
-            # Plan and assume in the driver's scheduling cycle (one
-            # consistent table; the next decision of this process sees
-            # this stack's usage); claim outside it.
-            with driver.cycle(fresh=attempt > 0) as table:
-                try:
-                    plan = planner.plan(
-                        driver, stack, attempts.table(table).releasing(freed),
-                        with_members, spread=attempts.spread)
-                except exception.NoValidHost as e:
-                    raise attempts.refusal(e) from None
-                if dry_run:
-                    return _planned_result(stack, plan, dry_run=True)
-                to_claim = [s.claim(spec) for name, spec in plan.specs.items()
-                            for s in plan.selections[name]]
-                # The nodes _assume returns, known before it runs.
-                assumed = list(dict.fromkeys(c.node_id for c in to_claim))
-                driver._assume(
-                    (s.host, plan.specs[name].flavor)
-                    for name, chosen in plan.selections.items()
-                    for s in chosen)
-            _claim(driver, stack, to_claim, known=known, groups=rules,
-                   replace=replace, retry=retry)
-            won = True
+            with Assumption(driver) as assumption:
+                # Plan and assume in the driver's scheduling cycle (one
+                # consistent table; the next decision of this process
+                # sees this stack's usage); claim outside it.
+                with driver.cycle(fresh=attempt > 0) as table:
+                    try:
+                        plan = planner.plan(
+                            driver, stack,
+                            attempts.table(table).releasing(freed),
+                            with_members, spread=attempts.spread)
+                    except exception.NoValidHost as e:
+                        raise attempts.refusal(e) from None
+                    if dry_run:
+                        return _planned_result(stack, plan, dry_run=True)
+                    assumption.assume(
+                        ((s.host, plan.specs[name].flavor)
+                         for name, chosen in plan.selections.items()
+                         for s in chosen),
+                        [s.claim(spec) for name, spec in plan.specs.items()
+                         for s in plan.selections[name]])
+                assumption.claim(lambda: _claim(
+                    driver, stack, assumption.to_claim, known=known,
+                    groups=rules, replace=replace, retry=retry))
         except NoRoom as e:
-            driver.host_manager.forget(assumed)
             forced = _forced_on(plan, e.node_id)
             if forced:
                 trace.refused(trace.CLAIM_REFUSAL)
@@ -205,31 +199,21 @@ def _place(driver, stack: Stack, replace: list[str],
                                  for s in chosen])
             continue
         except ClaimConflict as e:
-            driver.host_manager.forget(assumed)
             attempts.conflicted(e, plan.specs.values())
             continue
         except ConsumerExists:
-            driver.host_manager.forget(assumed)
             metrics.claim_conflict("duplicate")
             return None
-        except Exception:
-            if assumed:
-                driver.host_manager.forget(assumed)
-            raise
-        finally:
-            driver.host_manager.settle(to_claim, won)
-            driver.chooser.claimed(assumed, won=won)
         return _planned_result(stack, plan)
     raise attempts.given_up()
 
 
 def _claim(driver, stack: Stack, to_claim: list[Claim], *, known: bool,
            groups: list[GroupRule], replace: list[str], retry) -> None:
-    """store.claim, once the claims of this process it was planned on are
-    won (the caller forgets what was assumed if this raises)."""
+    """store.claim, timed (run by :meth:`Assumption.claim`, once the
+    claims of this process it was planned on are won)."""
     started = time.perf_counter()
     try:
-        driver.host_manager.await_assumed(to_claim)
         retry(store.claim)(
             driver.engine, stack, to_claim, known=known, groups=groups,
             replace=replace, ttl=driver.conf.scheduler.unconfirmed_claim_ttl,

@@ -21,6 +21,9 @@ hardest first — fewest candidate hosts, then most instances, then largest
 — and when a resource still finds no host it is moved to the front and the
 stack planned again ("squeaky wheel"), a bounded number of times. A
 resource that finds no host when planned first cannot be placed at all.
+
+:func:`plan_together` is that planning for any set of specs planned
+against each other (a drain's moves too); :func:`plan` is a stack's.
 """
 from __future__ import annotations
 
@@ -46,46 +49,87 @@ from scheduler.stacks.stack import Stack
 MAX_REPAIRS = 10
 
 
+#: resource name -> the resources it is related to (symmetric).
+Pairs = dict[str, set[str]]
+
+
 @dataclasses.dataclass
 class Plan:
     """Where every instance of a stack goes (nothing claimed yet)."""
     selections: dict[str, list[Selection]]   # resource name -> selections
     specs: dict[str, RequestSpec]            # as planned (groups resolved)
     planned_in: list[str]                    # the order that worked
+    #: The view planned on: the table with every selection's usage.
+    view: HostView | None = None
 
 
-class _Stuck(Exception):
-    def __init__(self, name: str, refusal: exception.NoValidHost):
+class Stuck(Exception):
+    """Resource ``name`` found no host (``refusal`` says why), planned
+    after the resources ``before``."""
+
+    def __init__(self, name: str, refusal: exception.NoValidHost,
+                 before: list[str] = ()):
         super().__init__(name)
         self.name = name
         self.refusal = refusal
+        self.before = list(before)
+
+    @property
+    def reason(self) -> str:
+        """The refusal's explanation without its "No valid host" prefix."""
+        reason = self.refusal.message
+        prefix = "No valid host"
+        if reason.startswith(prefix):
+            reason = reason[len(prefix):].lstrip(": ")
+        return reason
 
 
 def plan(driver, stack: Stack, table: HostTable,
          specs: dict[str, RequestSpec], spread: int = 1) -> Plan:
     """Plan ``specs`` (resource name -> spec, with what the claims say of
-    hints and groups already resolved) on ``table``.
+    hints and groups already resolved) on ``table``, with the stack's
+    relations.
 
     ``driver`` is a FilterScheduler (it has ``plan_on``); ``spread`` as in
     ``Driver.plan``.
     :raises NoValidHost: naming the resource that found no host and, per
         filter (and per stack relation), why.
     """
+    try:
+        return plan_together(driver, table, specs, spread, *_pairs(stack))
+    except Stuck as stuck:
+        raise exception.NoValidHost(_refusal(stack, stuck)) from None
+
+
+def plan_together(driver, table: HostTable, specs: dict[str, RequestSpec],
+                  spread: int = 1, same: Pairs | None = None,
+                  apart: Pairs | None = None) -> Plan:
+    """Plan ``specs`` (name -> spec, groups and hints resolved) on one
+    view of ``table``, each seeing the usage of those planned before it,
+    hardest first, re-planning with a resource that found no host moved
+    to the front (see the module docstring). ``same`` / ``apart``: pairs
+    that share a host / never do (default: none).
+
+    :raises Stuck: a resource found no host even when planned first (or
+        after :data:`MAX_REPAIRS` re-plans).
+    """
     if not specs:
-        return Plan({}, {}, [])      # nothing of the stack is placed
-    # One set of filters and weighers for the whole stack: a reload
+        return Plan({}, {}, [], HostView(table))
+    same = same or {name: set() for name in specs}
+    apart = apart or {name: set() for name in specs}
+    # One set of filters and weighers for the whole plan: a reload
     # (SIGHUP) while it is planned is for the next request.
     pipeline = driver.pipeline
     order = _hardest_first(pipeline, table, specs)
     repairs = min(MAX_REPAIRS, len(order) - 1)
     for attempt in range(repairs + 1):
         try:
-            return _plan_in_order(driver, stack, table, specs, order,
+            return _plan_in_order(driver, same, apart, table, specs, order,
                                   spread, pipeline)
-        except _Stuck as stuck:
+        except Stuck as stuck:
             if stuck.name == order[0] or attempt == repairs:
-                raise exception.NoValidHost(
-                    _refusal(stack, stuck, order)) from None
+                stuck.before = order[:order.index(stuck.name)]
+                raise
             order.remove(stuck.name)
             order.insert(0, stuck.name)
     raise AssertionError("unreachable")
@@ -113,7 +157,7 @@ def _hardest_first(pipeline: Pipeline, table: HostTable,
     return sorted(specs, key=hardness.__getitem__)
 
 
-def _plan_in_order(driver, stack: Stack, table: HostTable,
+def _plan_in_order(driver, same: Pairs, apart: Pairs, table: HostTable,
                    specs: dict[str, RequestSpec], order: list[str],
                    spread: int, pipeline: Pipeline) -> Plan:
     """One pass in ``order``, every resource with ``pipeline``."""
@@ -122,7 +166,6 @@ def _plan_in_order(driver, stack: Stack, table: HostTable,
     members: dict[str, list[str]] = {}       # group uuid -> hosts planned
     selections: dict[str, list[Selection]] = {}
     planned: dict[str, RequestSpec] = {}
-    same, apart = _pairs(stack)
     tied = _closure(same)
     together = _closure(_one_host(same, specs))
     enabled = [f.name for f in pipeline.filters]
@@ -149,7 +192,7 @@ def _plan_in_order(driver, stack: Stack, table: HostTable,
                                       apart[name], hosts, whole, enabled),
                     keep_usage=True, pipeline=pipeline)
             except exception.NoValidHost as e:
-                raise _Stuck(name, e) from None
+                raise Stuck(name, e) from None
             selections[name] += chosen
             placed = [s.host.host for s in chosen]
             hosts.setdefault(name, []).extend(placed)
@@ -157,7 +200,7 @@ def _plan_in_order(driver, stack: Stack, table: HostTable,
             if group is not None and group.uuid:
                 members.setdefault(group.uuid, []).extend(placed)
         planned[name] = spec
-    return Plan(selections, planned, list(order))
+    return Plan(selections, planned, list(order), view)
 
 
 def _with_stack_members(spec: RequestSpec,
@@ -170,8 +213,7 @@ def _with_stack_members(spec: RequestSpec,
         group, hosts=group.hosts + tuple(members[group.uuid])))
 
 
-def _pairs(stack: Stack) -> tuple[dict[str, set[str]],
-                                  dict[str, set[str]]]:
+def _pairs(stack: Stack) -> tuple[Pairs, Pairs]:
     """same_host and different_host as symmetric maps: resource -> the
     resources it is related to, whichever side named the relation."""
     same: dict[str, set[str]] = {name: set() for name in stack.resources}
@@ -245,7 +287,7 @@ def _relations(name: str, same: set[str], apart: set[str],
             idx = narrow(view, idx, _room_for(view, idx,
                                               list(whole.values()), enabled),
                          "stack one host",
-                         "no room for all of " + _names(sorted(whole)),
+                         "no room for all of " + name_list(sorted(whole)),
                          steps)
         for other in near:
             # Where ``other``'s instances are (one host: see parts above).
@@ -256,7 +298,7 @@ def _relations(name: str, same: set[str], apart: set[str],
             taken = [h for other in away for h in hosts[other]]
             keep = ~view.on_hosts(taken)[idx]
             idx = narrow(view, idx, keep, "stack different_host",
-                         "holds an instance of " + _names(away), steps)
+                         "holds an instance of " + name_list(away), steps)
         return idx, steps
     return by_relations
 
@@ -287,19 +329,16 @@ def _room_for(view: HostView, idx: np.ndarray, specs: list[RequestSpec],
     return keep
 
 
-def _names(names: list[str]) -> str:
-    shown = ", ".join(names[:SAMPLE_SIZE])
-    more = len(names) - SAMPLE_SIZE
+def name_list(items: list[str]) -> str:
+    """``a, b, c (and 4 more)``: a refusal stays a line."""
+    shown = ", ".join(items[:SAMPLE_SIZE])
+    more = len(items) - SAMPLE_SIZE
     return shown + (f" (and {more} more)" if more > 0 else "")
 
 
-def _refusal(stack: Stack, stuck: _Stuck, order: list[str]) -> str:
-    reason = stuck.refusal.message
-    prefix = "No valid host"
-    if reason.startswith(prefix):
-        reason = reason[len(prefix):].lstrip(": ")
-    before = order[:order.index(stuck.name)]
-    context = (f" (planned after {_names(before)})" if before else "")
+def _refusal(stack: Stack, stuck: Stuck) -> str:
+    context = (f" (planned after {name_list(stuck.before)})"
+               if stuck.before else "")
     return (f"No valid host for resource {stuck.name!r} of stack "
             f"{stack.stack_id}{context}; nothing of the stack was claimed: "
-            f"{reason}")
+            f"{stuck.reason}")

@@ -62,8 +62,8 @@ def test_creation_order_alone_would_paint_itself_into_a_corner(
     specs = {n: r.spec for n, r in stack.placed.items()}
     creation = [n for batch in stack.order for n in batch]
     assert creation[-1] == "db"
-    with pytest.raises(planner._Stuck) as stuck:
-        planner._plan_in_order(filter_driver, stack,
+    with pytest.raises(planner.Stuck) as stuck:
+        planner._plan_in_order(filter_driver, *planner._pairs(stack),
                                filter_driver.host_table(), specs, creation,
                                spread=1, pipeline=filter_driver.pipeline)
     assert stuck.value.name == "db"
