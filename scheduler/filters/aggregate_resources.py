@@ -9,8 +9,21 @@ numbers, uses its own ratio (logged once per bad value). As in the plain
 filters, a flavor larger than the node's physical size never fits, and the
 limit enforced (total x ratio) is reported, so the claim checks that limit.
 """
+import numpy as np
+
 from scheduler.hosts import capacity
 from scheduler.filters.base import BaseFilter
+from scheduler.filters.resources import resource_room
+
+
+def _room(resource, ratio, view, idx, need):
+    """Room under each host's aggregate ratio (one state per host: the
+    ratio depends on its aggregates)."""
+    limit = np.array([capacity.limit(getattr(state, resource.total),
+                                     ratio(state))
+                      for state in map(view.state, idx.tolist())],
+                     np.float64)
+    return resource_room(resource, view, idx, need, limit)
 
 
 def ram_ratio(host) -> float:
@@ -36,6 +49,9 @@ class AggregateRamFilter(BaseFilter):
         return capacity.host_fits(capacity.MEMORY, host,
                                   spec.flavor.memory_mb, ram_ratio(host))
 
+    def room(self, view, idx, spec):
+        return _room(capacity.MEMORY, ram_ratio, view, idx, spec.flavor.memory_mb)
+
     def explain(self, spec) -> str:
         return f"{self.reason}: need {spec.flavor.memory_mb} MB"
 
@@ -52,6 +68,9 @@ class AggregateCoreFilter(BaseFilter):
         return capacity.host_fits(capacity.VCPU, host, spec.flavor.vcpus,
                                   cpu_ratio(host))
 
+    def room(self, view, idx, spec):
+        return _room(capacity.VCPU, cpu_ratio, view, idx, spec.flavor.vcpus)
+
     def explain(self, spec) -> str:
         return f"{self.reason}: need {spec.flavor.vcpus}"
 
@@ -66,6 +85,9 @@ class AggregateDiskFilter(BaseFilter):
     def host_passes(self, host, spec) -> bool:
         return capacity.host_fits(capacity.DISK, host, spec.flavor.disk_gb,
                                   disk_ratio(host))
+
+    def room(self, view, idx, spec):
+        return _room(capacity.DISK, disk_ratio, view, idx, spec.flavor.disk_gb)
 
     def explain(self, spec) -> str:
         return f"{self.reason}: need {spec.flavor.disk_gb} GB"

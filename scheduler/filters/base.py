@@ -76,6 +76,16 @@ class BaseFilter:
         so the compute side can enforce the same (nova's ``limits``)."""
         return {}
 
+    def room(self, view: HostView, idx: np.ndarray,
+             spec: RequestSpec) -> np.ndarray | None:
+        """How many more instances like ``spec`` each host at ``idx`` (all
+        passing this filter) takes by this filter's rule, for the
+        ``capacity`` question; None when its verdict does not change as
+        instances are planned onto a host (a host that passes takes any
+        number). A filter judging usage, counts or members says it here,
+        or ``capacity`` overcounts."""
+        return None
+
 
 def passing(idx: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """The positions ``idx`` where ``mask`` (aligned with it) holds, for a

@@ -17,6 +17,16 @@ def _fitting(resource, view, idx, need):
     return passing(idx, view.take(resource.headroom, idx) >= need)
 
 
+def resource_room(resource, view, idx, need, limit=None):
+    """:func:`scheduler.hosts.capacity.count_columns` of the hosts at
+    ``idx``, under ``limit`` (default: the table's, the node's ratio)."""
+    if limit is None:
+        limit = view.take(resource.limit, idx)
+    return capacity.count_columns(
+        resource, need, view.take(resource.total, idx),
+        view.take(resource.used, idx), limit)
+
+
 class RamFilter(BaseFilter):
     reason = "insufficient RAM"
     enforces = frozenset({"memory_mb"})
@@ -27,6 +37,9 @@ class RamFilter(BaseFilter):
 
     def filter_columns(self, view, idx, spec):
         return _fitting(capacity.MEMORY, view, idx, spec.flavor.memory_mb)
+
+    def room(self, view, idx, spec):
+        return resource_room(capacity.MEMORY, view, idx, spec.flavor.memory_mb)
 
     def explain(self, spec) -> str:
         return f"{self.reason}: need {spec.flavor.memory_mb} MB"
@@ -45,6 +58,9 @@ class CoreFilter(BaseFilter):
     def filter_columns(self, view, idx, spec):
         return _fitting(capacity.VCPU, view, idx, spec.flavor.vcpus)
 
+    def room(self, view, idx, spec):
+        return resource_room(capacity.VCPU, view, idx, spec.flavor.vcpus)
+
     def explain(self, spec) -> str:
         return f"{self.reason}: need {spec.flavor.vcpus}"
 
@@ -61,6 +77,9 @@ class DiskFilter(BaseFilter):
 
     def filter_columns(self, view, idx, spec):
         return _fitting(capacity.DISK, view, idx, spec.flavor.disk_gb)
+
+    def room(self, view, idx, spec):
+        return resource_room(capacity.DISK, view, idx, spec.flavor.disk_gb)
 
     def explain(self, spec) -> str:
         return f"{self.reason}: need {spec.flavor.disk_gb} GB"

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import collections
 
+import numpy as np
+
 from scheduler.filters.base import BaseFilter
 
 
@@ -37,6 +39,15 @@ class ServerGroupAntiAffinityFilter(BaseFilter):
         full = [h for h, n in counts.items()
                 if n >= group.max_server_per_host]
         return idx[~view.on_hosts(full)[idx]]
+
+    def room(self, view, idx, spec):
+        group = spec.instance_group
+        if group is None or group.policy != "anti-affinity":
+            return None
+        counts = collections.Counter(group.hosts)
+        return np.array([max(group.max_server_per_host
+                             - counts[view.state(i).host], 0)
+                         for i in idx.tolist()], np.int64)
 
     def explain(self, spec) -> str:
         # The group's rule, not the default one: with max_server_per_host

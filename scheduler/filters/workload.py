@@ -15,12 +15,27 @@ request.
   value over the host's aggregates; the option where there is none, or where
   a value is not an integer.
 """
+import numpy as np
+
 from scheduler.filters.base import BaseFilter
 from scheduler.filters.utils import RequestFilter
 from scheduler.filters.utils import aggregate_number
 
 _INSTANCES = "max_instances_per_host"
 _IO_OPS = "max_io_ops_per_host"
+
+
+def _room(view, idx, column: str, maximum) -> np.ndarray:
+    """How many more instances each host at ``idx`` takes below
+    ``maximum`` (a number, or an array of one per host) of ``column``:
+    each planned instance adds one."""
+    return np.maximum(maximum - view.take(column, idx), 0)
+
+
+def _aggregate_maxima(view, idx, key: str, default: int) -> np.ndarray:
+    """Each host's smallest ``key`` over its aggregates, else ``default``."""
+    return np.array([aggregate_number(state, key, default, int)
+                     for state in map(view.state, idx.tolist())], np.int64)
 
 
 class NumInstancesFilter(RequestFilter):
@@ -35,6 +50,9 @@ class NumInstancesFilter(RequestFilter):
     def filter_columns(self, view, idx, spec):
         return idx[view.take("num_instances", idx) < self.prepare(spec)]
 
+    def room(self, view, idx, spec):
+        return _room(view, idx, "num_instances", self.prepare(spec))
+
     def explain(self, spec) -> str:
         return f"{self.reason} (max {self.prepare(spec)})"
 
@@ -46,6 +64,10 @@ class AggregateNumInstancesFilter(NumInstancesFilter):
     def passes(self, host, default: int) -> bool:
         return host.num_instances < aggregate_number(host, _INSTANCES,
                                                      default, int)
+
+    def room(self, view, idx, spec):
+        return _room(view, idx, "num_instances", _aggregate_maxima(
+            view, idx, _INSTANCES, self.prepare(spec)))
 
     def explain(self, spec) -> str:
         return (f"{self.reason} (max {self.prepare(spec)}, or the "
@@ -64,6 +86,9 @@ class IoOpsFilter(RequestFilter):
     def filter_columns(self, view, idx, spec):
         return idx[view.take("num_io_ops", idx) < self.prepare(spec)]
 
+    def room(self, view, idx, spec):
+        return _room(view, idx, "num_io_ops", self.prepare(spec))
+
     def explain(self, spec) -> str:
         return f"{self.reason} (max {self.prepare(spec)})"
 
@@ -75,6 +100,10 @@ class AggregateIoOpsFilter(IoOpsFilter):
     def passes(self, host, default: int) -> bool:
         return host.num_io_ops < aggregate_number(host, _IO_OPS, default,
                                                   int)
+
+    def room(self, view, idx, spec):
+        return _room(view, idx, "num_io_ops", _aggregate_maxima(
+            view, idx, _IO_OPS, self.prepare(spec)))
 
     def explain(self, spec) -> str:
         return (f"{self.reason} (max {self.prepare(spec)}, or the "

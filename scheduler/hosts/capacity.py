@@ -163,6 +163,26 @@ def fit_together_columns(resource: Resource, needs: Sequence[float],
     return ok
 
 
+def count_columns(resource: Resource, need: float, total: np.ndarray,
+                  used: np.ndarray, limit_: np.ndarray) -> np.ndarray:
+    """How many more instances needing ``need`` each node takes, one after
+    the other, each by :func:`fits`: none if ``need`` exceeds the physical
+    total, else the most ``k`` with ``used + k * need`` within the limit;
+    unbounded (``inf``) where nothing is needed or the node is not judged
+    on ``resource``. What ``capacity`` (what-if) counts with."""
+    if need <= 0:
+        return np.full(len(total), np.inf)
+    room = limit_ - used
+    k = np.floor(room / need)
+    # Division rounds: keep k exactly the largest with k * need <= room.
+    k = np.where((k + 1) * need <= room, k + 1, k)
+    k = np.where(k * need > room, k - 1, k)
+    k = np.where(need <= total, np.maximum(k, 0), 0)
+    if resource.zero_unjudged:
+        k[total == 0] = np.inf
+    return k
+
+
 def host_fits(resource: Resource, host, need: float,
               ratio_: float | None = None) -> bool:
     """:func:`fits` on a HostState, under ``ratio_`` (default: the node's
