@@ -44,16 +44,9 @@ def set_service_disabled(engine: sa.Engine, host: str, disabled: bool,
     validation.check_name("host", host)
     if disabled and reason:
         validation.check_text("disabled reason", reason)
-    s = models.services
     with engine.begin() as conn:
-        result = conn.execute(
-            s.update().where(s.c.host == host,
-                             s.c.binary == compute.COMPUTE_BINARY,
-                             s.c.deleted == 0)
-            .values(disabled=disabled,
-                    disabled_reason=reason if disabled else None,
-                    updated_at=clock.utcnow()))
-    if result.rowcount == 0:
+        changed = compute.set_service_disabled(conn, host, disabled, reason)
+    if changed == 0:
         raise exception.NotFound(f"no compute service on host {host!r}")
 
 

@@ -163,7 +163,7 @@ def _claim_in(conn: sa.Connection, claims: list[Claim],
     # Sorted: two transactions lock the same groups in the same order.
     groups = sorted(groups, key=lambda g: g.uuid)
     for group in groups:
-        lock_group(conn, group.uuid)
+        lock_group(conn, group)
     # The replaced claims go first: what they held is room for the new
     # ones (a re-sent request on a full node takes its own place again),
     # netted into the same generation-checked UPDATE; what they held on

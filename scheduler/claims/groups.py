@@ -32,10 +32,12 @@ class GroupRule:
     max_per_host: int = 1
 
 
-def lock_group(conn: sa.Connection, group_uuid: str) -> None:
+def lock_group(conn: sa.Connection, group: GroupRule) -> None:
     """Create the group's row or bump it: one write that holds the row's
     lock (PostgreSQL, MySQL) or the write lock (SQLite) to the end of the
-    transaction.
+    transaction. The row keeps the group's policy and per-host limit as
+    this claim states them: what a drain moves the members by
+    (:func:`policies`).
 
     One upsert rather than insert-if-absent then UPDATE: on InnoDB an
     ``INSERT IGNORE`` that finds the row takes a *shared* lock, and two
@@ -43,18 +45,36 @@ def lock_group(conn: sa.Connection, group_uuid: str) -> None:
     deadlock; ``ON DUPLICATE KEY UPDATE`` takes the exclusive lock at once.
     """
     table = models.claim_groups
-    bump = {"generation": table.c.generation + 1}
+    rule = {"policy": group.policy, "max_per_host": group.max_per_host}
+    bump = {"generation": table.c.generation + 1, **rule}
+    row = {"uuid": group.uuid, "generation": 1, **rule}
     dialect = conn.dialect.name
     if dialect == "mysql":
-        statement = (mysql.insert(table).values(uuid=group_uuid, generation=1)
+        statement = (mysql.insert(table).values(row)
                      .on_duplicate_key_update(bump))
     else:
         insert = {"postgresql": postgresql.insert,
                   "sqlite": sqlite.insert}[dialect]
-        statement = (insert(table).values(uuid=group_uuid, generation=1)
+        statement = (insert(table).values(row)
                      .on_conflict_do_update(index_elements=[table.c.uuid],
                                             set_=bump))
     conn.execute(statement)
+
+
+def policies(conn: sa.Connection, group_uuids: list[str]
+             ) -> dict[str, GroupRule]:
+    """group uuid -> its hard rule, as its claims last stated it, for those
+    of ``group_uuids`` with one on record (soft groups have none: their
+    claims keep no rule)."""
+    table = models.claim_groups
+    if not group_uuids:
+        return {}
+    rows = conn.execute(sa.select(table.c.uuid, table.c.policy,
+                                  table.c.max_per_host)
+                        .where(table.c.uuid.in_(sorted(set(group_uuids))),
+                               table.c.policy.is_not(None)))
+    return {r.uuid: GroupRule(r.uuid, r.policy, r.max_per_host or 1)
+            for r in rows}
 
 
 def check_group(conn: sa.Connection, group: GroupRule,

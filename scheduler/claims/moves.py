@@ -157,7 +157,14 @@ def revert_move(engine: sa.Engine, consumer_uuids: list[str],
     if not consumer_uuids:
         return 0
     with engine.begin() as conn:
-        return revert(conn, _take_moving(conn, consumer_uuids), ttl)
+        return revert_in(conn, consumer_uuids, ttl)
+
+
+def revert_in(conn: sa.Connection, consumer_uuids: list[str],
+              ttl: int = 0) -> int:
+    """:func:`revert_move` inside the caller's transaction ``conn`` (a
+    drain cancelled with its records)."""
+    return revert(conn, _take_moving(conn, consumer_uuids), ttl)
 
 
 def _relocatable() -> tuple[sa.ColumnElement[bool], ...]:

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple, Sequence
 
 import sqlalchemy as sa
 
+from scheduler.db import clock
 from scheduler.db import compiled
 from scheduler.db import models
 
@@ -172,3 +173,25 @@ def aggregates(conn: sa.Connection) -> Aggregates:
         if row.aggregate_id in rows:
             hosts.setdefault(row.host, []).append(row.aggregate_id)
     return Aggregates(rows, hosts)
+
+
+def set_service_disabled(conn: sa.Connection, host: str, disabled: bool,
+                         reason: str | None = None,
+                         only_reason: str | None = None) -> int:
+    """Disable (with ``reason``) or enable the live compute service of
+    ``host``, in the caller's transaction; with ``only_reason``, only if
+    it is disabled for that reason now (a drain enables only the host it
+    disabled). The one statement that does: the operator's command and a
+    drain both call it.
+    :returns: the number of services changed (0: none there, or not
+        disabled for ``only_reason``)."""
+    s = models.services
+    where = [s.c.host == host, s.c.binary == COMPUTE_BINARY, s.c.deleted == 0]
+    if only_reason is not None:
+        where += [s.c.disabled == sa.true(),
+                  s.c.disabled_reason == only_reason]
+    return conn.execute(
+        s.update().where(*where)
+        .values(disabled=disabled,
+                disabled_reason=reason if disabled else None,
+                updated_at=clock.utcnow())).rowcount

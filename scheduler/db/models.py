@@ -184,6 +184,10 @@ class ClaimGroup(Base):
     __tablename__ = "claim_groups"
     uuid = sa.Column(sa.String(36), primary_key=True)
     generation = sa.Column(sa.Integer, nullable=False, default=0)
+    # The group's hard policy and per-host limit, as its last claim said
+    # (migration 0011): what a drain moves its members by.
+    policy = sa.Column(sa.String(32), nullable=True)
+    max_per_host = sa.Column(sa.Integer, nullable=True)
 
 
 class Stack(Base):
@@ -199,6 +203,28 @@ class Stack(Base):
         sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql"), nullable=False)
     created_at = sa.Column(sa.DateTime, nullable=False,
                            server_default=sa.func.now())
+
+
+class Drain(Base):
+    """One row per host being drained (``plan_drain`` with ``apply``): the
+    plan it applied, as the JSON of its moves, so the same drain applied
+    again returns it."""
+    __tablename__ = "drains"
+    host = sa.Column(sa.String(255), primary_key=True)
+    same_aggregate = sa.Column(sa.Boolean, nullable=False)
+    definition = sa.Column(
+        sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql"), nullable=False)
+    created_at = sa.Column(sa.DateTime, nullable=False,
+                           server_default=sa.func.now())
+
+
+class DrainMove(Base):
+    """One planned move of a drain; ``begun`` once the move's own
+    scheduler request was answered (``cancel_drain`` leaves those)."""
+    __tablename__ = "drain_moves"
+    consumer_uuid = sa.Column(sa.String(36), primary_key=True)
+    host = sa.Column(sa.String(255), nullable=False, index=True)
+    begun = sa.Column(sa.Boolean, nullable=False, server_default=sa.false())
 
 
 class ChangeCounter(Base):
@@ -220,4 +246,6 @@ aggregate_metadata = AggregateMetadata.__table__
 allocations = Allocation.__table__
 claim_groups = ClaimGroup.__table__
 stacks = Stack.__table__
+drains = Drain.__table__
+drain_moves = DrainMove.__table__
 change_counter = ChangeCounter.__table__

@@ -30,6 +30,7 @@ from scheduler.decide.selection import destination
 from scheduler.decide.selection import held_destination
 from scheduler.decide.selection import Selection
 from scheduler.claims import batch as claim_batch
+from scheduler.claims import drains
 from scheduler.claims import lifecycle
 from scheduler.claims import moves as claim_moves
 from scheduler.claims import usage
@@ -281,6 +282,11 @@ class Driver:
         retry = db_retry.for_conf(self.conf)
         retry(lifecycle.renew)(self.engine, uuids,
                                self.conf.scheduler.unconfirmed_claim_ttl)
+        moving = [u for u in uuids if held[u].source_node_id is not None]
+        if moving:
+            # Nova's own request for a move a drain planned: the move has
+            # begun, a cancelled drain must leave it be.
+            retry(drains.begin)(self.engine, moving)
         return [held_destination(held[u]) for u in uuids]
 
     def _rebuild_check(self, spec: RequestSpec,

@@ -161,6 +161,8 @@ def _write_probes(postgresql: bool) -> list[tuple[str, sa.Executable, bool]]:
         (models.allocations, ("UPDATE", "INSERT", "DELETE")),
         (models.claim_groups, ("UPDATE", "INSERT")),
         (models.stacks, ("UPDATE", "INSERT", "DELETE")),
+        (models.drains, ("INSERT", "DELETE")),
+        (models.drain_moves, ("UPDATE", "INSERT", "DELETE")),
     ]
     if postgresql:
         # Its change-tracking triggers (migration 0003) run as the writer

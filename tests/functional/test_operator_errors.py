@@ -170,7 +170,7 @@ def test_a_schema_behind_head_is_named_with_both_revisions(sqlite_config,
     config = str(sqlite_config(db))
     engine = create_engine(sched_conf.load(["--config-file", config]))
     # A revision behind head (the chain is 0004 -> 0006 -> 0005 -> 0007
-    # -> 0008 -> 0009 -> 0010).
+    # -> 0008 -> 0009 -> 0010 -> 0011).
     migration.upgrade(engine, "0005")
     engine.dispose()
     expected = (f"ERROR: schema in {db} is at revision 0005, head is "
@@ -624,8 +624,9 @@ def test_a_broker_option_the_connection_cannot_use_is_named(
 
 #: Every table of the schema, to grant on one by one.
 _SERVER_TABLES = ("services", "compute_nodes", "allocations", "claim_groups",
-                  "stacks", "change_counter", "aggregates", "aggregate_hosts",
-                  "aggregate_metadata", "alembic_version")
+                  "stacks", "drains", "drain_moves", "change_counter",
+                  "aggregates", "aggregate_hosts", "aggregate_metadata",
+                  "alembic_version")
 
 
 def _user_granted(kind: str, server, database: str,
@@ -800,6 +801,9 @@ _PARTIAL_GRANTS = {
     "nothing on stacks": (
         {t: _EVERY for t in _SERVER_TABLES if t != "stacks"}, True,
         "UPDATE on table stacks"),
+    "nothing on drains": (
+        {t: _EVERY for t in _SERVER_TABLES if t != "drains"}, True,
+        "INSERT on table drains"),
     "no sequences": ({t: _EVERY for t in _SERVER_TABLES}, False,
                      "USAGE on the sequence of services.id"),
     "no UPDATE on change_counter": (
@@ -873,6 +877,8 @@ def test_start_check_passes_a_user_with_every_write_grant(
                    "allocations": _EVERY,
                    "claim_groups": "SELECT, INSERT, UPDATE",
                    "stacks": _EVERY,
+                   "drains": "SELECT, INSERT, DELETE",
+                   "drain_moves": _EVERY,
                    # MariaDB's triggers update it as their definer.
                    "change_counter": "SELECT, UPDATE"
                    if kind == "postgresql" else "SELECT"})
