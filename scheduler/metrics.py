@@ -100,6 +100,11 @@ class _Instruments:
             "transaction that held more than one.",
             buckets=(2, 3, 4, 6, 8, 12, 16, 32, 64, float("inf")),
             registry=r)
+        self.drain_moves = prometheus_client.Counter(
+            "scheduler_drain_moves",
+            "Moves of drains: planned (dry run), applied (claimed, host "
+            "disabled) and cancelled (released before they began).",
+            ["action"], registry=r)
         self.db_transient_errors = prometheus_client.Counter(
             "scheduler_db_transient_errors",
             "Transient database errors (deadlock, lost or refused "
@@ -173,6 +178,13 @@ def claim_conflict(kind: str) -> None:
     """A claim was refused: ``race``, ``disagreement`` or ``duplicate``."""
     m = _get()
     m.child(m.claim_conflicts, kind).inc()
+
+
+def drain(action: str, moves: int) -> None:
+    """A drain was ``planned``, ``applied`` or ``cancelled``: ``moves``
+    moves."""
+    m = _get()
+    m.child(m.drain_moves, action).inc(moves)
 
 
 def replan() -> None:

@@ -2,7 +2,8 @@
 
 In the spirit of the novaclient shell: global options, then a command
 (``select``, ``rank``, ``release``, ``confirm``, ``confirm-move``,
-``revert-move``, ``ping``, ``stack place|rank|release TEMPLATE``) with its
+``revert-move``, ``ping``, ``stack place|rank|release TEMPLATE``, ``host
+drain|cancel-drain HOST``, ``capacity``) with its
 own flags (:mod:`scheduler.cmd.client_parser`). Results are printed as
 plain tables (:mod:`scheduler.cmd.client_output`; or, with ``--json``, as
 the raw RPC result); expected failures are one ``ERROR: ...`` line on
@@ -31,7 +32,12 @@ from scheduler import errors
 from scheduler.rpc.client import SchedulerAPI
 from scheduler.cmd.client_parser import check_text
 from scheduler.cmd.client_parser import parse_args
+from scheduler.cmd.client_drain import capacity_spec
 from scheduler.cmd.client_request import stack_request
+
+#: The methods SchedulerAPI re-sends on a timeout (``[scheduler]
+#: max_attempts`` calls in all).
+RESENT = ("select_destinations", "select_stack", "plan_drain")
 
 #: Builds the API object from the loaded configuration (tests pass a fake).
 ApiFactory = Callable[[cfg.ConfigOpts], Any]
@@ -52,7 +58,7 @@ def timeout_message(conf: cfg.ConfigOpts, args: argparse.Namespace) -> str:
         except cfg.NoSuchOptError:   # no real transport was made
             timeout = None
     wait = "the RPC timeout" if timeout is None else f"{timeout:g}s"
-    if args.method in ("select_destinations", "select_stack"):
+    if args.method in RESENT:
         wait += f" (each of {conf.scheduler.max_attempts} attempts)"
     return (f"no scheduler answered within {wait} on topic "
             f"'{conf.scheduler.topic}'; is a scheduler-server running on "
@@ -98,7 +104,7 @@ def budget(conf: cfg.ConfigOpts, args: argparse.Namespace) -> float:
     """Seconds the whole command may wait for the broker and the replies:
     the RPC timeout per attempt."""
     timeout = rpc_timeout(conf, args)
-    if args.method in ("select_destinations", "select_stack"):
+    if args.method in RESENT:
         timeout *= conf.scheduler.max_attempts
     return timeout
 
@@ -167,6 +173,8 @@ def main(argv: list[str] | None = None,
             # The files first: a mistyped path must not wait for, and hide
             # behind, a broker that is down.
             args.stack = stack_request(args)
+        if args.command == "capacity":
+            args.capacity_spec = capacity_spec(args)
         # --timeout is the whole budget: the broker check spends part of
         # it, the call gets what is left (plus a second for the reply).
         deadline = time.monotonic() + budget(conf, args)

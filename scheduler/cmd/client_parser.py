@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 
+from scheduler.cmd import client_drain
 from scheduler.cmd import parsing
 from scheduler.cmd.client_output import render_confirm
 from scheduler.cmd.client_output import render_confirm_move
@@ -159,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
                    render=render_confirm)
 
     _stack_commands(commands)
+    client_drain.add_commands(commands, FLAVORS_HELP)
     p = commands.add_parser(
         "confirm-move", help="finish instances' moves: release the sources")
     p.add_argument("uuids", nargs="+", metavar="UUID")
@@ -179,6 +181,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+FLAVORS_HELP = ("flavor names to sizes (default: "
+                "/etc/scheduler/flavors.yaml, else this checkout's "
+                "etc/scheduler/flavors.yaml: nova's m1.*)")
+
+
 def _stack_commands(commands) -> None:
     """``stack place|rank|release TEMPLATE``."""
     common = argparse.ArgumentParser(add_help=False)
@@ -192,11 +199,7 @@ def _stack_commands(commands) -> None:
     common.add_argument("--stack-id", metavar="UUID",
                         help="the stack's id (instead of one derived from "
                              "--name)")
-    common.add_argument("--flavors", metavar="FILE",
-                        help="flavor names to sizes (default: "
-                             "/etc/scheduler/flavors.yaml, else this "
-                             "checkout's etc/scheduler/flavors.yaml: "
-                             "nova's m1.*)")
+    common.add_argument("--flavors", metavar="FILE", help=FLAVORS_HELP)
     common.add_argument("--parameter", "-P", type=parsing.key_value,
                         action="append", default=[], metavar="KEY=VALUE",
                         help="template parameter (repeatable)")

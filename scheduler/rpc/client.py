@@ -27,7 +27,8 @@ LOG = logging.getLogger(__name__)
 class SchedulerAPI:
     """Version history: 1.0 select_destinations, release, ping;
     1.1 rank_destinations; 1.2 confirm; 1.3 confirm_move, revert_move and
-    ``spec.move``; 1.4 select_stack, rank_stack, release_stack."""
+    ``spec.move``; 1.4 select_stack, rank_stack, release_stack; 1.5
+    plan_drain, cancel_drain, capacity."""
 
     def __init__(self, conf: cfg.ConfigOpts,
                  transport: messaging.Transport | None = None,
@@ -118,6 +119,30 @@ class SchedulerAPI:
         """Release a stack's claims; idempotent; needs servers at 1.4."""
         return self._prepare("1.4", "release_stack").call(
             ctxt, "release_stack", stack_id=stack_id)
+
+    def plan_drain(self, ctxt: dict, host: str, apply: bool = False,
+                   same_aggregate: bool = False) -> dict[str, Any]:
+        """Plan (with ``apply``: claim) a move for every instance on
+        ``host``, all or nothing; needs servers at 1.5. An applied drain
+        re-sent returns the plan it applied, so it is re-sent on a
+        timeout like select_destinations.
+        :raises NoValidHost, InvalidRequest: re-raised from the server."""
+        return self._resent(self._prepare("1.5", "plan_drain"), ctxt,
+                            "plan_drain", "drain", host=host, apply=apply,
+                            same_aggregate=same_aggregate)
+
+    def cancel_drain(self, ctxt: dict, host: str) -> int:
+        """End a drain, releasing its moves not begun; idempotent; needs
+        servers at 1.5."""
+        return self._prepare("1.5", "cancel_drain").call(
+            ctxt, "cancel_drain", host=host)
+
+    def capacity(self, ctxt: dict, spec: dict[str, Any],
+                 without_hosts: list[str] = ()) -> dict[str, Any]:
+        """How many more instances like ``spec`` fit; needs servers at
+        1.5."""
+        return self._prepare("1.5", "capacity").call(
+            ctxt, "capacity", spec=spec, without_hosts=list(without_hosts))
 
     def _resent(self, cctxt, ctxt: dict, method: str, what: str,
                 **kwargs: Any) -> Any:

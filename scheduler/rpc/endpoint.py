@@ -19,6 +19,7 @@ from scheduler.decide import choice
 from scheduler.claims import lifecycle
 from scheduler.claims import moves
 from scheduler import exception
+from scheduler import metrics
 from scheduler.rpc import instrument
 from scheduler.rpc import notifications
 from scheduler.decide import plugins
@@ -30,6 +31,8 @@ from scheduler.request.names import canonical_uuid
 from scheduler.request.names import is_uuid
 from scheduler.request.schema import check_depth
 from scheduler.request.spec import RequestSpec
+from scheduler.drain import capacity as drain_capacity
+from scheduler.drain import drain
 from scheduler.stacks import placement as stack_placement
 from scheduler.stacks.ids import canonical_id
 from scheduler.stacks.stack import Stack
@@ -37,6 +40,8 @@ from scheduler.stacks.stack import Stack
 LOG = logging.getLogger(__name__)
 
 MAX_RANK_LIMIT = 1000
+#: The longest host name (the ``services.host`` column).
+MAX_HOST = 255
 
 
 class SchedulerManager:
@@ -231,6 +236,70 @@ class SchedulerManager:
                                   "Reverted %d move(s) of %d consumer(s)")
 
     @messaging.expose
+    @messaging.expected_exceptions(exception.NoValidHost,
+                                   exception.InvalidRequest)
+    @instrument.rpc_method
+    def plan_drain(self, ctxt: Any, host: Any = None, apply: Any = False,
+                   same_aggregate: Any = False) -> dict[str, Any]:
+        """A destination for every instance on ``host``, all planned
+        against each other; with ``apply`` all claimed in one transaction
+        and the host disabled (architecture.rst "Draining a host").
+        :raises InvalidRequest: a bad or unknown host, a flag not a bool,
+            a host draining with the other ``same_aggregate``.
+        :raises NoValidHost: names the instance that cannot move and why;
+            nothing was claimed.
+        """
+        host = _check_host("host", host)
+        _check_bool("apply", apply)
+        _check_bool("same_aggregate", same_aggregate)
+        trace.parsed(host)
+        try:
+            result = drain.plan_drain(self.driver, host, apply,
+                                      same_aggregate)
+        except exception.NoValidHost as e:
+            LOG.info("Drain of host %s refused: %s", host, e)
+            raise
+        metrics.drain("applied" if apply else "planned",
+                      len(result["moves"]))
+        return result
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.InvalidRequest)
+    @instrument.rpc_method
+    def cancel_drain(self, ctxt: Any, host: Any = None) -> int:
+        """End the drain of ``host``: release its moves not yet begun and
+        enable the host again; idempotent.
+        :returns: how many planned moves were released."""
+        host = _check_host("host", host)
+        trace.parsed(host)
+        released = drain.cancel_drain(self.driver, host)
+        metrics.drain("cancelled", released)
+        LOG.info("Drain of host %s cancelled: %d move(s) released", host,
+                 released)
+        return released
+
+    @messaging.expose
+    @messaging.expected_exceptions(exception.NoValidHost,
+                                   exception.InvalidRequest)
+    @instrument.rpc_method
+    def capacity(self, ctxt: Any, spec: Any = None,
+                 without_hosts: Any = None) -> dict[str, Any]:
+        """How many more instances like ``spec`` fit now, in total, per
+        zone and per aggregate; with ``without_hosts``, as if those were
+        drained. Nothing is claimed.
+        :raises InvalidRequest: a malformed spec or host list (named).
+        :raises NoValidHost: an instance of ``without_hosts`` could not
+            move off them."""
+        without_hosts = [] if without_hosts is None else without_hosts
+        if not isinstance(without_hosts, list):
+            raise exception.InvalidRequest(
+                "without_hosts: expected a list of host names")
+        hosts = [_check_host("without_hosts", h) for h in
+                 without_hosts[:drain_capacity.MAX_WITHOUT + 1]]
+        parsed = self._parse(spec, None, None)
+        return drain_capacity.capacity(self.driver, parsed, hosts)
+
+    @messaging.expose
     @instrument.rpc_method
     def ping(self, ctxt: Any) -> dict[str, str]:
         """Who answered: this server's host, API version and driver."""
@@ -296,3 +365,28 @@ class SchedulerManager:
                                              limit)
         trace.parsed(parsed, started)
         return parsed
+
+
+def _check_host(what: str, host: Any) -> str:
+    """``host``, a compute host name a request may carry.
+    :raises InvalidRequest: naming ``what``: not text, empty, longer
+        than the column, or holding NUL or bytes not UTF-8."""
+    if not isinstance(host, str) or not 1 <= len(host) <= MAX_HOST:
+        raise exception.InvalidRequest(
+            f"{what}: expected a host name of 1 to {MAX_HOST} characters, "
+            f"got {host!r}"[:200])
+    try:
+        host.encode("utf-8")
+    except UnicodeEncodeError:
+        raise exception.InvalidRequest(
+            f"{what}: {host!r} is not UTF-8 text"[:200]) from None
+    if "\x00" in host:
+        raise exception.InvalidRequest(f"{what}: {host!r} holds NUL"[:200])
+    return host
+
+
+def _check_bool(what: str, value: Any) -> None:
+    """:raises InvalidRequest: ``value`` is not a bool, naming ``what``."""
+    if not isinstance(value, bool):
+        raise exception.InvalidRequest(
+            f"{what}: expected true or false, got {value!r}"[:200])

@@ -18,8 +18,9 @@ LOG = logging.getLogger(__name__)
 #: RPC API version the server implements; 1.0 had select_destinations,
 #: release and ping, 1.1 added rank_destinations, 1.2 confirm, 1.3
 #: confirm_move and revert_move (and ``spec.move``), 1.4 select_stack,
-#: rank_stack and release_stack.
-API_VERSION = "1.4"
+#: rank_stack and release_stack, 1.5 plan_drain, cancel_drain and
+#: capacity.
+API_VERSION = "1.5"
 
 #: Only our own exception module may be re-raised remotely: oslo.messaging
 #: imports the named module on the caller, so the list must stay this short.

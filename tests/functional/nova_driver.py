@@ -83,15 +83,15 @@ def _spec(ctxt, req: dict) -> objects.RequestSpec:
     if req.get("required_traits"):
         spec.request_level_params = objects.RequestLevelParams(
             root_required=set(req["required_traits"]))
-    if req.get("requested_destination"):
-        spec.requested_destination = objects.Destination(
-            **req["requested_destination"])
-    if req.get("destination_cell"):
-        # A live migration's or an evacuation's conductor task keeps the
-        # instance in its cell (_get_request_spec_for_select_destinations,
-        # _restrict_request_spec_to_cell).
-        spec.requested_destination = objects.Destination(
-            cell=objects.CellMapping(uuid=req["destination_cell"]))
+    if req.get("requested_destination") or req.get("destination_cell"):
+        fields = dict(req.get("requested_destination") or {})
+        if req.get("destination_cell"):
+            # A live migration's or an evacuation's conductor task keeps
+            # the instance in its cell, beside a host the operator named
+            # (_get_request_spec_for_select_destinations,
+            # _restrict_request_spec_to_cell).
+            fields["cell"] = objects.CellMapping(uuid=req["destination_cell"])
+        spec.requested_destination = objects.Destination(**fields)
     if req.get("rebuild_on"):
         # compute/api.py's rebuild with a new image, then the conductor's
         # _set_requested_destination_cell.

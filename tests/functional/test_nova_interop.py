@@ -261,6 +261,32 @@ def test_a_finished_live_migration_gives_the_source_back(nova, cloud):
     assert cloud.manage("allocations", "audit", check=False).returncode == 0
 
 
+def test_a_drains_moves_asked_by_nova_get_the_planned_hosts(nova, cloud):
+    # Two instances on c1, drained: both moves claimed at once. Nova then
+    # live-migrates each to its planned host (`openstack server migrate
+    # --live-migration --host DEST`: the host requested, the source
+    # ignored, the cell kept) and gets the planned claim back, no second
+    # one; each arrival gives its source back.
+    instances = [d["uuid"] for d in cloud.api.select_destinations({}, {
+        "flavor": SMALL, "num_instances": 2, "force_hosts": ["c1"]})]
+    nova("update_instance_info", host="c1", uuids=instances)
+    plan = cloud.api.plan_drain({}, "c1", apply=True)
+    planned = {m["consumer_uuid"]: m["to"]["host"] for m in plan["moves"]}
+    assert set(planned) == set(instances) and "c1" not in planned.values()
+    for instance in instances:
+        [[moved]] = nova("select", flavor=SMALL, instance_uuids=[instance],
+                         ignore_hosts=["c1"], destination_cell=CELL,
+                         requested_destination={"host": planned[instance]},
+                         return_alternates=False)["selections"]
+        assert moved["service_host"] == planned[instance]
+    assert len(cloud.allocations()) == 2
+    assert sum(used(cloud, h) for h in ("c1", "c2", "c3")) == 4 * 1024
+    for instance in instances:
+        nova("sync_instance_info", host=planned[instance], uuids=[instance])
+    wait_until(lambda: used(cloud, "c1") == 0, "sources given back")
+    assert cloud.manage("allocations", "audit", check=False).returncode == 0
+
+
 def test_an_evacuation_gives_the_source_back_once_rebuilt(nova, cloud):
     [instance], [[booted, *_]] = boot(nova)
     source = booted["service_host"]
