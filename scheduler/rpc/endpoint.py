@@ -252,7 +252,8 @@ class SchedulerManager:
         host = _check_host("host", host)
         _check_bool("apply", apply)
         _check_bool("same_aggregate", same_aggregate)
-        trace.parsed(host)
+        trace.parsed({"host": host, "apply": apply,
+                      "same_aggregate": same_aggregate})
         try:
             result = drain.plan_drain(self.driver, host, apply,
                                       same_aggregate)
@@ -271,7 +272,7 @@ class SchedulerManager:
         enable the host again; idempotent.
         :returns: how many planned moves were released."""
         host = _check_host("host", host)
-        trace.parsed(host)
+        trace.parsed({"host": host})
         released = drain.cancel_drain(self.driver, host)
         metrics.drain("cancelled", released)
         LOG.info("Drain of host %s cancelled: %d move(s) released", host,

@@ -12,8 +12,10 @@ Payload (every event): ``request_id``, ``global_request_id``, ``api``
 (``scheduler`` or ``nova``), ``method``, then what was asked when the
 request parsed: ``instance_uuids``, ``num_instances``, ``flavor``
 (``name``, ``vcpus``, ``memory_mb``, ``disk_gb``) and ``move``; for a
-stack ``stack_id`` and its resources. ``.end`` adds ``destinations``
-(``instance_uuid``, ``host``, ``nodename``; a stack's with ``resource``) or
+stack ``stack_id`` and its resources; for a drain ``host``, ``apply`` and
+``same_aggregate``. ``.end`` adds ``destinations`` (``instance_uuid``,
+``host``, ``nodename``; a stack's with ``resource``, a drain's with
+``from_host``) or
 ``count`` (confirm/revert/release: how many changed) and ``duration_ms``;
 ``.error`` adds ``error`` (the exception's class name), ``message`` (the
 whole explanation, per filter) and ``refused_by`` (the filter that removed
@@ -38,7 +40,7 @@ LOG = logging.getLogger(__name__)
 #: Methods that send no notification: reads that change nothing, and
 #: nova's instance-info and aggregate casts, which every compute sends
 #: every couple of minutes and which decide nothing.
-QUIET = frozenset({"ping", "rank_destinations", "rank_stack",
+QUIET = frozenset({"ping", "rank_destinations", "rank_stack", "capacity",
                    "update_aggregates", "delete_aggregate",
                    "update_instance_info", "sync_instance_info",
                    "delete_instance_info"})
@@ -111,6 +113,8 @@ def _asked(subject: Any) -> dict[str, Any]:
         return {"instance_uuids": subject, "num_instances": len(subject)}
     if isinstance(subject, str):
         return {"stack_id": subject}
+    if isinstance(subject, dict):
+        return dict(subject)      # a drain: its host and flags
     return {}
 
 
@@ -122,7 +126,7 @@ def _payload(api: str, trace: trace_mod.Trace) -> dict[str, Any]:
 
 def _destinations(result: Any) -> list[dict[str, Any]] | None:
     """The hosts chosen, from what select_destinations (the driver's
-    list) or select_stack returned."""
+    list), select_stack or plan_drain returned."""
     if isinstance(result, list):
         return [{"instance_uuid": d["uuid"], "host": d["host"],
                  "nodename": d["nodename"]} for d in result]
@@ -131,6 +135,11 @@ def _destinations(result: Any) -> list[dict[str, Any]] | None:
                  "host": d["host"], "nodename": d["nodename"]}
                 for name, dests in result["resources"].items()
                 for d in dests]
+    if isinstance(result, dict) and "moves" in result:
+        return [{"instance_uuid": m["consumer_uuid"],
+                 "from_host": m["from"]["host"], "host": m["to"]["host"],
+                 "nodename": m["to"]["nodename"]}
+                for m in result["moves"]]
     return None
 
 

@@ -265,6 +265,26 @@ def test_moves_and_stacks_notify_too(notifications):
     assert payloads[9]["count"] == 2
 
 
+def test_drains_notify_what_they_move_and_capacity_is_quiet(notifications):
+    deployment, received = notifications
+    [placed] = deployment.api.select_destinations(
+        {}, {"flavor": FLAVOR, "force_hosts": ["h1"]})
+    plan = deployment.api.plan_drain({}, "h1", apply=True)
+    assert deployment.api.cancel_drain({}, "h1") == 1
+    deployment.api.capacity({}, {"flavor": FLAVOR})    # a read
+
+    events = received.wait_for(6)
+    assert [e for _, e, _ in events][2:] == [
+        "scheduler.plan_drain.start", "scheduler.plan_drain.end",
+        "scheduler.cancel_drain.start", "scheduler.cancel_drain.end"]
+    start, end, _, cancelled = (p for _, _, p in events[2:])
+    assert (start["host"], start["apply"]) == ("h1", True)
+    assert end["destinations"] == [{
+        "instance_uuid": placed["uuid"], "from_host": "h1", "host": "h2",
+        "nodename": plan["moves"][0]["to"]["nodename"]}]
+    assert (cancelled["host"], cancelled["count"]) == ("h1", 1)
+
+
 def test_every_log_line_of_a_request_carries_its_ids(make_deployment):
     deployment = make_deployment(DEFAULT__debug="true")
     deployment.fleet(3)

@@ -40,6 +40,15 @@ def test_a_request_counts_its_outcome_stages_and_refusal_filter():
     assert after[stage] - before.get(stage, 0) == 1
 
 
+def test_drains_count_their_moves_by_action():
+    key = ("scheduler_drain_moves_total",
+           frozenset({"action": "applied"}.items()))
+    before = samples().get(key, 0)
+    metrics.drain("applied", 40)
+    metrics.drain("applied", 0)      # an empty host drains too
+    assert samples()[key] - before == 40
+
+
 def test_conflict_kinds_show_from_zero_and_the_table_has_an_age():
     metrics.host_table(7)
     now = samples()
