@@ -7,6 +7,7 @@ import argparse
 from typing import Any
 
 from scheduler import exception
+from scheduler import progress
 from scheduler.cmd import table
 from scheduler.cmd.client_request import FLAVORS_FILES
 from scheduler.stacks import files
@@ -31,6 +32,7 @@ def add_commands(commands, flavors_help: str) -> None:
                         "run")
     p.add_argument("--same-aggregate", action="store_true",
                    help="keep each instance in an aggregate of HOST")
+    progress.add_argument(p)
     p.set_defaults(method="plan_drain", call=call_drain, render=render_drain)
     p = sub.add_parser(
         "cancel-drain", help="release the moves of HOST's drain not yet "
@@ -55,8 +57,12 @@ def add_commands(commands, flavors_help: str) -> None:
 
 
 def call_drain(api: Any, args: argparse.Namespace) -> dict[str, Any]:
-    return api.plan_drain({}, args.host, apply=args.apply,
-                          same_aggregate=args.same_aggregate)
+    # A host with hundreds of instances in a large fleet plans for
+    # seconds: say it is still planning (on a terminal, or --progress).
+    with progress.ticking(f"drain of {args.host}: planning",
+                          progress.wanted(args.progress)):
+        return api.plan_drain({}, args.host, apply=args.apply,
+                              same_aggregate=args.same_aggregate)
 
 
 def call_cancel_drain(api: Any, args: argparse.Namespace) -> int:
