@@ -25,11 +25,12 @@ from scheduler import exception
 from scheduler.db import retry as db_retry
 from scheduler.decide import targeting
 from scheduler.drain import residents as residents_mod
+from scheduler.drain.drain import known_host
 from scheduler.filters.base import explain
 from scheduler.filters.base import run_filters
+from scheduler.hosts.manager import HostManager
 from scheduler.hosts.table import HostTable
 from scheduler.hosts.table import HostView
-from scheduler.request.names import host_key
 from scheduler.request.spec import RequestSpec
 from scheduler.stacks import planner
 
@@ -59,7 +60,7 @@ def capacity(driver, spec: RequestSpec,
             f"spec: capacity asks about one instance like it, not "
             f"{spec.num_instances}")
     retry = db_retry.for_conf(driver.conf)
-    drained = _known_hosts(driver.host_table(), without_hosts)
+    drained = _known_hosts(driver.host_manager, without_hosts)
     spec = driver._resolved(spec)
     moves = _drain_specs(driver, drained, retry)
     pipeline = driver.pipeline
@@ -85,20 +86,15 @@ def capacity(driver, spec: RequestSpec,
         return _answer(driver, view, idx, room, steps, len(table))
 
 
-def _known_hosts(table: HostTable, hosts: list[str]) -> list[str]:
-    """``hosts`` as the table names them.
+def _known_hosts(manager: HostManager, hosts: list[str]) -> list[str]:
+    """``hosts`` as the host table names them
+    (:func:`scheduler.drain.drain.known_host`).
     :raises InvalidRequest: too many, or one is no compute host."""
     if len(hosts) > MAX_WITHOUT:
         raise exception.InvalidRequest(
             f"without_hosts: at most {MAX_WITHOUT} hosts")
-    names = {host_key(s.host): s.host for s in table.states}
-    out = []
-    for host in hosts:
-        if host_key(host) not in names:
-            raise exception.InvalidRequest(
-                f"without_hosts: no compute host {host!r}")
-        out.append(names[host_key(host)])
-    return list(dict.fromkeys(out))
+    return list(dict.fromkeys(
+        known_host(manager, host, "without_hosts").host for host in hosts))
 
 
 def _drain_specs(driver, drained: list[str],

@@ -33,7 +33,7 @@ from scheduler.drain import residents as residents_mod
 from scheduler.drain.residents import Resident
 from scheduler.hosts.planned import ClaimConflict
 from scheduler.hosts.state import HostState
-from scheduler.hosts.table import HostTable
+from scheduler.hosts.manager import HostManager
 from scheduler.request.names import host_key
 from scheduler.request.spec import RequestSpec
 from scheduler.stacks import planner
@@ -61,7 +61,7 @@ def plan_drain(driver, host: str, apply: bool = False,
             f"plan_drain: driver {driver.conf.scheduler.driver!r} does not "
             f"plan drains")
     retry = db_retry.for_conf(driver.conf)
-    state = _known_host(driver.host_table(), host)
+    state = known_host(driver.host_manager, host)
     host = state.host
     lost = 0
     while True:
@@ -93,15 +93,20 @@ def cancel_drain(driver, host: str) -> int:
     return retry(drains.cancel)(driver.engine, host)
 
 
-def _known_host(table: HostTable, host: str) -> HostState:
+def known_host(manager: HostManager, host: str,
+               what: str = "host") -> HostState:
     """A state of ``host`` (its aggregates and zone are the host's), named
-    as the table names it: host names match case-insensitively, as nova's.
-    :raises InvalidRequest: no compute node of the table is on it."""
+    as the host table names it: host names match case-insensitively, as
+    nova's. Looked up in the table as cached (the request's own cycle
+    refreshes it), and only if not found there after a refresh (a host
+    just added).
+    :raises InvalidRequest: no compute node is on it, naming ``what``."""
     key = host_key(host)
-    for state in table.states:
-        if host_key(state.host) == key:
-            return state
-    raise exception.InvalidRequest(f"host: no compute host {host!r}")
+    for table in (manager.cached_table(), manager.table()):
+        for state in table.states:
+            if host_key(state.host) == key:
+                return state
+    raise exception.InvalidRequest(f"{what}: no compute host {host!r}")
 
 
 def _place(driver, state: HostState, apply: bool, same_aggregate: bool,
