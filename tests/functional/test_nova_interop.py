@@ -21,6 +21,7 @@ from scheduler.claims import lifecycle
 from scheduler.db import models
 from tests.fixtures.availability import require
 from tests.fixtures.config import write_config
+from tests.functional.conftest import every_database
 from tests.functional.conftest import node
 from tests.functional.waits import wait_until
 
@@ -261,6 +262,7 @@ def test_a_finished_live_migration_gives_the_source_back(nova, cloud):
     assert cloud.manage("allocations", "audit", check=False).returncode == 0
 
 
+@every_database
 def test_a_drains_moves_asked_by_nova_get_the_planned_hosts(nova, cloud):
     # Two instances on c1, drained: both moves claimed at once. Nova then
     # live-migrates each to its planned host (`openstack server migrate
