@@ -1,7 +1,7 @@
 """One claim attempt's assumption: planned usage put in the host table,
 always settled and, unless the claim was won, forgotten.
 
-A plan of several claims (a stack, a drain) is assumed in the driver's
+A plan (a request's, a stack's, a drain's) is assumed in the driver's
 scheduling cycle (``Driver._assume``: the next decision of this process
 plans on it) and claimed after it. Whatever happens next, the claims
 planned on this one must learn whether it was won, and a lost or failed

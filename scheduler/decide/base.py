@@ -25,6 +25,7 @@ import sqlalchemy as sa
 
 from scheduler.decide import choice
 from scheduler.decide import rebuild
+from scheduler.decide.assumed import Assumption
 from scheduler.decide.attempts import Attempts
 from scheduler.decide.selection import destination
 from scheduler.decide.selection import held_destination
@@ -38,7 +39,6 @@ from scheduler.claims.groups import GroupRule
 from scheduler.claims.refusals import ConsumerExists
 from scheduler.claims.refusals import NoRoom
 from scheduler.db import allocations
-from scheduler.hosts.planned import Claim
 from scheduler.hosts.planned import ClaimConflict
 from scheduler import exception
 from scheduler import metrics
@@ -181,49 +181,44 @@ class Driver:
         for attempt in attempts:
             plan_spec = retry(self.with_group_members)(
                 spec, replace + moving, leaving={held[u].host for u in moving})
-            # Whatever happens once the usage is assumed, the try below
-            # settles the claim and forgets what was assumed: a claim
-            # left assumed would hold the claims planned on it.
-            to_claim: list[Claim] = []
-            assumed: list[int] = []
-            won = False
             try:
-                # After a lost race, re-read SQL whatever the driver's
-                # habit.
-                with self.cycle(fresh=attempt > 0) as table:
+                # Whatever happens once the usage is assumed, the claim
+                # is settled and, unless won, forgotten (Assumption).
+                with Assumption(self) as assumption:
+                    # After a lost race, re-read SQL whatever the driver's
+                    # habit.
+                    with self.cycle(fresh=attempt > 0) as table:
+                        try:
+                            selections = self.plan(
+                                plan_spec,
+                                attempts.table(table).releasing(freed),
+                                spread=attempts.spread)
+                        except exception.NoValidHost as e:
+                            raise attempts.refusal(e) from None
+                        assumption.assume(
+                            ((s.host, spec.flavor) for s in selections),
+                            [s.claim(spec) for s in selections])
+                    claiming = time.perf_counter()
                     try:
-                        selections = self.plan(
-                            plan_spec,
-                            attempts.table(table).releasing(freed),
-                            spread=attempts.spread)
-                    except exception.NoValidHost as e:
-                        raise attempts.refusal(e) from None
-                    to_claim = [s.claim(spec) for s in selections]
-                    # The nodes _assume returns, known before it runs.
-                    assumed = list(dict.fromkeys(
-                        c.node_id for c in to_claim))
-                    self._assume((s.host, spec.flavor) for s in selections)
-                claiming = time.perf_counter()
-                try:
-                    # A plan on the usage another claim of this process
-                    # assumed is claimed once that claim is won: lost,
-                    # the generation it was to leave may be another
-                    # writer's (an agent's, another server's claim).
-                    self.host_manager.await_assumed(to_claim)
-                    retry(self.claims.claim)(
-                        to_claim, group=rule, replace=replace,
-                        move=moving,
-                        moving_from={u: (held[u].compute_node_id,
-                                         held[u].source_node_id)
-                                     for u in moving},
-                        confirm_on_arrival=moves.confirmed_on_arrival(spec),
-                        ttl=self.conf.scheduler.unconfirmed_claim_ttl,
-                        default_ratios=self.host_manager.default_ratios)
-                finally:
-                    trace.add(trace.CLAIM, time.perf_counter() - claiming)
-                won = True
+                        # A plan on the usage another claim of this
+                        # process assumed is claimed once that claim is
+                        # won: lost, the generation it was to leave may be
+                        # another writer's (an agent's, another server's
+                        # claim).
+                        assumption.claim(lambda: retry(self.claims.claim)(
+                            assumption.to_claim, group=rule,
+                            replace=replace, move=moving,
+                            moving_from={u: (held[u].compute_node_id,
+                                             held[u].source_node_id)
+                                         for u in moving},
+                            confirm_on_arrival=moves.confirmed_on_arrival(
+                                spec),
+                            ttl=self.conf.scheduler.unconfirmed_claim_ttl,
+                            default_ratios=self.host_manager.default_ratios))
+                    finally:
+                        trace.add(trace.CLAIM,
+                                  time.perf_counter() - claiming)
             except NoRoom as e:
-                self.host_manager.forget(assumed)
                 if spec.force_hosts or spec.force_nodes:
                     # Forcing skips the filters, never the capacity check,
                     # and re-planning cannot pick another host.
@@ -233,11 +228,9 @@ class Driver:
                 attempts.no_room(e, selections)
                 continue
             except ClaimConflict as e:
-                self.host_manager.forget(assumed)
                 attempts.conflicted(e, [spec])
                 continue
             except ConsumerExists:
-                self.host_manager.forget(assumed)
                 if optimistic:
                     raise _AlreadyHeld() from None
                 metrics.claim_conflict("duplicate")
@@ -248,13 +241,6 @@ class Driver:
                 replace = [u for u in held if u not in moving]
                 freed = usage.freed_by(held[u] for u in replace)
                 continue
-            except Exception:
-                if assumed:
-                    self.host_manager.forget(assumed)
-                raise
-            finally:
-                self.host_manager.settle(to_claim, won)
-                self.chooser.claimed(assumed, won=won)
             return [destination(spec, s) for s in selections]
         raise attempts.given_up()
 
