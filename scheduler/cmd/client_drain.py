@@ -9,7 +9,7 @@ from typing import Any
 from scheduler import exception
 from scheduler import progress
 from scheduler.cmd import table
-from scheduler.cmd.client_request import FLAVORS_FILES
+from scheduler.cmd.client_request import flavors_file
 from scheduler.stacks import files
 
 MOVE_COLUMNS = ["instance", "from", "to", "nodename"]
@@ -72,12 +72,7 @@ def call_cancel_drain(api: Any, args: argparse.Namespace) -> int:
 def capacity_spec(args: argparse.Namespace) -> dict[str, Any]:
     """The one-instance spec of ``--flavor`` (and ``--az``).
     :raises InvalidRequest: no flavors file, or no such flavor in it."""
-    path = args.flavors or next(
-        (str(p) for p in FLAVORS_FILES if p.exists()), None)
-    if path is None:
-        raise exception.InvalidRequest(
-            "--flavors: no flavors file given and none found at "
-            + " or ".join(str(p) for p in FLAVORS_FILES))
+    path = flavors_file(args)
     flavors = files.load_flavors(path)
     if args.flavor not in flavors:
         raise exception.InvalidRequest(

@@ -94,20 +94,26 @@ def call_confirm(api: Any, args: argparse.Namespace) -> int:
     return api.confirm({}, list(args.uuids))
 
 
+def flavors_file(args: argparse.Namespace) -> str:
+    """``--flavors``, else the first of :data:`FLAVORS_FILES` that exists.
+    :raises InvalidRequest: neither."""
+    found = args.flavors or next(
+        (str(p) for p in FLAVORS_FILES if p.exists()), None)
+    if found is None:
+        raise exception.InvalidRequest(
+            "--flavors: no flavors file given and none found at "
+            + " or ".join(str(p) for p in FLAVORS_FILES))
+    return found
+
+
 def stack_request(args: argparse.Namespace) -> dict[str, Any]:
     """The ``select_stack`` request for the ``stack`` command's template.
     :raises InvalidRequest: the template, flavors or parameters are at
         fault (naming the field or file)."""
-    flavors_file = args.flavors or next(
-        (str(p) for p in FLAVORS_FILES if p.exists()), None)
-    if flavors_file is None:
-        raise exception.InvalidRequest(
-            "--flavors: no flavors file given and none found at "
-            + " or ".join(str(p) for p in FLAVORS_FILES))
     return template.to_stack(
         files.load_yaml(args.template, "template"),
         stack_id=stack_id(args),
-        flavors=files.load_flavors(flavors_file),
+        flavors=files.load_flavors(flavors_file(args)),
         parameters=dict(args.parameter), project_id=args.project_id,
         user_id=args.user_id, stack_name=stack_name(args))
 

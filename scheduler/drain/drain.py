@@ -152,8 +152,7 @@ def _place(driver, state: HostState, apply: bool, same_aggregate: bool,
                                  for u, r in by_uuid.items()},
                     default_ratios=driver.host_manager.default_ratios))
         except NoRoom as e:
-            attempts.no_room(e, [s for chosen in plan.selections.values()
-                                 for s in chosen])
+            attempts.no_room(e, plan.all_selections())
             continue
         except ClaimConflict as e:
             attempts.conflicted(e, plan.specs.values())

@@ -195,8 +195,7 @@ def _place(driver, stack: Stack, replace: list[str],
                 raise exception.NoValidHost(
                     f"No valid host for resource {forced!r} of stack "
                     f"{stack.stack_id}: the forced host has no room: {e}")
-            attempts.no_room(e, [s for chosen in plan.selections.values()
-                                 for s in chosen])
+            attempts.no_room(e, plan.all_selections())
             continue
         except ClaimConflict as e:
             attempts.conflicted(e, plan.specs.values())

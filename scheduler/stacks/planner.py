@@ -62,6 +62,10 @@ class Plan:
     #: The view planned on: the table with every selection's usage.
     view: HostView | None = None
 
+    def all_selections(self) -> list[Selection]:
+        """Every selection, resource after resource."""
+        return [s for chosen in self.selections.values() for s in chosen]
+
 
 class Stuck(Exception):
     """Resource ``name`` found no host (``refusal`` says why), planned
