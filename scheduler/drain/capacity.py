@@ -25,7 +25,9 @@ from scheduler import exception
 from scheduler.db import retry as db_retry
 from scheduler.decide import targeting
 from scheduler.drain import residents as residents_mod
+from scheduler.drain import drain
 from scheduler.drain.drain import known_host
+from scheduler.drain.residents import Resident
 from scheduler.filters.base import explain
 from scheduler.filters.base import run_filters
 from scheduler.hosts.manager import HostManager
@@ -62,9 +64,14 @@ def capacity(driver, spec: RequestSpec,
     retry = db_retry.for_conf(driver.conf)
     drained = _known_hosts(driver.host_manager, without_hosts)
     spec = driver._resolved(spec)
-    moves = _drain_specs(driver, drained, retry)
+    on, groups = _residents(driver, drained, retry)
     pipeline = driver.pipeline
     with driver.cycle() as table:
+        moves: dict[str, RequestSpec] = {}
+        for host, residents in on.items():
+            moves.update(drain.move_specs(
+                driver, drain.state_in(table, host), residents, False,
+                groups, ignore=tuple(drained)))
         view = _after_draining(driver, table, moves, drained)
         spec = dataclasses.replace(spec, ignore_hosts=tuple(
             spec.ignore_hosts) + tuple(drained))
@@ -97,28 +104,14 @@ def _known_hosts(manager: HostManager, hosts: list[str]) -> list[str]:
         known_host(manager, host, "without_hosts").host for host in hosts))
 
 
-def _drain_specs(driver, drained: list[str],
-                 retry) -> dict[str, RequestSpec]:
-    """consumer uuid -> its move off the drained hosts (never onto one of
-    them), for every instance on them."""
-    if not drained:
-        return {}
-    table = driver.host_manager.cached_table()
-    zone = driver.conf.filter_scheduler.default_availability_zone
-    specs = {}
-    for host in drained:
-        state = next(s for s in table.states if s.host == host)
-        on_host = retry(residents_mod.on_host)(driver.engine, host)
-        moving = [r.consumer_uuid for r in on_host]
-        for r in on_host:
-            spec = residents_mod.move_spec(
-                r, state, residents_mod.zone_of(state, zone), False)
-            spec = dataclasses.replace(spec, ignore_hosts=tuple(drained))
-            if spec.instance_group is not None:
-                spec = retry(driver.with_group_members)(
-                    spec, moving, leaving=set(drained))
-            specs[r.consumer_uuid] = spec
-    return specs
+def _residents(driver, drained: list[str], retry
+               ) -> tuple[dict[str, list[Resident]], dict[str, Any]]:
+    """The instances on each drained host, and their hard groups resolved
+    (:func:`scheduler.drain.drain.resolve_groups`)."""
+    on = {host: retry(residents_mod.on_host)(driver.engine, host)
+          for host in drained}
+    everyone = [r for residents in on.values() for r in residents]
+    return on, retry(drain.resolve_groups)(driver, everyone, set(drained))
 
 
 def _after_draining(driver, table: HostTable,

@@ -17,6 +17,7 @@ plan it applied.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from oslo_log import log as logging
@@ -35,6 +36,8 @@ from scheduler.hosts.planned import ClaimConflict
 from scheduler.hosts.state import HostState
 from scheduler.hosts.manager import HostManager
 from scheduler.request.names import host_key
+from scheduler.request.spec import Flavor
+from scheduler.request.spec import InstanceGroup
 from scheduler.request.spec import RequestSpec
 from scheduler.stacks import planner
 
@@ -121,10 +124,14 @@ def _place(driver, state: HostState, apply: bool, same_aggregate: bool,
     attempts = Attempts(conf.scheduler.claim_retries, driver.chooser,
                         subject=f" for the drain of host {host}")
     for attempt in attempts:
-        specs = _specs(driver, state, on_host, same_aggregate, retry)
+        groups = retry(resolve_groups)(driver, on_host, {host})
         try:
             with Assumption(driver) as assumption:
                 with driver.cycle(fresh=attempt > 0) as table:
+                    # The host's zone and aggregates as this cycle reads
+                    # them, not as when the host was looked up.
+                    specs = move_specs(driver, state_in(table, host),
+                                       on_host, same_aggregate, groups)
                     try:
                         plan = planner.plan_together(
                             driver, attempts.table(table), specs,
@@ -166,22 +173,53 @@ def _place(driver, state: HostState, apply: bool, same_aggregate: bool,
     raise attempts.given_up()
 
 
-def _specs(driver, state: HostState, on_host: list[Resident],
-           same_aggregate: bool, retry) -> dict[str, RequestSpec]:
-    """consumer uuid -> the spec of its move off ``state``'s host, groups
-    resolved: the members that stay count from the claims, those moving
-    (all of the host's) from the plan."""
+def resolve_groups(driver, on_host: list[Resident], leaving: set[str]
+                   ) -> dict[str, InstanceGroup]:
+    """group uuid -> the hard group of the instances ``on_host`` (those
+    of the hosts ``leaving``), its members' hosts filled in: those that
+    stay, from the claims (one read per group); those moving (all of
+    ``on_host``) are the plan's to place."""
+    moving = [r.consumer_uuid for r in on_host]
+    out: dict[str, InstanceGroup] = {}
+    for r in on_host:
+        if r.group is None or r.group.uuid in out:
+            continue
+        probe = RequestSpec(instance_uuids=(r.consumer_uuid,),
+                            flavor=Flavor(memory_mb=0, vcpus=0, root_gb=0),
+                            instance_group=residents_mod.instance_group(
+                                r.group))
+        out[r.group.uuid] = driver.with_group_members(
+            probe, moving, leaving=leaving).instance_group
+    return out
+
+
+def move_specs(driver, state: HostState, on_host: list[Resident],
+               same_aggregate: bool, groups: dict[str, InstanceGroup],
+               ignore: tuple[str, ...] = ()) -> dict[str, RequestSpec]:
+    """consumer uuid -> the spec of its move off ``state``'s host (and
+    off the hosts ``ignore``), its group as :func:`resolve_groups`
+    resolved it."""
     zone = residents_mod.zone_of(
         state, driver.conf.filter_scheduler.default_availability_zone)
-    moving = [r.consumer_uuid for r in on_host]
     specs = {}
     for r in on_host:
-        spec = residents_mod.move_spec(r, state, zone, same_aggregate)
-        if spec.instance_group is not None:
-            spec = retry(driver.with_group_members)(
-                spec, moving, leaving={state.host})
+        spec = residents_mod.move_spec(
+            r, state, zone, same_aggregate,
+            groups.get(r.group.uuid) if r.group else None)
+        if ignore:
+            spec = dataclasses.replace(spec, ignore_hosts=tuple(
+                dict.fromkeys(spec.ignore_hosts + tuple(ignore))))
         specs[r.consumer_uuid] = spec
     return specs
+
+
+def state_in(table, host: str) -> HostState:
+    """A state of ``host`` in ``table``.
+    :raises InvalidRequest: it has no node there any more."""
+    for state in table.states:
+        if state.host == host:
+            return state
+    raise exception.InvalidRequest(f"host: no compute host {host!r}")
 
 
 def _moves(host: str, by_uuid: dict[str, Resident],

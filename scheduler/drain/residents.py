@@ -72,11 +72,20 @@ def zone_of(state: HostState, default_zone: str) -> str:
     return min(state.availability_zones(), default=default_zone)
 
 
+def instance_group(rule: groups.GroupRule) -> InstanceGroup:
+    """The server group a move of a member of ``rule``'s group names (its
+    members' hosts still to be filled in)."""
+    return InstanceGroup(policy=rule.policy, uuid=rule.uuid,
+                         max_server_per_host=rule.max_per_host)
+
+
 def move_spec(resident: Resident, host: HostState, zone: str,
-              same_aggregate: bool) -> RequestSpec:
+              same_aggregate: bool,
+              group: InstanceGroup | None = None) -> RequestSpec:
     """The move of ``resident`` off ``host`` (a state of the drained host):
     any host but that one, in ``zone``, in one of its aggregates with
-    ``same_aggregate``.
+    ``same_aggregate``; ``group``: its server group, members resolved
+    (default: from its rule, none resolved).
 
     :raises InvalidRequest: ``same_aggregate`` for a host in no aggregate.
     """
@@ -88,10 +97,8 @@ def move_spec(resident: Resident, host: HostState, zone: str,
                 f"same_aggregate: host {host.host} is in no aggregate")
         # nova's member_of: a comma-separated entry is "in any of these".
         destination = {"aggregates": [",".join(names)]}
-    rule = resident.group
-    group = (InstanceGroup(policy=rule.policy, uuid=rule.uuid,
-                           max_server_per_host=rule.max_per_host)
-             if rule is not None else None)
+    if group is None and resident.group is not None:
+        group = instance_group(resident.group)
     return RequestSpec(
         instance_uuids=(resident.consumer_uuid,),
         flavor=Flavor(memory_mb=resident.memory_mb, vcpus=resident.vcpus,

@@ -378,3 +378,67 @@ def test_a_stack_id_nested_too_deep_is_refused_before_it_is_worded(
     e = _raised(manager.release_stack, {}, stack_id=[nested(500)])
     assert e.message == ("stack_id.0.k...: nested deeper than the 64 "
                          "levels allowed")
+
+
+@pytest.mark.parametrize("kwargs, says", [
+    ({}, "host: expected a host name of 1 to 255 characters, got None"),
+    ({"host": ""}, "host: expected a host name"),
+    ({"host": "h" * 256}, "host: expected a host name"),
+    ({"host": "h1\x00"}, "host: 'h1\\x00' holds NUL"),
+    ({"host": "h1\udcff"}, "is not UTF-8 text"),
+    ({"host": "h1", "apply": "yes"}, "apply: expected true or false"),
+    ({"host": "h1", "same_aggregate": 1},
+     "same_aggregate: expected true or false"),
+    ({"host": "nosuch"}, "host: no compute host 'nosuch'"),
+])
+def test_plan_drain_checks_its_arguments_at_the_edge(register, manager,
+                                                     kwargs, says):
+    register(node("h1"))
+    e = _raised(manager.plan_drain, {}, **kwargs)
+    assert isinstance(e, exception.InvalidRequest)
+    assert says in e.message
+
+
+@pytest.mark.parametrize("kwargs, says", [
+    ({"without_hosts": "h1"}, "without_hosts: expected a list"),
+    ({"without_hosts": [7]}, "without_hosts: expected a host name"),
+    ({"without_hosts": ["nosuch"]}, "without_hosts: no compute host"),
+    ({"without_hosts": ["h1"] * 102}, "without_hosts: at most 100 hosts"),
+    ({"spec": spec_dict(num_instances=2)},
+     "spec: capacity asks about one instance like it, not 2"),
+    ({"spec": spec_dict(flavor={"memory_mb": 0, "vcpus": 0, "root_gb": 0,
+                                "ephemeral_gb": 0, "swap": 0})},
+     "any number of them fits"),
+])
+def test_capacity_checks_its_arguments_at_the_edge(register, manager,
+                                                   kwargs, says):
+    register(node("h1"))
+    e = _raised(manager.capacity, {}, **{"spec": spec_dict(), **kwargs})
+    assert isinstance(e, exception.InvalidRequest)
+    assert says in e.message
+
+
+def test_only_a_planning_driver_drains_or_counts(register, conf, engine):
+    register(node("h1"))
+    conf.set_override("driver", "chance_scheduler", "scheduler")
+    manager = SchedulerManager(conf, engine)
+    e = _raised(manager.plan_drain, {}, host="h1")
+    assert e.message == ("plan_drain: driver 'chance_scheduler' does not "
+                         "plan drains")
+    e = _raised(manager.capacity, {}, spec=spec_dict())
+    assert e.message.startswith("capacity: driver 'chance_scheduler'")
+
+
+def test_same_aggregate_needs_a_host_in_an_aggregate(register, engine,
+                                                     manager):
+    register(node("h1"), node("h2"))
+    [placed] = manager.select_destinations({}, spec=spec_dict(
+        force_hosts=["h1"]))
+    # The fleet's nodes are in their zone's aggregate: leave it.
+    with engine.begin() as conn:
+        conn.execute(models.aggregate_hosts.delete().where(
+            models.aggregate_hosts.c.host == "h1"))
+    e = _raised(manager.plan_drain, {}, host="h1", same_aggregate=True)
+    assert e.message == "same_aggregate: host h1 is in no aggregate"
+    assert manager.plan_drain({}, host="h1")["moves"][0]["consumer_uuid"] \
+        == placed["uuid"]
