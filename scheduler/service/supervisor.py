@@ -127,12 +127,26 @@ class _ReportVersion:
         return self.version
 
 
+def _report_of(conf):
+    """oslo.reports' text Guru Meditation report, its Configuration
+    section reading ``conf``: oslo.reports reads the global ``cfg.CONF``
+    there, which this service never loads (``setup_autorun``'s ``conf``
+    only says where the report goes). Secret options stay ``***``."""
+    from oslo_reports.generators import conf as conf_generator
+    from oslo_reports import guru_meditation_report as gmr
+
+    class Report(gmr.TextGuruMeditation):
+        def add_section(self, heading, generator, index=None) -> None:
+            if heading == "Configuration":
+                generator = conf_generator.ConfigReportGenerator(conf)
+            super().add_section(heading, generator, index)
+    return Report
+
+
 def _guru_meditation(conf, version: str) -> None:
     """SIGUSR2 -> a Guru Meditation report (threads, config, package), as
     nova's services do. Set before forking: the workers inherit it."""
-    from oslo_reports import guru_meditation_report as gmr
-
-    gmr.TextGuruMeditation.setup_autorun(
+    _report_of(conf).setup_autorun(
         _ReportVersion(version), service_name="scheduler-server", conf=conf)
 
 

@@ -28,3 +28,35 @@ def test_a_refused_sighup_logs_a_bug_with_its_traceback(
     assert (record.levelname, record.exc_info is not None) == (
         "ERROR", traceback)
     assert "SIGHUP refused" in record.getMessage()
+
+
+def test_sigusr2_reports_the_services_own_configuration(conf, monkeypatch,
+                                                        capsys):
+    """oslo.reports' Configuration section reads the global cfg.CONF,
+    which this service never loads (setup_autorun's conf= only says where
+    the report goes): it lacked [DEFAULT] transport_url and host,
+    [scheduler] and [filter_scheduler]."""
+    import signal as signals
+
+    import oslo_messaging as messaging
+    supervisor.register_opts(conf)
+    messaging.TransportURL.parse(conf)   # registers it, as the server does
+    conf.set_override("host", "sched-report-1")
+    conf.set_override("transport_url", "rabbit://u:secret@mq:5672/")
+    conf.set_override("topic", "report-topic", group="scheduler")
+    handlers = {}
+    monkeypatch.setattr(signals, "signal",
+                        lambda signum, handler: handlers.update(
+                            {signum: handler}))
+    supervisor._guru_meditation(conf, "1.2.3")
+    handlers[signals.SIGUSR2](signals.SIGUSR2, None)
+    report = capsys.readouterr().err
+    configuration = report.split("Configuration")[-1]
+    assert "host = sched-report-1" in configuration
+    assert "transport_url = ***" in configuration   # a secret stays one
+    assert "secret" not in report
+    assert "scheduler: \n" in configuration or \
+        "\nscheduler:" in configuration, configuration[:2000]
+    assert "topic = report-topic" in configuration
+    assert "enabled_filters = " in configuration
+    assert "product = scheduler-server" in report
