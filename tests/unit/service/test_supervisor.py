@@ -60,3 +60,46 @@ def test_sigusr2_reports_the_services_own_configuration(conf, monkeypatch,
     assert "topic = report-topic" in configuration
     assert "enabled_filters = " in configuration
     assert "product = scheduler-server" in report
+
+
+def test_a_sighups_changes_are_logged_with_the_values_in_force(
+        tmp_path, oslo_log_lines):
+    """'Option filter_scheduler.ram_weight_multiplier changed from [None]
+    to [-2.0]' said oslo.config, for a default of 1.0."""
+    from scheduler import conf as sched_conf
+    path = tmp_path / "scheduler.conf"
+    path.write_text("[scheduler]\nworkers = 1\n")
+    this = types.SimpleNamespace(conf=sched_conf.load(
+        ["--config-file", str(path)]))
+    lines = [oslo_log_lines("oslo_config.cfg"),
+             oslo_log_lines("scheduler.conf.reload")]
+    path.write_text("[scheduler]\nworkers = 1\n[filter_scheduler]\n"
+                    "ram_weight_multiplier = -2.0\n")
+    supervisor.Supervisor._reread_config(this)
+    changes = [line for logged in lines for line in logged
+               if "changed from" in line]
+    assert [line.split(" [-] ")[1] for line in changes] == [
+        "[filter_scheduler] ram_weight_multiplier changed from 1.0 to -2.0"]
+
+
+def test_a_refused_sighup_is_one_line_without_the_exception(
+        tmp_path, oslo_log_lines):
+    """The line ended in ': oslo_config.cfg.ConfigFileValueError: Value
+    for option ... from LocationInfo(location=<Locations.user: (4,
+    True)>, ...) is not valid: ...' (oslo.log appends the exception in
+    flight to a line logged inside its except clause)."""
+    from scheduler import conf as sched_conf
+    path = tmp_path / "scheduler.conf"
+    path.write_text("[scheduler]\nworkers = 1\n")
+    argv = ["--config-file", str(path)]
+    this = types.SimpleNamespace(argv=argv, conf=sched_conf.load(argv))
+    lines = oslo_log_lines("scheduler.service.supervisor")
+    path.write_text("[filter_scheduler]\nram_weight_multiplier = lots\n")
+    supervisor.Supervisor._reload(this)
+    [line] = lines
+    assert line.endswith(
+        f" ERROR scheduler.service.supervisor [-] SIGHUP refused; every "
+        f"worker keeps its previous filters and weighers: "
+        f"[filter_scheduler] ram_weight_multiplier in {path}: could not "
+        f"convert string to float: 'lots'; fix the value in the "
+        f"configuration file"), line
