@@ -10,7 +10,9 @@ from scheduler.cmd import table
 SELECT_COLUMNS = ["uuid", "host", "nodename", "vcpus", "memory_mb", "disk_gb"]
 STACK_COLUMNS = ["resource", "host", "nodename", "uuid", "vcpus",
                  "memory_mb", "disk_gb"]
-FILTER_COLUMNS = ["name", "in", "out", "reason", "sample"]
+#: A filter step's hosts before it and those that passed it ("out" in the
+#: RPC result), why the others did not and a few of them by name.
+FILTER_COLUMNS = ["name", "in", "passed", "reason", "sample"]
 
 
 def _number(value: Any) -> Any:
@@ -46,7 +48,8 @@ def render_rank(result: dict[str, Any]) -> str:
              {**(h.get("weights") or {}), "host": h.get("host"),
               "nodename": h.get("nodename"),
               "weight": h.get("weight")}.items()} for h in hosts]
-    steps = [{**s, "sample": ", ".join(s.get("sample") or [])}
+    steps = [{**s, "passed": s.get("out"),
+              "sample": ", ".join(s.get("sample") or [])}
              for s in result.get("filters") or []]
     parts = [table.format_table(rows, ["host", "nodename", "weight"]
                                 + weighers)]

@@ -184,11 +184,12 @@ def test_rank_prints_hosts_with_weigher_columns_then_filters(capsys):
         "compute-00003  compute-00003  0.250   0.250       0.000",
         "2 shown of 10 hosts",
         "",
-        "name           in  out  reason                    sample",
-        "-------------  --  ---  ------------------------  "
+        # "passed", not "out": the hosts that passed the filter.
+        "name           in  passed  reason                    sample",
+        "-------------  --  ------  ------------------------  "
         "----------------------------",
-        "ComputeFilter  10  9    service down or disabled  compute-00009",
-        "RamFilter      9   2    insufficient RAM          "
+        "ComputeFilter  10  9       service down or disabled  compute-00009",
+        "RamFilter      9   2       insufficient RAM          "
         "compute-00001, compute-00002",
     ]
 
