@@ -60,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         version = parsing.version()
         conf = sched_conf.load(argv, description="Scheduler RPC server",
-                               version=version)
+                               version=parsing.version_line(
+                                   "scheduler-server"))
         loaded.append(conf)
         supervisor.register_opts(conf)
         logs.setup_log_output(conf, "scheduler")
