@@ -479,6 +479,16 @@ def test_stack_place_sends_the_template_and_prints_order_then_hosts(
                               UUID1, "2", "2048", "21"]
 
 
+def test_a_resource_of_several_instances_has_a_row_per_index():
+    # A ResourceGroup's rows were all labelled "web", as its one server.
+    rows = client_output.render_stack({
+        "stack_id": STACK_RESULT["stack_id"], "order": [["db"], ["web"]],
+        "resources": {"db": [SELECTED[0]],
+                      "web": [SELECTED[1], SELECTED[0]]}}).splitlines()[5:]
+    assert [row.split()[0] for row in rows] == [
+        "resource", "--------", "db", "web[0]", "web[1]"]
+
+
 def test_stack_release_sends_the_stack_id(tmp_path, capsys):
     path = tmp_path / "shop.yaml"
     path.write_text(TEMPLATE)
