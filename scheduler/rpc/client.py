@@ -137,15 +137,16 @@ class SchedulerAPI:
     def cancel_drain(self, ctxt: dict, host: str) -> int:
         """End a drain, releasing its moves not begun; idempotent; needs
         servers at 1.5."""
-        return self._prepare("1.5", "cancel_drain").call(
-            ctxt, "cancel_drain", host=host)
+        return self._once(self._prepare("1.5", "cancel_drain"), ctxt,
+                          "cancel_drain", host=host)
 
     def capacity(self, ctxt: dict, spec: dict[str, Any],
                  without_hosts: list[str] = ()) -> dict[str, Any]:
         """How many more instances like ``spec`` fit; needs servers at
         1.5."""
-        return self._prepare("1.5", "capacity").call(
-            ctxt, "capacity", spec=spec, without_hosts=list(without_hosts))
+        return self._once(self._prepare("1.5", "capacity"), ctxt,
+                          "capacity", spec=spec,
+                          without_hosts=list(without_hosts))
 
     def _resent(self, cctxt, ctxt: dict, method: str, what: str,
                 **kwargs: Any) -> Any:
