@@ -166,7 +166,10 @@ def main(argv: list[str] | None = None,
                 notice.on(f"the message broker at "
                           f"{errors.broker_hosts(conf)}")
                 api = factory(conf)
-                notice.on(f"a scheduler on topic '{conf.scheduler.topic}'")
+                # A command with --progress (host drain) says itself that
+                # it is still waiting for its answer.
+                notice.on("" if hasattr(args, "progress") else
+                          f"a scheduler on topic '{conf.scheduler.topic}'")
                 try:
                     result = with_deadline(
                         lambda: invoke(api, args, took),

@@ -40,9 +40,14 @@ class Waiting:
         self._thread: threading.Thread | None = None
 
     def on(self, what: str) -> None:
-        """Wait for ``what`` now (``the message broker at host:5672``)."""
+        """Wait for ``what`` now (``the message broker at host:5672``);
+        empty: show nothing from now on (what follows reports its own
+        wait), erasing the line if one is shown."""
         with self._changed:
             self._what = what
+            if not what and self._shown:
+                self._write(_ERASE)
+                self._shown = False
             self._changed.notify()
 
     def __enter__(self) -> Waiting:

@@ -56,3 +56,14 @@ def test_nothing_when_stderr_is_not_a_terminal():
         notice.on("the message broker at 127.0.0.1:5672")
         assert notice._thread is None
     assert stream.getvalue() == ""
+
+
+def test_nothing_once_what_follows_reports_its_own_wait():
+    stream = Terminal()
+    with waiting.Waiting(stream, time.monotonic() + 9, after=0) as notice:
+        notice.on("the message broker at 127.0.0.1:5672")
+        assert stream.written.wait(30)
+        notice.on("")
+        assert stream.getvalue().endswith("\r\x1b[K")
+        shown = stream.getvalue()
+    assert stream.getvalue() == shown
