@@ -9,14 +9,16 @@ plain tables (:mod:`scheduler.cmd.client_output`; or, with ``--json``, as
 the raw RPC result); expected failures are one ``ERROR: ...`` line on
 stderr and exit status 1.
 
-This module runs one command: the broker and the call bounded by
-``--timeout``, the transport cleaned up, the result or the error printed.
+This module runs one command: the broker and the call, re-sends
+included, bounded by ``--timeout``, the transport cleaned up, the result
+or the error printed.
 The request itself is :mod:`scheduler.cmd.client_request`'s.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import logging as pylogging
 import sys
 import threading
 import time
@@ -26,18 +28,17 @@ from oslo_config import cfg
 import oslo_messaging as messaging
 
 from scheduler.rpc import broker
+from scheduler.rpc import client as rpc_client
 from scheduler.cmd import logs
 from scheduler.cmd import parsing
+from scheduler.cmd import waiting
 from scheduler import errors
 from scheduler.rpc.client import SchedulerAPI
 from scheduler.cmd.client_parser import check_text
 from scheduler.cmd.client_parser import parse_args
 from scheduler.cmd.client_drain import capacity_spec
+from scheduler.cmd.client_parser import RESENT
 from scheduler.cmd.client_request import stack_request
-
-#: The methods SchedulerAPI re-sends on a timeout (``[scheduler]
-#: max_attempts`` calls in all).
-RESENT = ("select_destinations", "select_stack", "plan_drain")
 
 #: Builds the API object from the loaded configuration (tests pass a fake).
 ApiFactory = Callable[[cfg.ConfigOpts], Any]
@@ -45,36 +46,32 @@ ApiFactory = Callable[[cfg.ConfigOpts], Any]
 
 def setup_logging(conf: cfg.ConfigOpts, debug: bool) -> None:
     """oslo.log to stderr (stdout is the command's output) unless the
-    configuration says otherwise; DEBUG with ``--debug``, else WARNING."""
+    configuration says otherwise; DEBUG with ``--debug``, else WARNING,
+    without the re-send WARNINGs of :class:`SchedulerAPI`: the command's
+    one line says how many attempts its --timeout covered."""
     logs.setup_logging(conf, debug, "scheduler-client")
+    pylogging.getLogger(rpc_client.__name__).setLevel(
+        pylogging.NOTSET if debug else pylogging.ERROR)
 
 
 def timeout_message(conf: cfg.ConfigOpts, args: argparse.Namespace) -> str:
     """Why a call timed out, naming the wait and the topic."""
-    timeout = args.timeout
-    if timeout is None:
-        try:
-            timeout = conf.rpc_response_timeout
-        except cfg.NoSuchOptError:   # no real transport was made
-            timeout = None
-    wait = "the RPC timeout" if timeout is None else f"{timeout:g}s"
+    wait = f"{args.timeout:g}s"
     if args.method in RESENT:
-        wait += f" (each of {conf.scheduler.max_attempts} attempts)"
+        wait += f" ({conf.scheduler.max_attempts} attempts)"
     return (f"no scheduler answered within {wait} on topic "
             f"'{conf.scheduler.topic}'; is a scheduler-server running on "
             f"the same transport_url?")
 
 
-def invoke(api: Any, args: argparse.Namespace) -> Any:
-    """Make the command's RPC call; with ``--timings`` print its wall time
-    in ms to stderr, whether it succeeded or not."""
+def invoke(api: Any, args: argparse.Namespace, took: list[float]) -> Any:
+    """Make the command's RPC call; append its wall time in ms to
+    ``took``, whether it succeeded or not (for ``--timings``)."""
     started = time.perf_counter()
     try:
         return args.call(api, args)
     finally:
-        if args.timings:
-            elapsed = (time.perf_counter() - started) * 1000
-            print(f"{args.method}: {elapsed:.1f} ms", file=sys.stderr)
+        took.append((time.perf_counter() - started) * 1000)
 
 
 def _close(api: Any, seconds: float = 5) -> None:
@@ -90,35 +87,17 @@ def _close(api: Any, seconds: float = 5) -> None:
         thread.join(min(max(seconds, 0), 5))
 
 
-def rpc_timeout(conf: cfg.ConfigOpts, args: argparse.Namespace) -> float:
-    """``--timeout``, else ``[DEFAULT] rpc_response_timeout``."""
-    if args.timeout is not None:
-        return args.timeout
-    try:
-        return conf.rpc_response_timeout
-    except cfg.NoSuchOptError:   # registered with a transport only
-        return 60   # oslo.messaging's default
-
-
-def budget(conf: cfg.ConfigOpts, args: argparse.Namespace) -> float:
-    """Seconds the whole command may wait for the broker and the replies:
-    the RPC timeout per attempt."""
-    timeout = rpc_timeout(conf, args)
-    if args.method in RESENT:
-        timeout *= conf.scheduler.max_attempts
-    return timeout
-
-
-def default_api(conf: cfg.ConfigOpts, args: argparse.Namespace
+def default_api(conf: cfg.ConfigOpts, timeout: float, deadline: float
                 ) -> SchedulerAPI:
-    """A SchedulerAPI with ``--timeout``, once the broker has answered
-    within the timeout (oslo.messaging alone would retry it for ever).
+    """A SchedulerAPI whose calls end by ``deadline``, once the broker has
+    answered within ``timeout``, the seconds left until then
+    (oslo.messaging alone would retry it for ever).
 
     :raises errors.BrokerUnavailable: no broker within the timeout.
     :raises errors.BrokerRefused: the broker refused the credentials.
     """
-    broker.check(conf, rpc_timeout(conf, args))
-    return SchedulerAPI(conf, timeout=args.timeout)
+    broker.check(conf, timeout)
+    return SchedulerAPI(conf, deadline=deadline)
 
 
 def with_deadline(func: Callable[[], Any], seconds: float,
@@ -150,16 +129,17 @@ def main(argv: list[str] | None = None,
     """Run one command. Returns 0, or 1 after one ``ERROR:`` line on
     stderr (:mod:`scheduler.errors`; an argument that is not UTF-8 text
     included, named by its flag); bad command-line input exits 2 with
-    argparse's usage error. The broker connection and the call are
-    bounded by ``--timeout`` (per attempt of a select).
+    argparse's usage error. The whole command, broker check, call and
+    re-sends, ends within ``--timeout`` (its default:
+    :func:`~scheduler.cmd.client_parser.parse_args`); on a terminal, a
+    wait of more than 2 s shows what it waits for
+    (:mod:`scheduler.cmd.waiting`).
 
     :param api_factory: ``api_factory(conf)`` returns the object whose
         ``select_destinations``/``rank_destinations``/``release``/``ping``
-        (and ``*_stack``) are called; defaults to ``SchedulerAPI`` with
-        ``--timeout``.
+        (and ``*_stack``) are called; defaults to :func:`default_api`.
     """
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    factory = api_factory or (lambda conf: default_api(conf, args))
     loaded: list[cfg.ConfigOpts] = []
 
     def body() -> int:
@@ -176,21 +156,34 @@ def main(argv: list[str] | None = None,
         if args.command == "capacity":
             args.capacity_spec = capacity_spec(args)
         # --timeout is the whole budget: the broker check spends part of
-        # it, the call gets what is left (plus a second for the reply).
-        deadline = time.monotonic() + budget(conf, args)
+        # it, the call and its re-sends get what is left.
+        deadline = time.monotonic() + args.timeout
+        factory = api_factory or (
+            lambda conf: default_api(conf, args.timeout, deadline))
+        took: list[float] = []
         try:
-            api = factory(conf)
-            try:
-                result = with_deadline(
-                    lambda: invoke(api, args),
-                    max(deadline - time.monotonic(), 0) + 1,
-                    lambda: timeout_message(conf, args))
-            finally:
-                # Within what is left of the budget: the line must not
-                # come seconds after the --timeout it names.
-                _close(api, deadline - time.monotonic())
+            with waiting.Waiting(sys.stderr, deadline) as notice:
+                notice.on(f"the message broker at "
+                          f"{errors.broker_hosts(conf)}")
+                api = factory(conf)
+                # A command with --progress (host drain) says itself that
+                # it is still waiting for its answer.
+                notice.on("" if hasattr(args, "progress") else
+                          f"a scheduler on topic '{conf.scheduler.topic}'")
+                try:
+                    result = with_deadline(
+                        lambda: invoke(api, args, took),
+                        max(deadline - time.monotonic(), 0),
+                        lambda: timeout_message(conf, args))
+                finally:
+                    # Within what is left of the budget: the line must not
+                    # come seconds after the --timeout it names.
+                    _close(api, deadline - time.monotonic())
         except messaging.MessagingTimeout:
             raise errors.CommandFailed(timeout_message(conf, args))
+        finally:
+            if args.timings and took:
+                print(f"{args.method}: {took[0]:.1f} ms", file=sys.stderr)
         if args.json:
             print(json.dumps(result, indent=2, sort_keys=True))
         else:

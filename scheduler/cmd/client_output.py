@@ -10,7 +10,9 @@ from scheduler.cmd import table
 SELECT_COLUMNS = ["uuid", "host", "nodename", "vcpus", "memory_mb", "disk_gb"]
 STACK_COLUMNS = ["resource", "host", "nodename", "uuid", "vcpus",
                  "memory_mb", "disk_gb"]
-FILTER_COLUMNS = ["name", "in", "out", "reason", "sample"]
+#: A filter step's hosts before it and those that passed it ("out" in the
+#: RPC result), why the others did not and a few of them by name.
+FILTER_COLUMNS = ["name", "in", "passed", "reason", "sample"]
 
 
 def _number(value: Any) -> Any:
@@ -46,7 +48,8 @@ def render_rank(result: dict[str, Any]) -> str:
              {**(h.get("weights") or {}), "host": h.get("host"),
               "nodename": h.get("nodename"),
               "weight": h.get("weight")}.items()} for h in hosts]
-    steps = [{**s, "sample": ", ".join(s.get("sample") or [])}
+    steps = [{**s, "passed": s.get("out"),
+              "sample": ", ".join(s.get("sample") or [])}
              for s in result.get("filters") or []]
     parts = [table.format_table(rows, ["host", "nodename", "weight"]
                                 + weighers)]
@@ -58,7 +61,7 @@ def render_rank(result: dict[str, Any]) -> str:
 
 def render_stack(result: dict[str, Any]) -> str:
     """The stack id, the creation batches, then one row per server in
-    creation order."""
+    creation order (:func:`_member` labels it)."""
     lines = [f"stack {result.get('stack_id')}"
              + (" (dry run: nothing claimed)" if result.get("dry_run")
                 else ""),
@@ -69,11 +72,19 @@ def render_stack(result: dict[str, Any]) -> str:
     # Servers in creation order, as Heat would create them.
     names = [n for batch in result.get("order") or [] for n in batch]
     names += sorted(set(placed) - set(names))
-    rows = [{**(d.get("allocation") or {}), "resource": name,
+    rows = [{**(d.get("allocation") or {}),
+             "resource": _member(name, i, len(placed.get(name) or [])),
              "uuid": d.get("uuid"), "host": d.get("host"),
              "nodename": d.get("nodename")}
-            for name in names for d in placed.get(name) or []]
+            for name in names
+            for i, d in enumerate(placed.get(name) or [])]
     return "\n".join(lines + ["", table.format_table(rows, STACK_COLUMNS)])
+
+
+def _member(name: str, index: int, count: int) -> str:
+    """A resource's row label: its name, with the instance's index when
+    it has several (a ResourceGroup's servers: ``web[0]``, ``web[1]``)."""
+    return f"{name}[{index}]" if count > 1 else name
 
 
 def render_confirm_move(result: int) -> str:

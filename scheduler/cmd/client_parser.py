@@ -32,6 +32,18 @@ from scheduler.request.schema import POLICIES
 #: dead broker for ever) and fit the clocks it is handed to (1e10 s
 #: overflows them).
 MAX_TIMEOUT = 86400.0
+#: The default --timeout of ``ping``: what a person waits for before
+#: wondering whether anything is there.
+PING_TIMEOUT = 10.0
+#: ... of ``host drain``: a host of hundreds of instances in a large fleet
+#: plans for seconds, each of the re-sends too.
+DRAIN_TIMEOUT = 120.0
+#: ... of every other command: a placement may wait for the database
+#: (a lock another session holds, ``[scheduler] db_lock_timeout``).
+CALL_TIMEOUT = 30.0
+#: The commands whose call is re-sent when it times out (``[scheduler]
+#: max_attempts`` calls in all, within the one --timeout).
+RESENT = frozenset({"select_destinations", "select_stack", "plan_drain"})
 
 
 def positive_float(text: str) -> float:
@@ -123,9 +135,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="print the wall time of the RPC call to "
                              "stderr")
     parser.add_argument("--timeout", type=positive_float, metavar="SEC",
-                        help="seconds to wait for a reply, at most "
-                             f"{MAX_TIMEOUT:g} (default: [DEFAULT] "
-                             "rpc_response_timeout)")
+                        help="seconds the whole command may take: the "
+                             "broker's answer, the call and its re-sends; "
+                             f"at most {MAX_TIMEOUT:g} (default: "
+                             f"{PING_TIMEOUT:g} for ping, {DRAIN_TIMEOUT:g} "
+                             f"for host drain, {CALL_TIMEOUT:g} for the "
+                             "others)")
     commands = parser.add_subparsers(dest="command", required=True,
                                      metavar="COMMAND")
     spec = _spec_parent()
@@ -241,12 +256,16 @@ def check_text(args: argparse.Namespace) -> None:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """Parse and cross-check ``argv``; exits 2 with usage on bad input.
-    ``--json`` is accepted before or after the command."""
+    ``--json`` is accepted before or after the command; ``timeout`` is
+    the command's default when ``--timeout`` is not given."""
     parser = build_parser()
     parsing.add_to_every_command(parser, "--json", action="store_true",
                                  default=False,
                                  help="print the raw RPC result as JSON")
     args = parser.parse_args(argv)
+    if args.timeout is None:
+        args.timeout = {"ping": PING_TIMEOUT, "plan_drain": DRAIN_TIMEOUT
+                        }.get(args.method, CALL_TIMEOUT)
     if getattr(args, "group_uuid", None) and not args.group_policy:
         parser.error("--group-uuid needs --group-policy")
     if getattr(args, "group_member", None) and not args.group_policy:

@@ -29,6 +29,26 @@ def setup_logging(conf: cfg.ConfigOpts, debug: bool, name: str) -> None:
         wrapped.install(drop=True)
 
 
+def to_files(logger: pylogging.Logger, level: int, message: str,
+             exc_info: BaseException | None = None) -> None:
+    """Log ``message`` to the root logger's file handlers alone (``[DEFAULT]
+    log_file``/``log_dir``): for a line stderr has already had (a
+    command's ``ERROR:`` line), which a stream or journal handler would
+    repeat there. ``exc_info`` adds that exception's traceback.
+
+    Call it outside an ``except`` clause: oslo.log appends the exception
+    in flight to a line logged inside one.
+    """
+    record = logger.makeRecord(
+        logger.name, level, "(unknown file)", 0, message, None,
+        (type(exc_info), exc_info, exc_info.__traceback__)
+        if exc_info is not None else None)
+    for handler in pylogging.getLogger().handlers:
+        if isinstance(handler, pylogging.FileHandler) \
+                and level >= handler.level:
+            handler.handle(record)
+
+
 def setup_log_output(conf: cfg.ConfigOpts, name: str) -> None:
     """``logging.setup(conf, name)`` (oslo.log), which opens the log file.
 

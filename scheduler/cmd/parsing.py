@@ -26,6 +26,12 @@ def version() -> str:
     return pbr_version.VersionInfo("scheduler").version_string()
 
 
+def version_line(command: str) -> str:
+    """What ``--version`` prints, the same for every command:
+    ``scheduler-manage 1.2.3``."""
+    return f"{command} {version()}"
+
+
 def key_value(text: str) -> tuple[str, str]:
     """argparse type for ``key=value``; the value may be empty or hold '='.
 
@@ -95,7 +101,7 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config-dir", action="append", default=[],
                         metavar="DIR", help="directory of *.conf files")
     parser.add_argument("--version", action="version",
-                        version=f"%(prog)s {version()}")
+                        version=version_line("%(prog)s"))
 
 
 def add_to_every_command(parser: argparse.ArgumentParser, *flags: str,

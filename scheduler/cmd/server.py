@@ -18,6 +18,9 @@ from scheduler import errors
 from scheduler.service import sd_notify
 from scheduler.service import supervisor
 
+#: A standard library logger: :func:`logs.to_files` makes its record.
+LOG = pylogging.getLogger(__name__)
+
 
 def _escape_unencodable_in_logs() -> None:
     """Every log handler's stream writes what its encoding cannot hold
@@ -57,13 +60,24 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         version = parsing.version()
         conf = sched_conf.load(argv, description="Scheduler RPC server",
-                               version=version)
+                               version=parsing.version_line(
+                                   "scheduler-server"))
         loaded.append(conf)
         supervisor.register_opts(conf)
         logs.setup_log_output(conf, "scheduler")
         _escape_unencodable_in_logs()
         pylogging.getLogger("amqp").addFilter(_CancelOfOwnFanoutQueue())
-        return supervisor.serve(conf, argv, notifier, version)
+        try:
+            return supervisor.serve(conf, argv, notifier, version)
+        except Exception as e:
+            failure = e
+        # The log file has the reason too (stderr gets errors.run's line):
+        # under systemd with log_file set, it had none.
+        why = errors.describe(failure, conf)
+        logs.to_files(LOG, pylogging.ERROR,
+                      f"scheduler-server exits: {why or repr(failure)}",
+                      exc_info=failure if why is None else None)
+        raise failure
 
     return errors.run(body, conf=lambda: loaded[0] if loaded else None)
 

@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         sched_conf.parse(conf, argv, project="scheduler",
                          default_config_files=[],
-                         version=parsing.version(),
+                         version=parsing.version_line("scheduler-status"),
                          description="Is this deployment ready for this "
                                      "code?")
         logs.setup_logging(conf, False, "scheduler-status")

@@ -348,7 +348,9 @@ class FilterScheduler(Driver):
         # Later instances only see the hosts that survived the earlier ones
         # (nova's loop), so the counts are of those, and say so.
         remaining = steps[0].hosts_in if steps else 0
+        found = "a host found for the first" if index == 1 else \
+            f"hosts found for the first {index}"
         return (f"No valid host for instance {index + 1} of "
                 f"{spec.num_instances} (all or nothing: none was placed); "
-                f"of the hosts left after placing the first {index}, "
-                + explain(steps, remaining))
+                f"with {found}, "
+                + explain(steps, remaining, "remaining hosts"))

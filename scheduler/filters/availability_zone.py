@@ -36,4 +36,7 @@ class AvailabilityZoneFilter(BaseFilter):
         return idx[mask]
 
     def explain(self, spec) -> str:
+        # No zone asked (the rank table lists every filter): none shown.
+        if not spec.availability_zone:
+            return self.reason
         return f"{self.reason} ({spec.availability_zone})"

@@ -214,13 +214,15 @@ def emptied_by(steps: Sequence[FilterStep]) -> str | None:
     return None
 
 
-def explain(steps: Sequence[FilterStep], total: int) -> str:
+def explain(steps: Sequence[FilterStep], total: int,
+            hosts: str = "hosts") -> str:
     """``0/1000 hosts passed. RamFilter removed 620 (insufficient RAM), ...``
-    listing only the filters that removed something, in the order run."""
+    listing only the filters that removed something, in the order run;
+    ``hosts`` names the hosts counted (``remaining hosts``)."""
     passed = steps[-1].hosts_out if steps else total
     parts = [f"{s.name} removed {s.removed} ({s.reason})"
              for s in steps if s.removed]
-    text = f"{passed}/{total} hosts passed"
+    text = f"{passed}/{total} {hosts} passed"
     if not total:
         # Nothing was filtered: say why there was nothing to filter.
         return text + (" (no compute node with a compute service is "

@@ -10,6 +10,7 @@ twice.
 """
 from __future__ import annotations
 
+import time
 from typing import Any
 import uuid as uuidlib
 
@@ -32,8 +33,18 @@ class SchedulerAPI:
 
     def __init__(self, conf: cfg.ConfigOpts,
                  transport: messaging.Transport | None = None,
-                 timeout: float | None = None):
+                 timeout: float | None = None,
+                 deadline: float | None = None):
+        """:param timeout: seconds each call waits for its reply
+            (default: ``[DEFAULT] rpc_response_timeout``).
+        :param deadline: ``time.monotonic()`` by which every call, its
+            re-sends included, has ended (a command's budget): a call
+            waits for what is left of it, each re-sent one for its share
+            of what is left (the last third, half, all of it), instead of
+            ``timeout``.
+        """
         self.conf = conf
+        self.deadline = deadline
         self.transport = transport or rpc.get_transport(conf)
         self.client = messaging.get_rpc_client(
             self.transport, rpc.get_target(conf),
@@ -62,39 +73,31 @@ class SchedulerAPI:
     def rank_destinations(self, ctxt: dict, spec: dict[str, Any],
                           limit: int = 20) -> dict[str, Any]:
         """Dry-run ranking; needs servers at 1.1 or newer."""
-        if not self.client.can_send_version("1.1"):
-            raise exception.InvalidRequest(
-                "rank_destinations needs RPC API 1.1 but [upgrade_levels] "
-                f"scheduler caps this client at "
-                f"{self.conf.upgrade_levels.scheduler}")
-        return self.client.prepare(version="1.1").call(
-            ctxt, "rank_destinations", spec=spec, limit=limit)
+        return self._once(self._prepare("1.1", "rank_destinations"), ctxt,
+                          "rank_destinations", spec=spec, limit=limit)
 
     def release(self, ctxt: dict, consumer_uuids: list[str]) -> int:
-        return self.client.prepare(version="1.0").call(
-            ctxt, "release", consumer_uuids=list(consumer_uuids))
+        return self._once(self.client.prepare(version="1.0"), ctxt,
+                          "release", consumer_uuids=list(consumer_uuids))
 
     def confirm(self, ctxt: dict, consumer_uuids: list[str]) -> int:
         """Confirm provisional claims (the instances were built); needs
         servers at 1.2 or newer."""
-        if not self.client.can_send_version("1.2"):
-            raise exception.InvalidRequest(
-                "confirm needs RPC API 1.2 but [upgrade_levels] scheduler "
-                f"caps this client at {self.conf.upgrade_levels.scheduler}")
-        return self.client.prepare(version="1.2").call(
-            ctxt, "confirm", consumer_uuids=list(consumer_uuids))
+        return self._once(self._prepare("1.2", "confirm"), ctxt, "confirm",
+                          consumer_uuids=list(consumer_uuids))
 
     def confirm_move(self, ctxt: dict, consumer_uuids: list[str]) -> int:
         """Finish the consumers' moves (their sources are released); needs
         servers at 1.3 or newer."""
-        return self._prepare("1.3", "confirm_move").call(
-            ctxt, "confirm_move", consumer_uuids=list(consumer_uuids))
+        return self._once(self._prepare("1.3", "confirm_move"), ctxt,
+                          "confirm_move",
+                          consumer_uuids=list(consumer_uuids))
 
     def revert_move(self, ctxt: dict, consumer_uuids: list[str]) -> int:
         """Undo the consumers' moves (their destinations are released);
         needs servers at 1.3 or newer."""
-        return self._prepare("1.3", "revert_move").call(
-            ctxt, "revert_move", consumer_uuids=list(consumer_uuids))
+        return self._once(self._prepare("1.3", "revert_move"), ctxt,
+                          "revert_move", consumer_uuids=list(consumer_uuids))
 
     def select_stack(self, ctxt: dict, stack: dict[str, Any]
                      ) -> dict[str, Any]:
@@ -112,13 +115,13 @@ class SchedulerAPI:
     def rank_stack(self, ctxt: dict, stack: dict[str, Any]
                    ) -> dict[str, Any]:
         """Dry run of select_stack; needs servers at 1.4 or newer."""
-        return self._prepare("1.4", "rank_stack").call(
-            ctxt, "rank_stack", stack=stack)
+        return self._once(self._prepare("1.4", "rank_stack"), ctxt,
+                          "rank_stack", stack=stack)
 
     def release_stack(self, ctxt: dict, stack_id: str) -> int:
         """Release a stack's claims; idempotent; needs servers at 1.4."""
-        return self._prepare("1.4", "release_stack").call(
-            ctxt, "release_stack", stack_id=stack_id)
+        return self._once(self._prepare("1.4", "release_stack"), ctxt,
+                          "release_stack", stack_id=stack_id)
 
     def plan_drain(self, ctxt: dict, host: str, apply: bool = False,
                    same_aggregate: bool = False) -> dict[str, Any]:
@@ -134,15 +137,16 @@ class SchedulerAPI:
     def cancel_drain(self, ctxt: dict, host: str) -> int:
         """End a drain, releasing its moves not begun; idempotent; needs
         servers at 1.5."""
-        return self._prepare("1.5", "cancel_drain").call(
-            ctxt, "cancel_drain", host=host)
+        return self._once(self._prepare("1.5", "cancel_drain"), ctxt,
+                          "cancel_drain", host=host)
 
     def capacity(self, ctxt: dict, spec: dict[str, Any],
                  without_hosts: list[str] = ()) -> dict[str, Any]:
         """How many more instances like ``spec`` fit; needs servers at
         1.5."""
-        return self._prepare("1.5", "capacity").call(
-            ctxt, "capacity", spec=spec, without_hosts=list(without_hosts))
+        return self._once(self._prepare("1.5", "capacity"), ctxt,
+                          "capacity", spec=spec,
+                          without_hosts=list(without_hosts))
 
     def _resent(self, cctxt, ctxt: dict, method: str, what: str,
                 **kwargs: Any) -> Any:
@@ -159,13 +163,23 @@ class SchedulerAPI:
         attempts = self.conf.scheduler.max_attempts
         for attempt in range(1, attempts + 1):
             try:
-                return cctxt.call(ctxt, method, **kwargs)
+                return self._within_deadline(
+                    cctxt, attempts - attempt + 1).call(ctxt, method,
+                                                        **kwargs)
             except messaging.MessagingTimeout:
                 if attempt == attempts:
                     raise
-                LOG.warning("%s timed out (attempt %d of %d); re-sending "
-                            "the same %s", method, attempt, attempts, what)
+            # Outside the except clause: oslo.log would append the
+            # exception's repr (and its message id) to a line logged
+            # inside it.
+            LOG.warning("%s timed out (attempt %d of %d); re-sending the "
+                        "same %s", method, attempt, attempts, what)
         raise AssertionError("unreachable")
+
+    def _once(self, cctxt, ctxt: dict, method: str, **kwargs: Any) -> Any:
+        """Call ``method`` on ``cctxt`` (a prepared client) once, within
+        what is left of the deadline if there is one."""
+        return self._within_deadline(cctxt, 1).call(ctxt, method, **kwargs)
 
     def _prepare(self, version: str, method: str):
         if not self.client.can_send_version(version):
@@ -175,10 +189,25 @@ class SchedulerAPI:
                 f"{self.conf.upgrade_levels.scheduler}")
         return self.client.prepare(version=version)
 
+    def _within_deadline(self, cctxt, calls: int):
+        """``cctxt`` waiting for its share of what is left of the
+        deadline when ``calls`` calls are still to come; itself without
+        a deadline.
+
+        :raises MessagingTimeout: nothing is left.
+        """
+        if self.deadline is None:
+            return cctxt
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise messaging.MessagingTimeout(
+                "no time left for a call before the deadline")
+        return cctxt.prepare(timeout=left / calls)
+
     def ping(self, ctxt: dict, server: str | None = None) -> dict[str, str]:
         """Ping any server on the topic, or the one named ``server``."""
-        return self.client.prepare(version="1.0", server=server).call(
-            ctxt, "ping")
+        return self._once(self.client.prepare(version="1.0", server=server),
+                          ctxt, "ping")
 
 
 def _with_consumers(spec: dict[str, Any]) -> dict[str, Any]:

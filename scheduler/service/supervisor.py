@@ -21,6 +21,7 @@ import cotyledon
 from oslo_log import log as logging
 
 from scheduler import conf as sched_conf
+from scheduler.conf import reload
 from scheduler import errors
 from scheduler.service import health
 from scheduler.service import http
@@ -77,23 +78,28 @@ class Supervisor(cotyledon.ServiceManager):
         # Check the files in a ConfigOpts of their own first: a reload
         # that would be refused must change nothing, neither in the workers
         # nor here, where their replacements are forked from.
+        refused = None
         try:
             startup.check_config(sched_conf.load(self.argv))
         except Exception as e:
-            why = errors.describe(e, self.conf)
-            if why is None:     # a bug, not a bad value: its traceback
+            refused = errors.describe(e, self.conf)
+            if refused is None:     # a bug, not a bad value: its traceback
                 LOG.exception("SIGHUP refused; every worker keeps its "
                               "previous filters and weighers")
                 return
+        if refused is not None:
+            # Outside the except clause: oslo.log would append the
+            # exception's repr (a LocationInfo and all) to the line.
             LOG.error("SIGHUP refused; every worker keeps its previous "
-                      "filters and weighers: %s", why)
+                      "filters and weighers: %s", refused)
             return
         super()._reload()
 
     def _reread_config(self) -> None:
         # cotyledon then sends SIGHUP to every worker (SchedulerWorker.
-        # reload); the main process only needs its own log levels.
-        self.conf.mutate_config_files()
+        # reload); the main process only needs its own log levels, and
+        # logs what changed, once for all.
+        reload.mutate(self.conf)
         LOG.info("SIGHUP: workers re-read the configuration files")
 
 
@@ -127,12 +133,26 @@ class _ReportVersion:
         return self.version
 
 
+def _report_of(conf):
+    """oslo.reports' text Guru Meditation report, its Configuration
+    section reading ``conf``: oslo.reports reads the global ``cfg.CONF``
+    there, which this service never loads (``setup_autorun``'s ``conf``
+    only says where the report goes). Secret options stay ``***``."""
+    from oslo_reports.generators import conf as conf_generator
+    from oslo_reports import guru_meditation_report as gmr
+
+    class Report(gmr.TextGuruMeditation):
+        def add_section(self, heading, generator, index=None) -> None:
+            if heading == "Configuration":
+                generator = conf_generator.ConfigReportGenerator(conf)
+            super().add_section(heading, generator, index)
+    return Report
+
+
 def _guru_meditation(conf, version: str) -> None:
     """SIGUSR2 -> a Guru Meditation report (threads, config, package), as
     nova's services do. Set before forking: the workers inherit it."""
-    from oslo_reports import guru_meditation_report as gmr
-
-    gmr.TextGuruMeditation.setup_autorun(
+    _report_of(conf).setup_autorun(
         _ReportVersion(version), service_name="scheduler-server", conf=conf)
 
 

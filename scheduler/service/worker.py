@@ -18,6 +18,7 @@ from oslo_log import log as logging
 from scheduler.rpc import broker
 from scheduler.decide import choice
 from scheduler import errors
+from scheduler.conf import reload
 from scheduler.rpc import transport as rpc
 from scheduler.service import worker_state
 from scheduler.service import memory
@@ -142,18 +143,23 @@ class SchedulerWorker(cotyledon.Service):
         new set) in this process. The host table, the RPC server and the
         process stay. A bad new value is logged in one line and the
         current settings stay in force."""
+        refused = None
         try:
-            self.conf.mutate_config_files()
+            # The main process logs what changed, once for all workers.
+            reload.mutate(self.conf, log=False)
             if self._manager is not None:
                 self._manager.driver.reload()
         except Exception as e:
-            why = errors.describe(e, self.conf)
-            if why is None:     # a bug, not a bad value: its traceback
+            refused = errors.describe(e, self.conf)
+            if refused is None:     # a bug, not a bad value: its traceback
                 LOG.exception("Worker %d keeps its previous filters and "
                               "weighers", self.worker_id)
                 return
+        if refused is not None:
+            # Outside the except clause: oslo.log would append the
+            # exception's repr to the line.
             LOG.error("Worker %d keeps its previous filters and weighers: "
-                      "%s", self.worker_id, why)
+                      "%s", self.worker_id, refused)
             return
         # What runs, not what is listed: the filter driver adds the
         # capacity filters the list lacks (drivers.filter.with_capacity)

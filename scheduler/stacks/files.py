@@ -37,6 +37,16 @@ class _Loader(yaml.SafeLoader):
             self._depth -= 1
 
 
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    """`` (line N: what is wrong there)`` from the parser's error, as much
+    of it as it has: its line names the place, its problem the fault."""
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None)
+    parts = ([f"line {mark.line + 1}"] if mark else []) + \
+        ([" ".join(str(problem).split())] if problem else [])
+    return f" ({': '.join(parts)})" if parts else ""
+
+
 def load_yaml(path: str | Path, what: str) -> Any:
     """The YAML document at ``path``.
     :raises InvalidRequest: unreadable, larger than ``limits.MAX_BYTES``
@@ -64,10 +74,8 @@ def load_yaml(path: str | Path, what: str) -> Any:
         raise exception.InvalidRequest(
             f"{name}: nested more than {limits.MAX_DEPTH} deep") from None
     except yaml.YAMLError as e:
-        where = getattr(e, "problem_mark", None)
-        line = f" (line {where.line + 1})" if where else ""
         raise exception.InvalidRequest(
-            f"{name}: not valid YAML{line}") from None
+            f"{name}: not valid YAML{_yaml_problem(e)}") from None
     # Loaded, aliases are shared; whatever reads it next copies them.
     limits.Budget().measure(doc, name)
     return doc

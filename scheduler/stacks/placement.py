@@ -138,7 +138,7 @@ def _unclaimed(driver, stack: Stack, held: dict[str, Any],
     for u in stack.consumers:
         if u in owners:
             raise exception.InvalidRequest(
-                f"stack.resources.{where[u]}.spec.instance_uuids: {u} is "
+                f"resources.{where[u]}.spec.instance_uuids: {u} is "
                 f"an instance of stack {owners[u]} (release it first)")
     if not held:
         return True
@@ -146,7 +146,7 @@ def _unclaimed(driver, stack: Stack, held: dict[str, Any],
         return False
     u = next(u for u in stack.consumers if u in held)
     raise exception.InvalidRequest(
-        f"stack.resources.{where[u]}.spec.instance_uuids: {u} already holds "
+        f"resources.{where[u]}.spec.instance_uuids: {u} already holds "
         f"a claim this stack did not make (release it first)")
 
 

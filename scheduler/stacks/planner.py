@@ -28,6 +28,7 @@ against each other (a drain's moves too); :func:`plan` is a stack's.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 
@@ -80,12 +81,35 @@ class Stuck(Exception):
 
     @property
     def reason(self) -> str:
-        """The refusal's explanation without its "No valid host" prefix."""
-        reason = self.refusal.message
-        prefix = "No valid host"
-        if reason.startswith(prefix):
-            reason = reason[len(prefix):].lstrip(": ")
-        return reason
+        """The refusal's explanation without the driver's head: "No valid
+        host", and a later instance's "for instance 3 of 5 (all or
+        nothing: none was placed)" (:attr:`instance` names it; whoever
+        words the refusal says "all or nothing" once)."""
+        return _driver_refusal(self.refusal.message)[1]
+
+    @property
+    def instance(self) -> str:
+        """``instance 3 of 5`` when a later instance of a resource of
+        several found no host; else empty."""
+        return _driver_refusal(self.refusal.message)[0]
+
+
+#: The driver's refusal (FilterScheduler._refusal): its head, with which
+#: of a multi-instance request's instances found no host.
+_DRIVER_REFUSAL = re.compile(
+    r"No valid host(?: for (?P<instance>instance \d+ of \d+) \(all or "
+    r"nothing: none was placed\))?[:;] ")
+
+
+def _driver_refusal(message: str) -> tuple[str, str]:
+    """(the instance, the explanation) of a driver's refusal."""
+    head = _DRIVER_REFUSAL.match(message)
+    if head is not None:
+        return head["instance"] or "", message[head.end():]
+    prefix = "No valid host"
+    if message.startswith(prefix):
+        return "", message[len(prefix):].lstrip(": ")
+    return "", message
 
 
 def plan(driver, stack: Stack, table: HostTable,
@@ -341,8 +365,11 @@ def name_list(items: list[str]) -> str:
 
 
 def _refusal(stack: Stack, stuck: Stuck) -> str:
+    """``No valid host for [instance 3 of 5 of] resource 'web' of stack
+    S (planned after db); nothing of the stack was claimed: <why>``."""
     context = (f" (planned after {name_list(stuck.before)})"
                if stuck.before else "")
-    return (f"No valid host for resource {stuck.name!r} of stack "
+    which = f"{stuck.instance} of " if stuck.instance else ""
+    return (f"No valid host for {which}resource {stuck.name!r} of stack "
             f"{stack.stack_id}{context}; nothing of the stack was claimed: "
             f"{stuck.reason}")

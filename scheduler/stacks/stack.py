@@ -120,9 +120,9 @@ class Stack:
                         max_instances: int = 1000) -> Stack:
         """Validate a ``stack`` dict and build the Stack.
 
-        :raises InvalidRequest: naming the field (``stack.resources.web.
+        :raises InvalidRequest: naming the field (``resources.web.
             spec.flavor.vcpus: ...``), an unknown reference
-            (``stack.resources.web.depends_on: no resource named 'db'``), a
+            (``resources.web.depends_on: no resource named 'db'``), a
             dependency cycle (``depends_on cycle: a -> b -> a``), a host
             hint naming an instance of the stack, more than
             ``max_instances`` instances in all, or resources holding more
@@ -137,13 +137,15 @@ class Stack:
         error = jsonschema.exceptions.best_match(
             _VALIDATOR.iter_errors(stack))
         if error is not None:
-            path = ".".join(["stack", *(str(p) for p in
-                                        error.absolute_path)])
+            # Paths from the stack's top, as a template's errors and the
+            # stack's definition name them (resources.web.spec...); the
+            # stack itself is "stack".
+            path = ".".join(str(p) for p in error.absolute_path) or "stack"
             raise exception.InvalidRequest(f"{path}: {describe(error)}")
-        check_text_size("stack.resources", stack["resources"],
+        check_text_size("resources", stack["resources"],
                         MAX_STACK_TEXT)
         _check_unicode(stack)
-        stack_id = canonical_id(stack["stack_id"], "stack.stack_id")
+        stack_id = canonical_id(stack["stack_id"])
         project_id = stack.get("project_id")
         user_id = stack.get("user_id")
         given = stack["resources"]
@@ -163,7 +165,7 @@ class Stack:
                 total += sum(_requested(given[n].get("spec"))
                              for n in names[i + 1:])
                 raise exception.InvalidRequest(
-                    f"stack.resources: {total} instances in all, at most "
+                    f"resources: {total} instances in all, at most "
                     f"{max_instances} allowed")
         resources = {}
         for name, spec in specs.items():
@@ -190,16 +192,16 @@ def _check_depth(stack: dict) -> None:
     one limit, :func:`scheduler.request.schema.check_depth`), and so does
     any other field of the stack or of a resource.
 
-    :raises InvalidRequest: naming the field, e.g. ``stack.resources.web.
+    :raises InvalidRequest: naming the field, e.g. ``resources.web.
         spec.scheduler_hints.h...: nested deeper than the 64 levels
         allowed``.
     """
     for key, value in stack.items():
         if key != "resources" or not isinstance(value, dict):
-            check_depth(value, f"stack.{key}")
+            check_depth(value, str(key))
             continue
         for name, resource in value.items():
-            where = f"stack.resources.{str(name)[:60]}"
+            where = f"resources.{str(name)[:60]}"
             if not isinstance(resource, dict):
                 check_depth(resource, where)
                 continue
@@ -210,10 +212,10 @@ def _check_depth(stack: dict) -> None:
 def _check_unicode(stack: dict) -> None:
     """Resource names and the stack's project and user must be text UTF-8
     can carry: they derive consumer uuids and are stored."""
-    check_utf8("stack.project_id", stack.get("project_id"))
-    check_utf8("stack.user_id", stack.get("user_id"))
+    check_utf8("project_id", stack.get("project_id"))
+    check_utf8("user_id", stack.get("user_id"))
     for name in stack["resources"]:
-        check_utf8("stack.resources", name)
+        check_utf8("resources", name)
 
 
 def _names(raw: dict, field: str) -> tuple:
@@ -235,7 +237,7 @@ def _spec(name: str, spec: dict | None, project_id: str | None,
     reading a stack."""
     if spec is None:
         return None
-    prefix = f"stack.resources.{name}"
+    prefix = f"resources.{name}"
     # The stack's project and user are every spec's unless it says.
     spec = {"project_id": project_id, "user_id": user_id, **spec}
     try:
@@ -282,7 +284,7 @@ def _check_references(resources: dict[str, Resource]) -> None:
     for name, r in resources.items():
         for field in ("depends_on",) + RELATIONS:
             for ref in getattr(r, field):
-                where = f"stack.resources.{name}.{field}"
+                where = f"resources.{name}.{field}"
                 if not isinstance(ref, str):
                     raise exception.InvalidRequest(
                         f"{where}: {str(ref)[:60]!r} is not a resource name")
@@ -301,7 +303,7 @@ def _check_references(resources: dict[str, Resource]) -> None:
         both = set(r.same_host) & set(r.different_host)
         if both:
             raise exception.InvalidRequest(
-                f"stack.resources.{name}: {sorted(both)[0]!r} is both in "
+                f"resources.{name}: {sorted(both)[0]!r} is both in "
                 f"same_host and in different_host")
 
 
@@ -312,7 +314,7 @@ def _check_consumers(resources: dict[str, Resource]) -> dict[str, str]:
         for u in r.spec.instance_uuids if r.spec else ():
             if u in owner:
                 raise exception.InvalidRequest(
-                    f"stack.resources.{name}.spec.instance_uuids: {u} is "
+                    f"resources.{name}.spec.instance_uuids: {u} is "
                     f"also an instance of {owner[u]!r}")
             owner[u] = name
     return owner
@@ -331,7 +333,7 @@ def _check_hints(resources: dict[str, Resource],
             for u in r.spec.hinted_uuids(hint):
                 if u in owner:
                     raise exception.InvalidRequest(
-                        f"stack.resources.{name}.spec.scheduler_hints."
+                        f"resources.{name}.spec.scheduler_hints."
                         f"{hint}: {u} is an instance of resource "
                         f"{owner[u]!r} of this stack (relate the two "
                         f"resources with {hint} instead)")
@@ -349,7 +351,7 @@ def _check_groups(resources: dict[str, Resource]) -> None:
         first = seen.setdefault(group.uuid, (name, rule))
         if first[1] != rule:
             raise exception.InvalidRequest(
-                f"stack.resources.{name}.spec.instance_group: server group "
+                f"resources.{name}.spec.instance_group: server group "
                 f"{group.uuid} has another policy or rules in resource "
                 f"{first[0]!r}")
 

@@ -96,7 +96,7 @@ def test_a_nul_character_in_what_a_claim_stores_is_named(serving):
     with pytest.raises(exception.InvalidRequest) as caught:
         call({}, "select_stack", stack=stack)
     assert caught.value.message == (
-        "stack.project_id: 'p\\x00' is not storable text (it holds a NUL "
+        "project_id: 'p\\x00' is not storable text (it holds a NUL "
         "character)")
     assert serving.allocations() == []
     assert serving.api.select_destinations({}, {"flavor": FLAVOR})

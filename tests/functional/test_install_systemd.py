@@ -10,6 +10,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -89,6 +90,44 @@ def test_install_without_the_scripts_is_one_line(tmp_path):
     assert result.stderr.count("\n") == 1
     assert result.stderr.startswith(
         f"ERROR: {tmp_path}/scheduler-server is not an installed script")
+
+
+def test_a_bindir_under_tmp_is_refused_in_one_line():
+    # The unit's PrivateTmp=yes gives the service an empty /tmp: its
+    # ExecStartPre then failed, "no such file".
+    base = Path(tempfile.mkdtemp(dir="/tmp"))
+    try:
+        bindir = base / "venv" / "bin"
+        bindir.mkdir(parents=True)
+        for script in ("scheduler-server", "scheduler-manage"):
+            (bindir / script).write_text("#!/bin/sh\n")
+            (bindir / script).chmod(0o755)
+        result = subprocess.run(
+            [sys.executable, str(TOOL), "--root", str(base / "root"),
+             "--bindir", str(bindir)], capture_output=True, text=True,
+            timeout=60)
+    finally:
+        shutil.rmtree(base)
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"ERROR: {bindir.resolve()} is under a temporary directory, which "
+        f"the unit replaces with an empty one of its own (PrivateTmp=yes); "
+        f"install into e.g. /opt/scheduler/venv\n")
+
+
+def test_the_unit_says_what_it_is_and_its_documentation_is_there(root):
+    # The template's header was rendered too: "replacing
+    # /x/.venv/bin with the directory...".
+    assert (root / UNIT).read_text().splitlines()[:3] == [
+        "# Written by tools/install-systemd from "
+        "etc/systemd/scheduler-server.service of the source tree,",
+        f"# with the console scripts in {BINDIR.resolve()}. Running the "
+        f"tool again rewrites it:",
+        "# put local changes in scheduler-server.service.d/*.conf."]
+    documentation = unit_line(root, "Documentation")
+    assert documentation.startswith("file:///")
+    installed = root / documentation[len("file:///"):]
+    assert installed.read_text() == (REPO / "README.rst").read_text()
 
 
 def test_rendered_unit_passes_systemd_analyze_verify(root):

@@ -24,6 +24,46 @@ def conf(tmp_path):
 
 
 @pytest.fixture
+def oslo_log_lines() -> Iterator[Callable[[str], list[str]]]:
+    """``oslo_log_lines(logger)``: the lines ``logger`` logs from now on
+    (at any level), as oslo.log's formatter writes them: with the
+    exception in flight appended to a WARNING or worse logged inside an
+    except clause, as in a real log."""
+    import logging
+
+    from oslo_config import cfg
+    from oslo_log import formatters
+    from oslo_log import log
+
+    options = cfg.ConfigOpts()
+    log.register_options(options)
+    options([], default_config_files=[])
+    attached: list[tuple[logging.Logger, logging.Handler, int]] = []
+
+    class Keep(logging.Handler):
+        def __init__(self, lines: list[str]) -> None:
+            super().__init__()
+            self.lines = lines
+            self.setFormatter(formatters.ContextFormatter(config=options))
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.lines.append(self.format(record))
+
+    def lines_of(name: str) -> list[str]:
+        lines: list[str] = []
+        logger = logging.getLogger(name)
+        handler = Keep(lines)
+        attached.append((logger, handler, logger.level))
+        logger.addHandler(handler)
+        logger.setLevel(logging.DEBUG)
+        return lines
+    yield lines_of
+    for logger, handler, level in attached:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+@pytest.fixture
 def engine(conf, tmp_path) -> Iterator[sa.Engine]:
     engine = create_engine(conf)
     assert engine.url.database == str(tmp_path / "scheduler.sqlite")

@@ -184,11 +184,12 @@ def test_rank_prints_hosts_with_weigher_columns_then_filters(capsys):
         "compute-00003  compute-00003  0.250   0.250       0.000",
         "2 shown of 10 hosts",
         "",
-        "name           in  out  reason                    sample",
-        "-------------  --  ---  ------------------------  "
+        # "passed", not "out": the hosts that passed the filter.
+        "name           in  passed  reason                    sample",
+        "-------------  --  ------  ------------------------  "
         "----------------------------",
-        "ComputeFilter  10  9    service down or disabled  compute-00009",
-        "RamFilter      9   2    insufficient RAM          "
+        "ComputeFilter  10  9       service down or disabled  compute-00009",
+        "RamFilter      9   2       insufficient RAM          "
         "compute-00001, compute-00002",
     ]
 
@@ -290,13 +291,14 @@ def test_messaging_timeout_names_the_topic_and_the_wait(capsys):
 
 
 def test_messaging_timeout_of_select_mentions_the_attempts(capsys):
-    rc, api = run(["select"],
+    rc, api = run(["--timeout", "5", "select"],
                   FakeAPI(error=messaging.MessagingTimeout("timed out")))
     assert rc == 1
-    err = capsys.readouterr().err
-    assert err.startswith("ERROR: no scheduler answered within ")
-    assert (f"(each of {api.conf.scheduler.max_attempts} attempts) on "
-            f"topic 'scheduler'") in err
+    assert capsys.readouterr().err == (
+        f"ERROR: no scheduler answered within 5s "
+        f"({api.conf.scheduler.max_attempts} attempts) on topic "
+        f"'scheduler'; is a scheduler-server running on the same "
+        f"transport_url?\n")
 
 
 def test_unexpected_error_without_debug_has_no_traceback(capsys,
@@ -355,24 +357,53 @@ def test_timings_go_to_stderr_also_on_failure(capsys):
     assert lines[1] == "ERROR: bad"
 
 
-def test_default_factory_is_scheduler_api_with_the_timeout(monkeypatch):
+@pytest.mark.parametrize("argv, budget", [
+    (["--timeout", "7", "ping"], 7.0),
+    (["ping"], client_parser.PING_TIMEOUT),
+    (["select"], client_parser.CALL_TIMEOUT),
+    (["rank"], client_parser.CALL_TIMEOUT),
+    (["release", UUID1], client_parser.CALL_TIMEOUT),
+])
+def test_the_broker_and_the_calls_share_one_budget(monkeypatch, argv,
+                                                   budget):
+    """The broker is asked within --timeout (a person's default: 10 s for
+    ping, 30 s for the others, not rpc_response_timeout's 60), and the
+    calls end by the same deadline."""
     made = []
 
     class Recorder(FakeAPI):
-        def __init__(self, conf, timeout=None):
+        def __init__(self, conf, deadline=None):
             super().__init__()
-            made.append((conf, timeout))
+            made.append((conf, deadline))
 
     monkeypatch.setattr(client, "SchedulerAPI", Recorder)
-    budgets = []
+    checked = []
     monkeypatch.setattr(client.broker, "check",
-                        lambda conf, budget: budgets.append(budget))
-    assert client.main(["--timeout", "7", "ping"]) == 0
-    assert client.main(["ping"]) == 0
-    assert [t for _, t in made] == [7.0, None]
-    # The broker is asked first, within the same timeout.
-    assert budgets == [7.0, 60]
-    assert made[0][0].scheduler.topic == "scheduler"
+                        lambda conf, budget: checked.append(
+                            (budget, client.time.monotonic())))
+    assert client.main(argv) == 0
+    [(conf, deadline)] = made
+    [(given, asked_at)] = checked
+    assert given == budget
+    assert asked_at <= deadline <= asked_at + budget
+    assert conf.scheduler.topic == "scheduler"
+
+
+def test_a_resent_call_is_quiet_unless_debug(monkeypatch):
+    """The re-send WARNINGs of SchedulerAPI do not precede the command's
+    one line (which counts the attempts); --debug shows them."""
+    import logging
+    monkeypatch.setattr(logs, "setup_logging", lambda conf, debug, name:
+                        None)
+    logger = logging.getLogger("scheduler.rpc.client")
+    before = logger.level
+    try:
+        REAL_SETUP_LOGGING(None, False)
+        assert not logger.isEnabledFor(logging.WARNING)
+        REAL_SETUP_LOGGING(None, True)
+        assert logger.isEnabledFor(logging.WARNING)
+    finally:
+        logger.setLevel(before)
 
 
 def test_the_transport_is_cleaned_up():
@@ -446,6 +477,16 @@ def test_stack_place_sends_the_template_and_prints_order_then_hosts(
                               "vcpus", "memory_mb", "disk_gb"]
     assert out[8].split() == ["db", "compute-00001", "compute-00001",
                               UUID1, "2", "2048", "21"]
+
+
+def test_a_resource_of_several_instances_has_a_row_per_index():
+    # A ResourceGroup's rows were all labelled "web", as its one server.
+    rows = client_output.render_stack({
+        "stack_id": STACK_RESULT["stack_id"], "order": [["db"], ["web"]],
+        "resources": {"db": [SELECTED[0]],
+                      "web": [SELECTED[1], SELECTED[0]]}}).splitlines()[5:]
+    assert [row.split()[0] for row in rows] == [
+        "resource", "--------", "db", "web[0]", "web[1]"]
 
 
 def test_stack_release_sends_the_stack_id(tmp_path, capsys):

@@ -112,7 +112,7 @@ def test_a_later_instance_refused_counts_the_hosts_left(register,
             _spec(num_instances=3, ignore_hosts=["h3"]))
     assert info.value.message == (
         "No valid host for instance 3 of 3 (all or nothing: none was "
-        "placed); of the hosts left after placing the first 2, 0/1 hosts "
+        "placed); with hosts found for the first 2, 0/1 remaining hosts "
         "passed. RamFilter removed 1 (insufficient RAM: need 4096 MB)")
 
 

@@ -83,7 +83,7 @@ def test_multi_instance_is_all_or_nothing(register, engine, filter_driver):
     assert "instance 3 of 3" in info.value.message
     assert info.value.message == (
         "No valid host for instance 3 of 3 (all or nothing: none was "
-        "placed); of the hosts left after placing the first 2, 0/1 hosts "
+        "placed); with hosts found for the first 2, 0/1 remaining hosts "
         "passed. RamFilter removed 1 (insufficient RAM: need 4096 MB)")
     assert "RamFilter removed" in info.value.message
     assert allocation_rows(engine) == []

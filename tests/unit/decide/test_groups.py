@@ -147,7 +147,7 @@ def test_affinity_that_does_not_fit_one_host_is_refused(register, engine,
     # filter), so the third finds that host full
     assert info.value.message == (
         "No valid host for instance 3 of 3 (all or nothing: none was "
-        "placed); of the hosts left after placing the first 2, 0/1 hosts "
+        "placed); with hosts found for the first 2, 0/1 remaining hosts "
         "passed. RamFilter removed 1 (insufficient RAM: need 2048 MB)")
     assert allocation_rows(engine) == []
     _untouched(engine, "h1", "h2")

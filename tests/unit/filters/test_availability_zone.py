@@ -81,3 +81,12 @@ def test_shape(conf):
     assert f.run_filter_once_per_request is True
     assert f.explain(make_spec(availability_zone="az9")) == \
         "not in the requested availability zone (az9)"
+
+
+def test_no_zone_requested_is_no_zone_in_the_reason(conf):
+    # The rank table showed "not in the requested availability zone
+    # (None)" for a request that named none.
+    f = AvailabilityZoneFilter(conf)
+    for zone in (None, ""):
+        assert f.explain(make_spec(availability_zone=zone)) == \
+            "not in the requested availability zone"

@@ -53,3 +53,21 @@ def test_a_workers_failed_reload_logs_a_bug_with_its_traceback(
     assert (record.levelname, record.exc_info is not None) == (
         "ERROR", traceback)
     assert "keeps its previous filters" in record.getMessage()
+
+
+def test_a_workers_refused_reload_is_one_line_without_the_exception(
+        conf, oslo_log_lines):
+    """oslo.log appended the exception in flight (its type and text) to
+    the line, logged inside the except clause."""
+    def reload():
+        raise exception.ConfigError("[filter_scheduler] weighers: no such "
+                                    "weigher")
+    worker = service_worker.SchedulerWorker(1, conf, channel=None)
+    worker._manager = types.SimpleNamespace(
+        driver=types.SimpleNamespace(reload=reload))
+    lines = oslo_log_lines("scheduler.service.worker")
+    worker.reload()
+    [line] = lines
+    assert line.endswith(" [-] Worker 1 keeps its previous filters and "
+                         "weighers: [filter_scheduler] weighers: no such "
+                         "weigher"), line

@@ -123,3 +123,21 @@ def test_aliases_nested_too_deep_are_refused_naming_the_file(tmp_path):
     with pytest.raises(exception.InvalidRequest) as e:
         files.load_yaml(path, "template")
     assert e.value.message == f"template {path}: nested more than 100 deep"
+
+
+@pytest.mark.parametrize("text, line, problem", [
+    ("resources:\n  web:\n    type: OS::Nova::Server: x\n",
+     3, "mapping values are not allowed here"),
+    ("resources:\n\tweb: {}\n", 2,
+     "found character '\\t' that cannot start any token"),
+    ("a: [1,\n", 2, "expected the node content, but found '<stream end>'"),
+])
+def test_a_yaml_error_says_what_is_wrong_on_its_line(tmp_path, text, line,
+                                                     problem):
+    # "not valid YAML (line 4)" named the line only.
+    path = tmp_path / "web.yaml"
+    path.write_text(text)
+    with pytest.raises(exception.InvalidRequest) as e:
+        files.load_yaml(path, "template")
+    assert e.value.message == (f"template {path}: not valid YAML (line "
+                               f"{line}: {problem})")

@@ -375,7 +375,7 @@ def test_a_project_or_user_utf8_cannot_carry_is_refused_claiming_nothing(
     # What json.loads makes of "p\ud800": storing the stack's row failed
     # with oslo.db's DBInvalidUnicodeParameter, a traceback to the caller.
     with pytest.raises(exception.InvalidRequest,
-                       match=rf"^stack.{field}: 'p\\ud800' is not valid "
+                       match=rf"^{field}: 'p\\ud800' is not valid "
                              r"unicode"):
         placement.select(filter_driver, Stack.from_primitives(
             {"stack_id": SID, field: "p\ud800",
@@ -421,7 +421,7 @@ def test_a_stack_naming_another_stacks_consumer_is_refused(
             placement.select(filter_driver, _stack(bigger, OTHER),
                              dry_run=dry_run)
         assert e.value.message == (
-            f"stack.resources.app.spec.instance_uuids: {X} is an instance "
+            f"resources.app.spec.instance_uuids: {X} is an instance "
             f"of stack {SID} (release it first)")
     # A's claim is intact, B holds nothing.
     rows = allocation_rows(engine)
@@ -462,7 +462,7 @@ def test_a_stack_naming_a_consumer_claimed_alone_is_refused(
             {"app": {"spec": spec_dict(flavor={**F, "memory_mb": 2048},
                                        instance_uuids=[X])}}))
     assert e.value.message == (
-        f"stack.resources.app.spec.instance_uuids: {X} already holds a "
+        f"resources.app.spec.instance_uuids: {X} already holds a "
         f"claim this stack did not make (release it first)")
     assert [(r.consumer_uuid, r.compute_node_id)
             for r in allocation_rows(engine)] == before
@@ -480,7 +480,7 @@ def test_a_different_host_hint_on_an_instance_of_the_stack_is_refused(
     driver = FilterScheduler(conf, fresh_host_manager(conf, engine), engine)
     register(node("h1"))
     with pytest.raises(exception.InvalidRequest,
-                       match=r"^stack.resources.web2.spec.scheduler_hints."
+                       match=r"^resources.web2.spec.scheduler_hints."
                              r"different_host: .* is an instance of "
                              r"resource 'web1' of this stack"):
         placement.select(driver, _stack({

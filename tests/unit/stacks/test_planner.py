@@ -197,3 +197,21 @@ def test_a_same_host_set_fits_under_the_ratio_its_filters_enforce(
         "db": {"spec": spec_dict(flavor=_flavor(1024))}}})
     result = placement.select(driver, stack)
     assert _hosts(result) == {"app": ["cores", "cores"], "db": ["cores"]}
+
+
+def test_a_group_that_fits_in_part_says_how_many_found_hosts(
+        register, filter_driver):
+    # "of the hosts left after placing the first 1, 0/1 hosts passed"
+    # read as nothing placed twice over, the hosts counted twice.
+    register(node("h1", memory_mb=4096), node("h2", memory_mb=4096))
+    stack = Stack.from_primitives({"stack_id": SID, "resources": {
+        "web": {"spec": spec_dict(flavor=_flavor(4096),
+                                  num_instances=2)},
+        "db": {"spec": spec_dict(flavor=_flavor(4096))}}})
+    with pytest.raises(exception.NoValidHost) as e:
+        placement.select(filter_driver, stack)
+    assert e.value.message == (
+        f"No valid host for instance 2 of 2 of resource 'web' of stack "
+        f"{SID} (planned after db); nothing of the stack was claimed: "
+        f"with a host found for the first, 0/1 remaining hosts passed. "
+        f"RamFilter removed 1 (insufficient RAM: need 4096 MB)")

@@ -32,7 +32,7 @@ resources:
       scheduler_hints: {group: {get_resource: [g], x: 1}}
 """)
     with pytest.raises(exception.InvalidRequest,
-                       match=r"^stack.resources.s.spec.scheduler_hints.group"
+                       match=r"^resources.s.spec.scheduler_hints.group"
                              r": .* is not a server group uuid"):
         Stack.from_primitives(raw)
 

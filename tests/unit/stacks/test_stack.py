@@ -33,20 +33,20 @@ def test_the_stack_project_is_the_specs_unless_they_say():
 
 @pytest.mark.parametrize("raw, message", [
     (_stack(a={"spec": spec_dict(), "depends_on": ["nope"]}),
-     "stack.resources.a.depends_on: no resource named 'nope'"),
+     "resources.a.depends_on: no resource named 'nope'"),
     (_stack(a={"spec": spec_dict(), "different_host": ["a"]}),
-     "stack.resources.a.different_host: a resource cannot name itself"),
+     "resources.a.different_host: a resource cannot name itself"),
     (_stack(a={"spec": spec_dict(), "same_host": ["n"]}, n={"spec": None}),
-     "stack.resources.a.same_host: 'n' and 'a' must both be placed"),
+     "resources.a.same_host: 'n' and 'a' must both be placed"),
     (_stack(a={"spec": spec_dict(flavor={"vcpus": -1})}),
-     "stack.resources.a.spec.flavor.vcpus: -1 is less than the minimum"),
+     "resources.a.spec.flavor.vcpus: -1 is less than the minimum"),
     (_stack(a={"spec": spec_dict(), "colour": "red"}),
-     "stack.resources.a: Additional properties are not allowed"),
+     "resources.a: Additional properties are not allowed"),
     ({"stack_id": "not-a-uuid", "resources": {"a": {"spec": None}}},
-     "stack.stack_id: expected a uuid (32 hex digits, dashes optional), "
+     "stack_id: expected a uuid (32 hex digits, dashes optional), "
      "got 'not-a-uuid'"),
     ({"stack_id": SID, "resources": {}},
-     "stack.resources: {} should be non-empty"),
+     "resources: {} should be non-empty"),
     (_stack(a={"spec": spec_dict(), "depends_on": ["b"]},
             b={"spec": None, "depends_on": ["a"]}),
      "depends_on cycle: a -> b -> a"),
@@ -55,7 +55,7 @@ def test_the_stack_project_is_the_specs_unless_they_say():
      "different_host cycle: a -> b -> a (a relation orders"),
     (_stack(a={"spec": spec_dict(), "same_host": ["b"],
                "different_host": ["b"]}, b={"spec": spec_dict()}),
-     "stack.resources.a: 'b' is both in same_host and in different_host"),
+     "resources.a: 'b' is both in same_host and in different_host"),
 ])
 def test_bad_stacks_are_refused_naming_the_field(raw, message):
     with pytest.raises(exception.InvalidRequest) as e:
@@ -66,7 +66,7 @@ def test_bad_stacks_are_refused_naming_the_field(raw, message):
 def test_a_consumer_in_two_resources_is_refused():
     u = "aaaaaaaa-0000-4000-8000-000000000001"
     with pytest.raises(exception.InvalidRequest,
-                       match=r"stack.resources.b.spec.instance_uuids: .* is "
+                       match=r"resources.b.spec.instance_uuids: .* is "
                              r"also an instance of 'a'"):
         stacks.Stack.from_primitives(_stack(
             a={"spec": spec_dict(instance_uuids=[u])},
@@ -88,14 +88,14 @@ def test_a_hint_naming_an_instance_of_the_stack_is_refused(hint):
                 b={"spec": spec_dict(num_instances=2)},
                 c={"spec": spec_dict(scheduler_hints={hint: [named]})}))
         assert e.value.message == (
-            f"stack.resources.c.spec.scheduler_hints.{hint}: "
+            f"resources.c.spec.scheduler_hints.{hint}: "
             f"{named.lower()} is an instance of resource {owner!r} of this "
             f"stack (relate the two resources with {hint} instead)")
 
 
 def test_too_many_instances_in_all_are_refused():
     with pytest.raises(exception.InvalidRequest,
-                       match=r"^stack.resources: 6 instances in all, at "
+                       match=r"^resources: 6 instances in all, at "
                              r"most 5 allowed"):
         stacks.Stack.from_primitives(_stack(
             a={"spec": spec_dict(num_instances=3)},
@@ -115,7 +115,7 @@ def test_one_group_with_two_policies_is_refused():
 
 def test_a_reference_that_is_not_a_name_is_refused():
     with pytest.raises(exception.InvalidRequest,
-                       match=r"^stack.resources.a.depends_on: \"{'x': 1}\" "
+                       match=r"^resources.a.depends_on: \"{'x': 1}\" "
                              r"is not a resource name"):
         stacks.Stack.from_primitives(_stack(
             a={"spec": spec_dict(), "depends_on": [{"x": 1}]}))
@@ -133,7 +133,7 @@ def test_a_huge_stack_is_refused_before_making_its_consumers(
     monkeypatch.setattr(ids, "consumer_uuid",
                         lambda *args: made.append(args))
     with pytest.raises(exception.InvalidRequest,
-                       match=r"^stack.resources: 1000000 instances in all, "
+                       match=r"^resources: 1000000 instances in all, "
                              r"at most 1000 allowed"):
         stacks.Stack.from_primitives(_stack(**{
             f"r{i:03d}": {"spec": spec_dict(
@@ -147,7 +147,7 @@ def test_a_name_utf8_cannot_carry_is_refused_naming_the_field():
     # What json.loads makes of "\ud800": deriving the consumer uuids
     # failed with a UnicodeEncodeError.
     with pytest.raises(exception.InvalidRequest,
-                       match=r"^stack.resources: 'web\\ud800' is not valid "
+                       match=r"^resources: 'web\\ud800' is not valid "
                              r"unicode"):
         stacks.Stack.from_primitives(_stack(
             **{"web\ud800": {"spec": spec_dict()}}))
@@ -163,17 +163,17 @@ def test_a_hint_nested_too_deep_is_refused_before_it_is_read(container):
     with pytest.raises(exception.InvalidRequest) as e:
         stacks.Stack.from_primitives(raw)
     assert e.value.message == (
-        "stack.resources.web.spec.scheduler_hints.deep...: nested deeper "
+        "resources.web.spec.scheduler_hints.deep...: nested deeper "
         "than the 64 levels allowed")
 
 
 @pytest.mark.parametrize("raw, field", [
     (_stack(web={"spec": None, "depends_on": [nested(500)]}),
-     "stack.resources.web.depends_on"),
+     "resources.web.depends_on"),
     ({**_stack(web={"spec": None}), "stack_id": nested(500)},
-     "stack.stack_id"),
-    ({**_stack(web={"spec": None}), "extra": [nested(500)]}, "stack.extra"),
-    (_stack(web=nested(500)), "stack.resources.web"),
+     "stack_id"),
+    ({**_stack(web={"spec": None}), "extra": [nested(500)]}, "extra"),
+    (_stack(web=nested(500)), "resources.web"),
 ])
 def test_every_field_of_a_stack_has_the_one_nesting_limit(raw, field):
     """Not only the specs: the schema's error, or the reference check,
@@ -190,7 +190,7 @@ def test_a_stack_holding_too_much_text_is_refused():
     # stored (a stack with three 10 MB hints kept 31 MB in its row).
     hints = {f"h{i}": "x" * 60000 for i in range(15)}
     with pytest.raises(exception.InvalidRequest,
-                       match=r"^stack.resources: its keys and values are "
+                       match=r"^resources: its keys and values are "
                              rf"longer than {stacks.MAX_STACK_TEXT} "
                              r"characters in all$"):
         stacks.Stack.from_primitives(_stack(**{
