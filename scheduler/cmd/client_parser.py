@@ -254,14 +254,21 @@ def check_text(args: argparse.Namespace) -> None:
     parsing.check_text(build_parser(), args, PATHS)
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    """Parse and cross-check ``argv``; exits 2 with usage on bad input.
-    ``--json`` is accepted before or after the command; ``timeout`` is
-    the command's default when ``--timeout`` is not given."""
+def full_parser() -> argparse.ArgumentParser:
+    """:func:`build_parser` with ``--json`` on every command, before or
+    after it: what the command parses (and the CLI reference shows)."""
     parser = build_parser()
     parsing.add_to_every_command(parser, "--json", action="store_true",
                                  default=False,
                                  help="print the raw RPC result as JSON")
+    return parser
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """Parse and cross-check ``argv``; exits 2 with usage on bad input.
+    ``--json`` is accepted before or after the command; ``timeout`` is
+    the command's default when ``--timeout`` is not given."""
+    parser = full_parser()
     args = parser.parse_args(argv)
     if args.timeout is None:
         args.timeout = {"ping": PING_TIMEOUT, "plan_drain": DRAIN_TIMEOUT

@@ -17,7 +17,8 @@ from scheduler.db.engine import create_engine
 from scheduler.db import wrapped
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """scheduler-fleet's command line (also the CLI reference's source)."""
     parser = argparse.ArgumentParser(
         prog="scheduler-fleet",
         description="Simulated compute nodes for demos, tests and "
@@ -32,6 +33,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--once", action="store_true",
                         help="register and heartbeat once, then exit")
     progress.add_argument(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.nodes < 0:
         parser.error("--nodes must not be negative")
