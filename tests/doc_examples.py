@@ -110,7 +110,7 @@ def _commands(body: list[tuple[int, str]]) -> list[Command]:
             command = text[2:]
             while command.endswith("\\") and i + 1 < len(body):
                 i += 1
-                command = command[:-1] + " " + body[i][1].strip()
+                command = command[:-1].rstrip() + " " + body[i][1].strip()
             commands.append(Command(number, command, []))
         elif commands:
             commands[-1].output.append(text)

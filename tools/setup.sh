@@ -5,8 +5,8 @@
 #   tools/setup.sh [--with-tests | --with-unit-tests]
 #
 # --with-tests adds what the whole suite needs (PostgreSQL, MariaDB and the
-# test and benchmark requirements); --with-unit-tests only the test
-# requirements.
+# test, benchmark and documentation requirements); --with-unit-tests only
+# the test requirements.
 # Needs root, or sudo, to install the Debian packages the first time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,7 +39,8 @@ fi
 req_args=(-r requirements.txt)
 case "$with" in
     --with-tests)
-        req_args+=(-r test-requirements.txt -r benchmarks/requirements.txt) ;;
+        req_args+=(-r test-requirements.txt -r benchmarks/requirements.txt
+                   -r doc/requirements.txt) ;;
     --with-unit-tests)
         req_args+=(-r test-requirements.txt) ;;
 esac
