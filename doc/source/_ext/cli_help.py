@@ -3,8 +3,9 @@
 ``FUNCTION`` either builds the command's ``argparse`` parser (the
 default), whose help and each subcommand's are shown in turn, or, with
 ``:main:``, is the command's ``main(argv)``, called with ``--help`` (the
-commands whose options oslo.config parses). Nothing is run in a
-subprocess; the help is what the installed code prints.
+commands whose options oslo.config parses). ``:prog:`` names the
+command. Nothing is run in a subprocess: the help is what the code in
+this checkout prints.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import argparse
 import contextlib
 import importlib
 import io
+import sys
 
 from docutils import nodes
 from docutils.parsers.rst import directives
@@ -32,10 +34,18 @@ def _walk(parser: argparse.ArgumentParser, words: list[str]):
                 yield from _walk(sub, words + [name])
 
 
-def _main_help(main) -> str:
+def _main_help(main, prog: str) -> str:
+    """What ``prog --help`` prints; oslo.config names the program after
+    ``sys.argv[0]``, which is sphinx-build's here."""
     out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
-        main(["--help"])
+    argv0 = sys.argv[0]
+    sys.argv[0] = prog
+    try:
+        with contextlib.redirect_stdout(out), \
+                contextlib.suppress(SystemExit):
+            main(["--help"])
+    finally:
+        sys.argv[0] = argv0
     return out.getvalue()
 
 
@@ -46,11 +56,11 @@ class CliHelp(SphinxDirective):
 
     def run(self):
         target = _load(self.arguments[0])
+        prog = self.options.get("prog", "")
         if "main" in self.options:
-            helps = [([], _main_help(target))]
+            helps = [([], _main_help(target, prog))]
         else:
             helps = list(_walk(target(), []))
-        prog = self.options.get("prog", "")
         result = []
         for words, text in helps:
             if words:
