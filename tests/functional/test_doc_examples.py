@@ -57,6 +57,7 @@ class Session:
         self.env["PATH"] = bindir + os.pathsep + self.env.get("PATH", "")
         self.env["COLUMNS"] = "80"
         self.servers: list[subprocess.Popen] = []
+        self.logs: list = []
 
     def command(self, text: str) -> str:
         """The documented command with the test's paths."""
@@ -81,6 +82,7 @@ class Session:
 
     def start(self, text: str) -> None:
         log = open(self.dir / f"server-{len(self.servers)}.log", "w")
+        self.logs.append(log)
         proc = subprocess.Popen(
             ["bash", "-c", "exec " + self.command(text)],
             cwd=doc_examples.ROOT, env=self.env, stdout=log,
@@ -112,6 +114,8 @@ class Session:
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+        for log in self.logs:
+            log.close()
         shutil.rmtree(self.state, ignore_errors=True)
 
 
