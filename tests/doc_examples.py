@@ -51,7 +51,7 @@ PATHS = {
 }
 
 _MARK = re.compile(r"^\.\. doc-example: (run|start|skip)\b\s*(.*)$")
-_CODE = re.compile(r"^(\s*)\.\. code-block:: console\s*$")
+_CODE = re.compile(r"^(\s*)\.\. (?:code-block|code|sourcecode)::\s*(\S*)\s*$")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-"
                    r"[0-9a-f]{12}", re.I)
 
@@ -141,6 +141,8 @@ def parse(path: Path) -> tuple[list[Example], list[str]]:
         if code or text.rstrip().endswith("::"):
             body, after = _block(lines, i)
             commands = _commands(body)
+            if code and code.group(2) != "console":
+                code = None
             if code and pending:
                 number, mode, reason = pending
                 if mode == "skip" and not reason:

@@ -84,3 +84,16 @@ def test_output_that_differs_only_where_the_docs_let_it():
     assert not doc_examples.matches(shown[:3], printed[:2] + ["x c1"])
     assert not doc_examples.matches(["c1"], ["c2"])
     assert not doc_examples.matches(["c1"], ["c1", "extra"])
+
+
+def test_a_command_in_a_block_of_another_language_is_a_problem(
+        monkeypatch, tmp_path):
+    _, problems = _parse(monkeypatch, tmp_path, """\
+.. doc-example: run
+
+.. code-block:: bash
+
+    $ scheduler-client ping
+""")
+    assert "page.rst:5: a command shown outside a '.. doc-example:' " \
+        "console block" in problems
