@@ -20,8 +20,11 @@ import tempfile
 import time
 import uuid
 
+import oslo_messaging as messaging
 import pytest
 
+from scheduler import conf as sched_conf
+from scheduler.rpc.client import SchedulerAPI
 from tests import doc_examples
 from tests.fixtures.config import write_config
 
@@ -89,17 +92,21 @@ class Session:
             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True)
         self.servers.append(proc)
-        deadline = time.monotonic() + SERVER_START_TIMEOUT
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise AssertionError(f"{text!r} exited:\n"
-                                     + Path(log.name).read_text())
-            ping = subprocess.run(
-                ["scheduler-client", "--config-file", str(self.config),
-                 "--timeout", "2", "ping"], env=self.env,
-                capture_output=True, text=True)
-            if ping.returncode == 0:
-                return
+        api = SchedulerAPI(sched_conf.load(["--config-file",
+                                             str(self.config)]), timeout=2)
+        try:
+            deadline = time.monotonic() + SERVER_START_TIMEOUT
+            while time.monotonic() < deadline:
+                if proc.poll() is not None:
+                    raise AssertionError(f"{text!r} exited:\n"
+                                         + Path(log.name).read_text())
+                try:
+                    api.ping({})
+                    return
+                except messaging.MessagingTimeout:
+                    continue
+        finally:
+            api.transport.cleanup()
         raise AssertionError(f"{text!r} did not answer within "
                              f"{SERVER_START_TIMEOUT}s:\n"
                              + Path(log.name).read_text())
