@@ -118,7 +118,7 @@ def test_db_sync_completes_a_migration_that_failed_half_way_on_mariadb(
         mariadb, tmp_path):
     """MariaDB has no transactional DDL: a migration that fails half-way
     (0003's triggers refused: a user without the TRIGGER privilege, or the
-    binary log on without SUPER, as the README warns) leaves what it had
+    binary log on without SUPER, as doc/source/databases.rst warns) leaves what it had
     created. Once the operator grants what was missing, ``db sync`` again
     finishes the job instead of failing on what is already there."""
     name = f"test_{uuid.uuid4().hex[:12]}"
