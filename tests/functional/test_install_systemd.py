@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from typing import Iterator
 
 import pytest
 
@@ -19,13 +20,34 @@ from tests.functional.conftest import run_command
 
 REPO = Path(__file__).resolve().parents[2]
 TOOL = REPO / "tools" / "install-systemd"
-BINDIR = Path(sys.executable).parent
+VENV_BIN = Path(sys.executable).parent
 UNIT = "etc/systemd/system/scheduler-server.service"
+#: Where the tool refuses scripts: the unit hides these (ProtectHome,
+#: PrivateTmp).
+HIDDEN = ("/tmp/", "/var/tmp/", "/home/", "/root/", "/run/user/")
 
 
-def install(root: Path) -> subprocess.CompletedProcess:
+@pytest.fixture(scope="module")
+def bindir() -> Iterator[Path]:
+    """The scripts the unit runs, resolved as the tool records them: the
+    virtualenv's own, or, when the checkout sits where the unit hides it
+    (a CI clone under /tmp), copies of the two in /dev/shm, which it does
+    not hide (they run the virtualenv's python, as the originals)."""
+    if not str(VENV_BIN.resolve()).startswith(HIDDEN):
+        yield VENV_BIN.resolve()
+        return
+    copy = Path(tempfile.mkdtemp(dir="/dev/shm", prefix="scheduler-bin-"))
+    try:
+        for script in ("scheduler-server", "scheduler-manage"):
+            shutil.copy2(VENV_BIN / script, copy / script)
+        yield copy.resolve()
+    finally:
+        shutil.rmtree(copy)
+
+
+def install(root: Path, bindir: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(TOOL), "--root", str(root),
-                           "--bindir", str(BINDIR)],
+                           "--bindir", str(bindir)],
                           capture_output=True, text=True, timeout=60)
 
 
@@ -37,9 +59,9 @@ def systemd_analyze(*args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture
-def root(tmp_path) -> Path:
+def root(tmp_path, bindir) -> Path:
     root = tmp_path / "root"
-    result = install(root)
+    result = install(root, bindir)
     assert result.returncode == 0, result.stderr
     return root
 
@@ -51,7 +73,7 @@ def unit_line(root: Path, key: str) -> str:
     raise AssertionError(f"no {key}= in the unit")
 
 
-def test_install_creates_user_directories_config_and_unit(root):
+def test_install_creates_user_directories_config_and_unit(root, bindir):
     assert (root / "usr/lib/sysusers.d/scheduler.conf").read_text(
         ).startswith("u scheduler ")
     if os.geteuid() == 0:   # else declared only (systemd-sysusers needs root)
@@ -67,15 +89,15 @@ def test_install_creates_user_directories_config_and_unit(root):
     assert "localhost:5672" in config
     # The unit names the scripts that are installed, not /usr/bin.
     assert unit_line(root, "ExecStart").startswith(
-        f"{BINDIR}/scheduler-server ")
-    assert (BINDIR / "scheduler-server").exists()
+        f"{bindir}/scheduler-server ")
+    assert (bindir / "scheduler-server").exists()
     assert "@BINDIR@" not in (root / UNIT).read_text()
 
 
-def test_install_again_keeps_the_operators_config(root):
+def test_install_again_keeps_the_operators_config(root, bindir):
     config = root / "etc/scheduler/scheduler.conf"
     config.write_text("[DEFAULT]\ntransport_url = rabbit://me@broker//\n")
-    result = install(root)
+    result = install(root, bindir)
     assert result.returncode == 0, result.stderr
     assert config.read_text() == \
         "[DEFAULT]\ntransport_url = rabbit://me@broker//\n"
@@ -115,13 +137,14 @@ def test_a_bindir_under_tmp_is_refused_in_one_line():
         f"install into e.g. /opt/scheduler/venv\n")
 
 
-def test_the_unit_says_what_it_is_and_its_documentation_is_there(root):
+def test_the_unit_says_what_it_is_and_its_documentation_is_there(root,
+                                                                bindir):
     # The template's header was rendered too: "replacing
     # /x/.venv/bin with the directory...".
     assert (root / UNIT).read_text().splitlines()[:3] == [
         "# Written by tools/install-systemd from "
         "etc/systemd/scheduler-server.service of the source tree,",
-        f"# with the console scripts in {BINDIR.resolve()}. Running the "
+        f"# with the console scripts in {bindir}. Running the "
         f"tool again rewrites it:",
         "# put local changes in scheduler-server.service.d/*.conf."]
     documentation = unit_line(root, "Documentation")
@@ -163,20 +186,21 @@ def test_unit_sets_its_descriptor_limit(root):
     assert int(unit_line(root, "LimitNOFILE")) >= 1024
 
 
-def pre_start(root: Path, database_url: str) -> subprocess.CompletedProcess:
+def pre_start(root: Path, database_url: str,
+              bindir: Path) -> subprocess.CompletedProcess:
     """The unit's ExecStartPre, run as written but with /etc/scheduler
     inside ``root`` and a conf.d file pointing at ``database_url``."""
     (root / "etc/scheduler/conf.d/test.conf").write_text(
         f"[database]\nconnection = {database_url}\n")
     argv = [arg.replace("/etc/scheduler", f"{root}/etc/scheduler")
             for arg in shlex.split(unit_line(root, "ExecStartPre"))]
-    assert argv[0] == f"{BINDIR}/scheduler-manage"
+    assert argv[0] == f"{bindir}/scheduler-manage"
     return subprocess.run(argv, capture_output=True, text=True, timeout=60)
 
 
 def test_pre_start_fails_in_one_line_without_schema_and_passes_with(
-        root, database_url, tmp_path):
-    result = pre_start(root, database_url)
+        root, database_url, bindir):
+    result = pre_start(root, database_url, bindir)
     assert result.returncode != 0
     output = (result.stdout + result.stderr).strip()
     assert len(output.splitlines()) == 1, output
@@ -185,5 +209,5 @@ def test_pre_start_fails_in_one_line_without_schema_and_passes_with(
 
     config = root / "etc/scheduler/conf.d/test.conf"
     run_command("manage", "--config-file", str(config), "db", "sync")
-    result = pre_start(root, database_url)
+    result = pre_start(root, database_url, bindir)
     assert result.returncode == 0, result.stdout + result.stderr
