@@ -4,17 +4,14 @@ The convention is git's: progress goes to stderr (stdout stays the
 command's result, JSON included), and only when stderr is a terminal,
 unless ``--progress`` forces it (a CI log) or ``--no-progress`` turns it
 off. A line at the start, then at most one a second, then one at the end,
-so work that takes a second costs two lines (:func:`reporter`); work of
-unknown size, one long call, says how long it has run (:func:`ticking`).
+so work that takes a second costs two lines.
 """
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
-import threading
 import time
-from typing import Callable, Iterator, TextIO
+from typing import Callable, TextIO
 
 #: ``report(done)``: called with how much of the work is done so far.
 Report = Callable[[int], None]
@@ -62,36 +59,3 @@ def reporter(what: str, total: int, enabled: bool,
         print(f"{what} {done}/{total} ({percent}%)",
               file=stream or sys.stderr, flush=True)
     return report
-
-
-@contextlib.contextmanager
-def ticking(what: str, enabled: bool, interval: float = 1.0,
-            stream: TextIO | None = None) -> Iterator[None]:
-    """Work whose size is unknown (one long call): while the block runs,
-    print ``"{what}: Ns"`` every ``interval`` seconds after the first,
-    then ``"{what}: done in Ns"`` if anything was printed. Prints nothing
-    when not ``enabled`` or when the block ends within ``interval``."""
-    if not enabled:
-        yield
-        return
-    out = stream or sys.stderr
-    started = time.monotonic()
-    done = threading.Event()
-    said = []
-
-    def tick() -> None:
-        while not done.wait(interval):
-            said.append(True)
-            print(f"{what}: {time.monotonic() - started:.0f}s", file=out,
-                  flush=True)
-
-    thread = threading.Thread(target=tick, daemon=True, name="ticking")
-    thread.start()
-    try:
-        yield
-    finally:
-        done.set()
-        thread.join()
-        if said:
-            print(f"{what}: done in {time.monotonic() - started:.1f}s",
-                  file=out, flush=True)

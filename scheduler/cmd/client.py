@@ -64,6 +64,16 @@ def timeout_message(conf: cfg.ConfigOpts, args: argparse.Namespace) -> str:
             f"the same transport_url?")
 
 
+def awaited(conf: cfg.ConfigOpts, args: argparse.Namespace) -> str:
+    """What the command's call waits for, as the waiting line names it."""
+    scheduler = f"a scheduler on topic '{conf.scheduler.topic}'"
+    if args.method == "plan_drain":
+        # A host with hundreds of instances in a large fleet plans for
+        # seconds: say what takes them.
+        return f"{scheduler} to plan the drain of {args.host}"
+    return scheduler
+
+
 def invoke(api: Any, args: argparse.Namespace, took: list[float]) -> Any:
     """Make the command's RPC call; append its wall time in ms to
     ``took``, whether it succeeded or not (for ``--timings``)."""
@@ -166,10 +176,7 @@ def main(argv: list[str] | None = None,
                 notice.on(f"the message broker at "
                           f"{errors.broker_hosts(conf)}")
                 api = factory(conf)
-                # A command with --progress (host drain) says itself that
-                # it is still waiting for its answer.
-                notice.on("" if hasattr(args, "progress") else
-                          f"a scheduler on topic '{conf.scheduler.topic}'")
+                notice.on(awaited(conf, args))
                 try:
                     result = with_deadline(
                         lambda: invoke(api, args, took),

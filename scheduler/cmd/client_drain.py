@@ -7,7 +7,6 @@ import argparse
 from typing import Any
 
 from scheduler import exception
-from scheduler import progress
 from scheduler.cmd import table
 from scheduler.cmd.client_request import flavors_file
 from scheduler.stacks import files
@@ -32,7 +31,6 @@ def add_commands(commands, flavors_help: str) -> None:
                         "run")
     p.add_argument("--same-aggregate", action="store_true",
                    help="keep each instance in an aggregate of HOST")
-    progress.add_argument(p)
     p.set_defaults(method="plan_drain", call=call_drain, render=render_drain)
     p = sub.add_parser(
         "cancel-drain", help="release the moves of HOST's drain not yet "
@@ -57,12 +55,8 @@ def add_commands(commands, flavors_help: str) -> None:
 
 
 def call_drain(api: Any, args: argparse.Namespace) -> dict[str, Any]:
-    # A host with hundreds of instances in a large fleet plans for
-    # seconds: say it is still planning (on a terminal, or --progress).
-    with progress.ticking(f"drain of {args.host}: planning",
-                          progress.wanted(args.progress)):
-        return api.plan_drain({}, args.host, apply=args.apply,
-                              same_aggregate=args.same_aggregate)
+    return api.plan_drain({}, args.host, apply=args.apply,
+                          same_aggregate=args.same_aggregate)
 
 
 def call_cancel_drain(api: Any, args: argparse.Namespace) -> int:
@@ -98,15 +92,15 @@ def render_drain(result: dict[str, Any]) -> str:
     rows = [{"instance": m["consumer_uuid"], "from": m["from"]["host"],
              "to": m["to"]["host"], "nodename": m["to"]["nodename"]}
             for m in result["moves"]]
-    n = len(rows)
+    moves = f"{len(rows)} move(s)" if rows else "nothing on the host"
     if result["applied"]:
-        said = (f"drain of {result['host']} applied: {n} move(s) claimed, "
+        said = (f"drain of {result['host']} applied: {moves} claimed, "
                 f"host disabled (reason 'draining')")
     else:
-        said = (f"drain of {result['host']} planned: {n} move(s), nothing "
+        said = (f"drain of {result['host']} planned: {moves}, nothing "
                 f"claimed (--apply claims them)")
     if not rows:
-        return said.replace(f"{n} move(s)", "nothing on the host")
+        return said
     return table.format_table(rows, MOVE_COLUMNS) + "\n" + said
 
 

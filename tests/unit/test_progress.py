@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import threading
 
 from scheduler import progress
 
@@ -61,26 +60,3 @@ def test_flag_parses_both_ways():
     assert parser.parse_args([]).progress is None
     assert parser.parse_args(["--progress"]).progress is True
     assert parser.parse_args(["--no-progress"]).progress is False
-
-
-def test_a_long_call_says_how_long_it_has_run():
-    out = io.StringIO()
-    poll = threading.Event()
-    with progress.ticking("drain of h1: planning", True, interval=0.01,
-                          stream=out):
-        # The block outlives a few ticks: until two were printed.
-        while out.getvalue().count("\n") < 2:
-            poll.wait(0.01)
-    lines = out.getvalue().splitlines()
-    assert lines[0] == "drain of h1: planning: 0s"
-    assert lines[-1].startswith("drain of h1: planning: done in ")
-
-
-def test_a_quick_call_or_no_terminal_prints_nothing():
-    out = io.StringIO()
-    before = threading.active_count()
-    with progress.ticking("x", True, interval=60, stream=out):
-        pass
-    with progress.ticking("x", False, interval=0.001, stream=out):
-        assert threading.active_count() == before, "no ticking thread"
-    assert out.getvalue() == ""

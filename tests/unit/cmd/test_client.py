@@ -606,3 +606,11 @@ def test_a_stack_name_that_is_not_utf8_is_one_line_naming_it(
     assert code == 0, capsys.readouterr().err
     from scheduler.stacks.template import stack_id_for
     assert api.calls[0][1][1]["stack_id"] == stack_id_for("shop")
+
+
+def test_the_waiting_line_names_a_drain_being_planned(conf):
+    drain = client_parser.parse_args(["host", "drain", "h1"])
+    ping = client_parser.parse_args(["ping"])
+    assert client.awaited(conf, drain) == (
+        "a scheduler on topic 'scheduler' to plan the drain of h1")
+    assert client.awaited(conf, ping) == "a scheduler on topic 'scheduler'"
