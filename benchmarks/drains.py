@@ -19,9 +19,7 @@ Prints p50/p99 of each; never judges them.
 """
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
-import statistics
 import sys
 import tempfile
 import time
@@ -35,11 +33,10 @@ if str(ROOT) not in sys.path:
 import sqlalchemy as sa  # noqa: E402
 
 from benchmarks import cluster  # noqa: E402
-from benchmarks import machine  # noqa: E402
+from benchmarks.rounds import main as rounds_main  # noqa: E402
 from benchmarks import rpc  # noqa: E402
 from benchmarks import servers  # noqa: E402
 from benchmarks.stacks import FLAVORS  # noqa: E402
-from benchmarks.stacks import percentile  # noqa: E402
 from scheduler.rpc import transport as sched_rpc  # noqa: E402
 from scheduler.rpc.client import SchedulerAPI  # noqa: E402
 
@@ -135,29 +132,21 @@ def _rounds(api: SchedulerAPI, host: str,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--hosts", type=int, default=10000)
-    parser.add_argument("--rounds", type=int, default=30)
-    args = parser.parse_args(argv)
-    why = servers.unavailable(["rabbitmq"])
-    if why:
-        print("cannot run: " + "; ".join(why), file=sys.stderr)
-        return 1
-    with tempfile.TemporaryDirectory(prefix="drainbench-") as tmp:
-        times = run(args.hosts, args.rounds, Path(tmp))
-    print(machine.one_line(machine.describe()))
-    print(f"drain of a host with {INSTANCES} instances (m1.small/medium/"
-          f"large, two anti-affinity groups of {GROUP_SIZE}) on "
-          f"{args.hosts:,} hosts at {FILL:.0%} fill, {args.rounds} rounds, "
-          f"end to end over RabbitMQ, SQLite\n")
-    print(f"{'call':<40}  {'p50 ms':>8}  {'p99 ms':>8}")
-    for name, label in (("plan", "plan_drain (dry run)"),
-                        ("apply", "plan_drain --apply (40 moves claimed)"),
-                        ("capacity", "capacity (m1.medium)")):
-        samples = times[name]
-        print(f"{label:<40}  {statistics.median(samples) * 1000:>8.1f}  "
-              f"{percentile(samples, 0.99) * 1000:>8.1f}")
-    return 0
+    def in_workdir(hosts: int, rounds: int) -> dict[str, list[float]]:
+        with tempfile.TemporaryDirectory(prefix="drainbench-") as tmp:
+            return run(hosts, rounds, Path(tmp))
+
+    medians = rounds_main(
+        __doc__, argv, in_workdir,
+        lambda args: f"drain of a host with {INSTANCES} instances "
+                     f"(m1.small/medium/large, two anti-affinity groups of "
+                     f"{GROUP_SIZE}) on {args.hosts:,} hosts at {FILL:.0%} "
+                     f"fill, {args.rounds} rounds, end to end over RabbitMQ, "
+                     f"SQLite",
+        "call", {"plan": "plan_drain (dry run)",
+                 "apply": "plan_drain --apply (40 moves claimed)",
+                 "capacity": "capacity (m1.medium)"})
+    return 0 if medians is not None else 1
 
 
 if __name__ == "__main__":

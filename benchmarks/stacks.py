@@ -17,9 +17,7 @@ medians; never judges them.
 """
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
-import statistics
 import sys
 import tempfile
 import time
@@ -31,7 +29,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import cluster  # noqa: E402
-from benchmarks import machine  # noqa: E402
+from benchmarks.rounds import main as rounds_main  # noqa: E402
 from benchmarks import rpc  # noqa: E402
 from benchmarks import servers  # noqa: E402
 from scheduler.rpc import transport as sched_rpc  # noqa: E402
@@ -66,12 +64,6 @@ def make_stack() -> tuple[dict, list[dict]]:
             singles.append(spec)
     return {"stack_id": str(uuidlib.uuid4()), "resources": resources}, \
         singles
-
-
-def percentile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
-    return ordered[index]
 
 
 def run(hosts: int, rounds: int, workdir: Path) -> dict[str, list[float]]:
@@ -118,29 +110,21 @@ def _rounds(api: SchedulerAPI, rounds: int) -> dict[str, list[float]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--hosts", type=int, default=10000)
-    parser.add_argument("--rounds", type=int, default=30)
-    args = parser.parse_args(argv)
-    why = servers.unavailable(["rabbitmq"])
-    if why:
-        print("cannot run: " + "; ".join(why), file=sys.stderr)
+    def in_workdir(hosts: int, rounds: int) -> dict[str, list[float]]:
+        with tempfile.TemporaryDirectory(prefix="stackbench-") as tmp:
+            return run(hosts, rounds, Path(tmp))
+
+    medians = rounds_main(
+        __doc__, argv, in_workdir,
+        lambda args: f"100-server stack (3 tiers, anti-affinity per tier) "
+                     f"on {args.hosts:,} hosts, {args.rounds} rounds, end "
+                     f"to end over RabbitMQ, SQLite",
+        "path", {"select_stack": "select_stack (one call)",
+                 "sequential": "100 x select_destinations"})
+    if medians is None:
         return 1
-    with tempfile.TemporaryDirectory(prefix="stackbench-") as tmp:
-        times = run(args.hosts, args.rounds, Path(tmp))
-    print(machine.one_line(machine.describe()))
-    print(f"100-server stack (3 tiers, anti-affinity per tier) on "
-          f"{args.hosts:,} hosts, {args.rounds} rounds, end to end over "
-          f"RabbitMQ, SQLite\n")
-    print(f"{'path':<40}  {'p50 ms':>8}  {'p99 ms':>8}")
-    medians = {}
-    for name, label in (("select_stack", "select_stack (one call)"),
-                        ("sequential", "100 x select_destinations")):
-        samples = times[name]
-        medians[name] = statistics.median(samples)
-        print(f"{label:<40}  {medians[name] * 1000:>8.1f}  "
-              f"{percentile(samples, 0.99) * 1000:>8.1f}")
-    print(f"\nselect_stack is {medians['sequential'] / medians['select_stack']:.1f}x "
+    print(f"\nselect_stack is "
+          f"{medians['sequential'] / medians['select_stack']:.1f}x "
           f"faster at the median")
     return 0
 
