@@ -36,7 +36,7 @@ from scheduler.hosts.table import HostView
 from scheduler.request.spec import RequestSpec
 from scheduler.stacks import planner
 
-#: The most ``without_hosts`` a question may name.
+#: The most ``without_hosts`` a question may name (checked at the edge).
 MAX_WITHOUT = 100
 
 
@@ -96,10 +96,7 @@ def capacity(driver, spec: RequestSpec,
 def _known_hosts(manager: HostManager, hosts: list[str]) -> list[str]:
     """``hosts`` as the host table names them
     (:func:`scheduler.drain.drain.known_host`).
-    :raises InvalidRequest: too many, or one is no compute host."""
-    if len(hosts) > MAX_WITHOUT:
-        raise exception.InvalidRequest(
-            f"without_hosts: at most {MAX_WITHOUT} hosts")
+    :raises InvalidRequest: one is no compute host."""
     return list(dict.fromkeys(
         known_host(manager, host, "without_hosts").host for host in hosts))
 

@@ -120,7 +120,6 @@ def _place(driver, state: HostState, apply: bool, same_aggregate: bool,
     host = state.host
     on_host = retry(residents_mod.on_host)(driver.engine, host)
     by_uuid = {r.consumer_uuid: r for r in on_host}
-    uuids = list(by_uuid)
     attempts = Attempts(conf.scheduler.claim_retries, driver.chooser,
                         subject=f" for the drain of host {host}")
     for attempt in attempts:
@@ -168,7 +167,7 @@ def _place(driver, state: HostState, apply: bool, same_aggregate: bool,
             metrics.claim_conflict("duplicate")
             return None
         LOG.info("Drain of host %s applied: %d move(s) claimed, host "
-                 "disabled (%s)", host, len(uuids), drains.DRAINING)
+                 "disabled (%s)", host, len(by_uuid), drains.DRAINING)
         return {"host": host, "moves": moves, "applied": True}
     raise attempts.given_up()
 

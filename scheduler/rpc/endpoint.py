@@ -295,8 +295,10 @@ class SchedulerManager:
         if not isinstance(without_hosts, list):
             raise exception.InvalidRequest(
                 "without_hosts: expected a list of host names")
-        hosts = [_check_host("without_hosts", h) for h in
-                 without_hosts[:drain_capacity.MAX_WITHOUT + 1]]
+        if len(without_hosts) > drain_capacity.MAX_WITHOUT:
+            raise exception.InvalidRequest(
+                f"without_hosts: at most {drain_capacity.MAX_WITHOUT} hosts")
+        hosts = [_check_host("without_hosts", h) for h in without_hosts]
         parsed = self._parse(spec, None, None)
         return drain_capacity.capacity(self.driver, parsed, hosts)
 
