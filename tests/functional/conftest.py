@@ -36,6 +36,20 @@ from tests.fixtures.config import write_config
 START_TIMEOUT = 60
 
 
+def stop_process_groups(procs: list[subprocess.Popen]) -> None:
+    """SIGTERM each process's group (a server and its workers), wait for
+    all, SIGKILL a group still there after 30 s."""
+    for proc in procs:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
 def run_command(module: str, *args: str, check: bool = True,
                 timeout: float = 120) -> subprocess.CompletedProcess:
     """Run one of our console scripts (``python -m scheduler.cmd.X``)."""
@@ -162,15 +176,7 @@ class Deployment:
         return logs[index].read_text() if logs else ""
 
     def stop_servers(self) -> None:
-        for proc in self.servers:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in self.servers:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        stop_process_groups(self.servers)
         self.servers.clear()
 
     def allocations(self) -> list[sa.Row]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,7 @@ from scheduler import conf as sched_conf
 from scheduler.rpc.client import SchedulerAPI
 from tests import doc_examples
 from tests.fixtures.config import write_config
+from tests.functional.conftest import stop_process_groups
 
 COMMAND_TIMEOUT = 60
 SERVER_START_TIMEOUT = 60
@@ -112,15 +112,7 @@ class Session:
                              + Path(log.name).read_text())
 
     def close(self) -> None:
-        for proc in self.servers:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in self.servers:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        stop_process_groups(self.servers)
         for log in self.logs:
             log.close()
         shutil.rmtree(self.state, ignore_errors=True)
