@@ -22,6 +22,7 @@ from scheduler.decide import plugins
 from scheduler.db.engine import create_engine
 from scheduler.db import migration
 from scheduler.decide.filter import Pipeline
+from scheduler.novadb.source import NovaSource
 
 Code = upgradecheck.Code
 Result = upgradecheck.Result
@@ -113,11 +114,31 @@ class Checks(upgradecheck.UpgradeCommands):
                       f"filters {_names(pipeline.filters)}; weighers "
                       f"{_names(pipeline.weighers)}: all load")
 
+    @_failure_for_operator_errors
+    def check_nova(self) -> Result:
+        """With ``[nova] api_database_connection``: nova's API database and
+        every enabled cell's are nova's, at nova 34's schema or later, and
+        answer."""
+        if not self.conf.nova.api_database_connection:
+            return Result(Code.SUCCESS, "not used: hosts come from this "
+                                        "service's own tables")
+        source = NovaSource(self.conf, None)
+        try:
+            labels = source.check()
+        finally:
+            source.close()
+        if not labels:
+            return Result(Code.WARNING, "nova's API database maps no "
+                          "enabled cell but cell0: nothing to place on")
+        return Result(Code.SUCCESS, f"nova's API database and cells "
+                      f"{', '.join(labels)}: nova 34's schema, answering")
+
     _upgrade_checks = (
         ("Database", check_database),
         ("Schema revision", check_schema),
         ("Message broker", check_broker),
         ("Configuration", check_config),
+        ("Nova databases", check_nova),
     )
 
 

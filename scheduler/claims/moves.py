@@ -26,9 +26,9 @@ from scheduler.db import models
 
 #: The columns of a moving claim's source (the claim it moves from).
 SOURCE_COLUMNS = ("source_node_id", "source_vcpus", "source_memory_mb",
-                  "source_disk_gb")
+                  "source_disk_gb", "source_reported")
 #: A claim not moving.
-NO_SOURCE = dict.fromkeys(SOURCE_COLUMNS)
+NO_SOURCE = {**dict.fromkeys(SOURCE_COLUMNS), "source_reported": False}
 #: A claim no longer moving: no source, nothing to confirm on arrival.
 NOT_MOVING = {**NO_SOURCE, "confirm_on_arrival": False}
 
@@ -58,9 +58,16 @@ def start_moves(conn: sa.Connection, consumer_uuids: list[str],
         if r.source_node_id is not None:
             out[r.consumer_uuid] = {c: getattr(r, c) for c in SOURCE_COLUMNS}
         else:
-            out[r.consumer_uuid] = dict(zip(SOURCE_COLUMNS, (
-                r.compute_node_id, r.vcpus, r.memory_mb, r.disk_gb)))
+            out[r.consumer_uuid] = as_source(r)
     return out
+
+
+def as_source(r: sa.Row) -> dict:
+    """The ``source_*`` columns of a move from the claim ``r`` (not
+    moving): its node, size, and whether its node's report has it."""
+    return dict(zip(SOURCE_COLUMNS, (
+        r.compute_node_id, r.vcpus, r.memory_mb, r.disk_gb,
+        r.reported_node_id == r.compute_node_id)))
 
 
 #: A claim moving: it holds a source besides its destination.
@@ -99,7 +106,8 @@ def revert(conn: sa.Connection, rows: list[sa.Row], ttl: int = 0,
     rewrite.reinsert(conn, rows, lambda r: {
         "compute_node_id": r.source_node_id, "vcpus": r.source_vcpus,
         "memory_mb": r.source_memory_mb, "disk_gb": r.source_disk_gb,
-        "expires_at": expires_at, **NOT_MOVING,
+        "reported_node_id": r.source_node_id if r.source_reported
+        else None, "expires_at": expires_at, **NOT_MOVING,
         **(_expired_destination(r) if expired and not r.confirm_on_arrival
            else _NO_EXPIRED)})
     return len(rows)
@@ -238,8 +246,7 @@ def relocate(engine: sa.Engine, consumer_uuids: list[str],
         # Resumed: the claim it held is the source again (still counted
         # there), the expired destination the claim.
         rewrite.reinsert(conn, resumed, lambda r: {
-            **dict(zip(SOURCE_COLUMNS, (r.compute_node_id, r.vcpus,
-                                        r.memory_mb, r.disk_gb))),
+            **as_source(r),
             "compute_node_id": node_id, "vcpus": r.expired_vcpus,
             "memory_mb": r.expired_memory_mb, "disk_gb": r.expired_disk_gb,
             "expires_at": None, **_NO_EXPIRED})

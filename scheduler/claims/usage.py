@@ -56,15 +56,18 @@ def freed_by(rows: Iterable[sa.Row]) -> list[Usage]:
 
 def held(rows: Iterable[sa.Row]) -> list[Usage]:
     """What deleted allocation rows held on their node (the destination
-    of a move in flight)."""
+    of a move in flight): none of what their node's report includes (nova's
+    databases as the host source, ``scheduler.novadb``)."""
     return [(r.compute_node_id, r.vcpus, r.memory_mb, r.disk_gb)
-            for r in rows]
+            for r in rows if r.reported_node_id != r.compute_node_id]
 
 
 def sources(rows: Iterable[sa.Row]) -> list[Usage]:
-    """What deleted allocation rows held on the source of their move."""
+    """What deleted allocation rows held on the source of their move, but
+    for the sources their report holds."""
     return [(r.source_node_id, r.source_vcpus, r.source_memory_mb,
-             r.source_disk_gb) for r in rows if r.source_node_id is not None]
+             r.source_disk_gb) for r in rows
+            if r.source_node_id is not None and not r.source_reported]
 
 
 def give_back(conn: sa.Connection, usages: list[Usage]) -> None:

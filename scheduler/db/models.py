@@ -175,6 +175,13 @@ class Allocation(Base):
     expired_vcpus = sa.Column(sa.Integer, nullable=True)
     expired_memory_mb = sa.Column(sa.Integer, nullable=True)
     expired_disk_gb = sa.Column(sa.Integer, nullable=True)
+    # With nova's databases as the host source (migration 0012): the node
+    # whose compute's report was seen to include this claim, and whether
+    # the report of a move's source is its source's. Only what a report
+    # does not include counts on top of it (claims.usage.held, sources).
+    reported_node_id = sa.Column(sa.Integer, nullable=True)
+    source_reported = sa.Column(sa.Boolean, nullable=False,
+                                server_default=sa.false())
 
 
 class ClaimGroup(Base):

@@ -73,6 +73,13 @@ class Driver:
         self.claims = claim_batch.ClaimBatcher(
             engine, conf.scheduler.claim_batch_size)
 
+    def refusal(self, text: str) -> exception.NoValidHost:
+        """The NoValidHost of a refusal explained by ``text``, with what
+        the host source could not see (a nova cell not answering)."""
+        unavailable = self.host_manager.unavailable
+        return exception.NoValidHost(
+            f"{text} ({unavailable})" if unavailable else text)
+
     def host_table(self) -> HostTable:
         """The hosts, refreshed from SQL unless a driver caches: for looking
         at. Decisions plan inside :meth:`cycle`."""

@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from scheduler import exception
 from scheduler.decide import targeting
 from scheduler import trace
 from scheduler.decide.base import Driver
@@ -79,7 +78,7 @@ class ChanceScheduler(Driver):
                 steps = steps if index else target_steps + steps
                 trace.refused(emptied_by(steps) or emptied_by(target_steps)
                               or trace.REQUEST_REFUSAL)
-                raise exception.NoValidHost(FilterScheduler._refusal(
+                raise self.refusal(FilterScheduler._refusal(
                     spec, index, len(table), steps))
             chosen = int(random.choice(passed))
             chosen_at.append(chosen)

@@ -10,7 +10,6 @@ import numpy as np
 from oslo_log import log as logging
 
 from scheduler.db import allocations
-from scheduler import exception
 from scheduler.conf import frozen
 from scheduler.decide import choice
 from scheduler.decide import plugins
@@ -220,8 +219,7 @@ class FilterScheduler(Driver):
                 steps = steps if index else target_steps + steps
                 trace.refused(emptied_by(steps) or emptied_by(target_steps)
                               or trace.REQUEST_REFUSAL)
-                raise exception.NoValidHost(self._refusal(
-                    spec, index, total, steps))
+                raise self.refusal(self._refusal(spec, index, total, steps))
             weighing = weigh(pipeline.weighers, view, passed, spec)
             order = weighing.best(subset, ties=TIES)
             # Python ints at once, not a NumPy scalar per host.

@@ -34,7 +34,8 @@ a full read (or a new table): which nodes a host has changes, and names are
 columns and indexes of their own.
 Liveness is not tracked by writes — heartbeats would rewrite every row
 every few seconds — but read as "which services are down", at most every
-``LIVENESS_INTERVAL`` seconds.
+``LIVENESS_INTERVAL`` seconds: from our services table, or, with nova's
+databases as the host source, from :attr:`HostManager.liveness_source`.
 """
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ import contextlib
 import dataclasses
 import threading
 import time
-from typing import Callable, Iterator, TypeVar
+from typing import Callable, Iterator, Optional, TypeVar
 
 from oslo_config import cfg
 from oslo_db import exception as db_exc
@@ -71,6 +72,10 @@ LOG = logging.getLogger(__name__)
 LIVENESS_INTERVAL = 1.0
 
 T = TypeVar("T")
+
+#: Where liveness comes from instead of our services table: the hosts down
+#: now, and a note every refusal carries (hosts skipped, and why), or None.
+LivenessSource = Callable[[], "tuple[set[str], Optional[str]]"]
 
 
 class HostManager:
@@ -108,6 +113,11 @@ class HostManager:
         self._refreshes_begun = 0
         self._fresh_from = 0
         self._in_flight = in_flight.InFlight()
+        #: Set by the service when nova's databases are the host source
+        #: (:class:`scheduler.novadb.source.NovaSource`).
+        self.liveness_source: LivenessSource | None = None
+        #: What refusals add (:data:`LivenessSource`'s note).
+        self.unavailable: str | None = None
 
     # -- what drivers use ---------------------------------------------
 
@@ -355,6 +365,9 @@ class HostManager:
 
     def _read_liveness(self, conn: sa.Connection) -> set[str]:
         self._liveness_at = time.monotonic()
+        if self.liveness_source is not None:
+            down, self.unavailable = self.liveness_source()
+            return down
         return liveness.down_hosts(conn,
                                    self.conf.scheduler.service_down_time)
 

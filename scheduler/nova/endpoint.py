@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-from typing import Any
+from typing import Any, Callable
 
 from oslo_log import log as logging
 import oslo_messaging as messaging
@@ -48,10 +48,18 @@ class NovaSchedulerEndpoint:
     #: class, which this API refuses with, and ours beside it.
     refusals = (NoValidHost, exception.NoValidHost)
 
-    def __init__(self, manager: SchedulerManager):
+    def __init__(self, manager: SchedulerManager,
+                 cell_of: Callable[[str], str | None] | None = None):
+        """``cell_of(host)``: the uuid of a host's cell, with nova's
+        databases as the host source (None: every host is in ``[nova]
+        cell_uuid``)."""
         self.manager = manager
         self.conf = manager.conf
         self._retry = db_retry.for_conf(manager.conf)
+        self._cell_of = cell_of
+        # A request's own cell (a move's requested_destination.cell) is
+        # compared with ours only when all hosts are in one.
+        self._one_cell = None if cell_of else self.conf.nova.cell_uuid
 
     @property
     def notifier(self):
@@ -76,7 +84,8 @@ class NovaSchedulerEndpoint:
             else one ``{"host", "nodename", "limits"}`` dict per instance.
         """
         try:
-            if return_objects and not self.conf.nova.cell_uuid:
+            if return_objects and not self._cell_of and \
+                    not self.conf.nova.cell_uuid:
                 raise exception.ConfigError(
                     "[nova] cell_uuid is not set; nova's Selection objects "
                     "need the cell of the hosts this service places on")
@@ -94,7 +103,10 @@ class NovaSchedulerEndpoint:
         LOG.debug("Placed for nova: %s", ", ".join(
             f"{d['uuid']} on {d['host']}" for d in result))
         return selections.reply(result, bool(return_objects),
-                                self.conf.nova.cell_uuid)
+                                self._cell_of or self._fixed_cell)
+
+    def _fixed_cell(self, host: str) -> str | None:
+        return self.conf.nova.cell_uuid
 
     def _parse(self, request_spec: Any, filter_properties: Any,
                spec_obj: Any, instance_uuids: Any,
@@ -110,10 +122,10 @@ class NovaSchedulerEndpoint:
             spec = RequestSpec.from_primitives(
                 primitives.spec_from_request_spec(
                     spec_obj, instance_uuids, return_alternates,
-                    self.conf.nova.cell_uuid), limit)
+                    self._one_cell), limit)
         elif request_spec is not None:
             spec = RequestSpec.from_primitives(primitives.spec_from_legacy(
-                request_spec, filter_properties, self.conf.nova.cell_uuid),
+                request_spec, filter_properties, self._one_cell),
                 limit)
         else:
             raise exception.InvalidRequest(

@@ -7,7 +7,7 @@ dict per instance.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 import uuid as uuidlib
 
 #: Versions of the objects we write; nova 34 reads them as they are.
@@ -79,17 +79,22 @@ def selection_primitive(choice: dict[str, Any], cell_uuid: str
 
 
 def reply(destinations: list[dict[str, Any]], return_objects: bool,
-          cell_uuid: str | None) -> list:
-    """The reply for our destinations (one per instance, in order).
+          cell_of: Callable[[str], str | None]) -> list:
+    """The reply for our destinations (one per instance, in order);
+    ``cell_of(host)`` is the uuid of the cell of a host.
 
-    :raises ValueError: ``return_objects`` without a ``cell_uuid``.
+    :raises ValueError: ``return_objects``, and a host without a cell.
     """
     if not return_objects:
         return [{"host": d["host"], "nodename": d["nodename"],
                  "limits": d.get("limits") or {}} for d in destinations]
-    if not cell_uuid:
-        raise ValueError("[nova] cell_uuid is not set")
-    return [[selection_primitive(d, cell_uuid)]
-            + [selection_primitive(a, cell_uuid)
-               for a in d.get("alternates") or ()]
+
+    def selection(choice: dict[str, Any]) -> dict[str, Any]:
+        cell = cell_of(choice["host"])
+        if not cell:
+            raise ValueError(f"host {choice['host']} has no cell")
+        return selection_primitive(choice, cell)
+
+    return [[selection(d)] + [selection(a)
+                              for a in d.get("alternates") or ()]
             for d in destinations]

@@ -27,6 +27,7 @@ from scheduler.db.engine import create_engine
 from scheduler.db import retry as db_retry
 from scheduler.rpc.endpoint import SchedulerManager
 from scheduler.nova.endpoint import NovaSchedulerEndpoint
+from scheduler.novadb.source import NovaSource
 
 LOG = logging.getLogger(__name__)
 
@@ -53,6 +54,7 @@ class SchedulerWorker(cotyledon.Service):
         self._server = None
         self._transport = None
         self._engine = None
+        self._source: NovaSource | None = None
 
     def run(self) -> None:
         """Start, then heartbeat until stopped; exit 1 if start fails."""
@@ -80,6 +82,18 @@ class SchedulerWorker(cotyledon.Service):
         manager = SchedulerManager(
             self.conf, self._engine,
             choice.Share(self.worker_id, self.conf.scheduler.workers))
+        cell_of = None
+        if self.conf.nova.api_database_connection:
+            # Nova's databases are the hosts: mirrored into ours before the
+            # first load, then kept in step beside the requests.
+            self._source = NovaSource(self.conf, self._engine)
+            self._source.check()
+            started = time.monotonic()
+            self._source.sync()
+            LOG.info("Nova's databases read in %.2f s",
+                     time.monotonic() - started)
+            manager.host_manager.liveness_source = self._source.liveness
+            cell_of = self._source.cell_of
         # Before consuming: otherwise the first request pays for the load
         # (seconds at 100,000 hosts) and READY=1 would be a lie.
         started = time.monotonic()
@@ -91,13 +105,17 @@ class SchedulerWorker(cotyledon.Service):
         # Nova's 4.x API beside our 1.x one: the dispatcher picks by the
         # message's major version.
         self._server = rpc.get_server(self.conf, self._transport,
-                                      [manager, NovaSchedulerEndpoint(manager)])
+                                      [manager, NovaSchedulerEndpoint(
+                                          manager, cell_of)])
         # Reporting first: the first requests already know their peers.
         threading.Thread(target=self._report, args=(manager,),
                          name="service-report", daemon=True).start()
         self._server.start()
         threading.Thread(target=self._periodic, args=(manager,),
                          name="periodic-tasks", daemon=True).start()
+        if self._source is not None:
+            threading.Thread(target=self._source.run, args=(self._stopped,),
+                             name="nova-sync", daemon=True).start()
         LOG.info("Scheduler worker consuming topic %r as %r with driver %r",
                  self.conf.scheduler.topic, self.conf.host,
                  self.conf.scheduler.driver)
@@ -149,6 +167,8 @@ class SchedulerWorker(cotyledon.Service):
             reload.mutate(self.conf, log=False)
             if self._manager is not None:
                 self._manager.driver.reload()
+            if self._source is not None:
+                self._source.reload()
         except Exception as e:
             refused = errors.describe(e, self.conf)
             if refused is None:     # a bug, not a bad value: its traceback
@@ -201,5 +221,7 @@ class SchedulerWorker(cotyledon.Service):
             self._transport.cleanup()
         if self._manager is not None:
             self._manager.close()
+        if self._source is not None:
+            self._source.close()
         if self._engine is not None:
             self._engine.dispose()

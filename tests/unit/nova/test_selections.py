@@ -14,7 +14,7 @@ DEST = {"host": "c1", "nodename": "c1", "uuid": "u1",
 
 
 def test_selection_objects_one_list_per_instance_chosen_first():
-    [[chosen, alternate]] = selections.reply([DEST], True, CELL)
+    [[chosen, alternate]] = selections.reply([DEST], True, lambda h: CELL)
 
     assert chosen["nova_object.name"] == "Selection"
     assert chosen["nova_object.version"] == "1.1"
@@ -30,10 +30,17 @@ def test_selection_objects_one_list_per_instance_chosen_first():
 
 
 def test_without_objects_the_old_dicts():
-    assert selections.reply([DEST], False, None) == [
+    assert selections.reply([DEST], False, lambda h: None) == [
         {"host": "c1", "nodename": "c1", "limits": DEST["limits"]}]
 
 
+def test_each_host_gets_its_own_cell():
+    cells = {"c1": CELL, "c2": "5c0d8a57-2f3e-4a59-8f3a-0d3b8f7e6c10"}
+    [[chosen, alternate]] = selections.reply([DEST], True, cells.get)
+    assert chosen["nova_object.data"]["cell_uuid"] == CELL
+    assert alternate["nova_object.data"]["cell_uuid"] == cells["c2"]
+
+
 def test_objects_need_a_cell():
-    with pytest.raises(ValueError, match="cell_uuid"):
-        selections.reply([DEST], True, None)
+    with pytest.raises(ValueError, match="host c2 has no cell"):
+        selections.reply([DEST], True, {"c1": CELL}.get)

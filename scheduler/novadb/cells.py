@@ -1,0 +1,100 @@
+"""Nova's cells: the API database's ``cell_mappings``, each enabled cell
+but cell0 with an engine of its own, read-only.
+
+Nova keeps cell0 (instances that failed to schedule, no computes) and
+disabled cells out of scheduling; so does this service.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import sqlalchemy as sa
+
+from scheduler import exception
+from scheduler.novadb import schema
+
+#: Nova's fixed uuid of cell0 (``objects.CellMapping.CELL0_UUID``).
+CELL0_UUID = "00000000-0000-0000-0000-000000000000"
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    """One enabled cell of nova: its mapping, and how messages name it."""
+    uuid: str
+    name: str
+    url: str
+
+    @property
+    def label(self) -> str:
+        """``cell1 (uuid)``, or the uuid alone for a cell without a name."""
+        return f"{self.name} ({self.uuid})" if self.name else self.uuid
+
+
+def enabled_cells(api_conn: sa.Connection) -> list[Cell]:
+    """The cells of nova's API database that nova schedules to: every
+    mapping but cell0 and the disabled ones, by uuid.
+
+    :raises ConfigError: a cell's ``database_connection`` is a template
+        (``{username}``...) that nova expands from its own ``[database]``
+        options, which this service does not have; naming the cell.
+    """
+    m = schema.cell_mappings
+    rows = api_conn.execute(
+        sa.select(m.c.uuid, m.c.name, m.c.database_connection)
+        .where(m.c.uuid != CELL0_UUID,
+               sa.or_(m.c.disabled.is_(None), m.c.disabled == sa.false()))
+        .order_by(m.c.uuid)).all()
+    cells = []
+    for row in rows:
+        cell = Cell(row.uuid, row.name or "", row.database_connection or "")
+        if "{" in cell.url:
+            raise exception.ConfigError(
+                f"cell {cell.label}: its database_connection is a template "
+                f"nova expands from its own [database] options; store the "
+                f"full URL (nova-manage cell_v2 update_cell "
+                f"--cell_uuid {cell.uuid} --database_connection URL)")
+        cells.append(cell)
+    return cells
+
+
+def reader_engine(url: str, what: str, timeout: float) -> sa.Engine:
+    """A read-only-use engine for one of nova's databases whose every
+    connect and answer waits at most ``timeout`` seconds: a cell database
+    that stops answering ends a read as an error, never a hang.
+
+    :raises ConfigError: the URL cannot be used (not a URL, no such
+        dialect, driver not installed), naming ``what``, never the
+        password.
+    """
+    try:
+        parsed = sa.engine.make_url(url)
+    except sa.exc.ArgumentError:
+        raise exception.ConfigError(
+            f"{what}: not a database URL") from None
+    shown = parsed.render_as_string(hide_password=True)
+    args: dict = {}
+    backend = parsed.get_backend_name()
+    seconds = max(1, int(timeout))
+    if backend == "mysql":
+        args = {"connect_timeout": seconds, "read_timeout": seconds,
+                "write_timeout": seconds}
+    elif backend == "postgresql":
+        args = {"connect_timeout": seconds,
+                "options": f"-c statement_timeout={seconds * 1000}"}
+    elif backend == "sqlite":
+        args = {"timeout": seconds, "check_same_thread": False}
+    try:
+        return sa.create_engine(parsed, connect_args=args,
+                                pool_pre_ping=True, pool_size=2,
+                                max_overflow=2)
+    except sa.exc.NoSuchModuleError:
+        raise exception.ConfigError(
+            f"{what}: {shown}: SQLAlchemy has no dialect "
+            f"{backend!r}") from None
+    except ImportError as e:
+        raise exception.ConfigError(
+            f"{what}: {shown}: its driver is not installed ({e})") from None
+    except TypeError:
+        # SQLite's default pool takes no pool_size.
+        return sa.create_engine(parsed, connect_args=args,
+                                pool_pre_ping=True)

@@ -1,0 +1,379 @@
+"""NovaSource: nova's API and cell databases read into our mirror, every
+``[nova] sync_interval`` seconds, by what changed.
+
+One cycle (:meth:`NovaSource.sync`):
+
+1. the API database: host mappings and aggregates;
+2. our claims whose inclusion in a report is still to be seen;
+3. per cell, in this order: those claims' instances and migrations, then
+   the node rows written since the last read (with a margin), then its
+   compute services (liveness, on the cell database's clock);
+4. the verdicts (:mod:`scheduler.novadb.included`) and the writes
+   (:mod:`scheduler.novadb.mirror`): nodes changed or whose claims'
+   verdicts changed, services, aggregates.
+
+A cell that does not answer is skipped: its hosts count as down and every
+refusal says why (:meth:`NovaSource.liveness`); the others are served.
+What a read found is kept only once its writes are done: a cycle that
+fails half-way leaves the next one to read everything again.
+
+What request threads ask (:meth:`liveness`, :meth:`cell_of`) is one
+immutable answer, swapped whole at the end of a cycle.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import threading
+import time
+
+from oslo_config import cfg
+from oslo_db import exception as db_exc
+from oslo_log import log as logging
+import sqlalchemy as sa
+
+from scheduler import exception
+from scheduler.hosts import liveness
+from scheduler.novadb import cells as cells_mod
+from scheduler.novadb import included
+from scheduler.novadb import mirror
+from scheduler.novadb import reading
+from scheduler.novadb import schema
+from scheduler.novadb.cells import Cell
+
+LOG = logging.getLogger(__name__)
+
+#: Seconds a read of one of nova's databases may take, connecting
+#: included, before its database counts as not answering.
+READ_TIMEOUT = 10.0
+#: Node rows written this long before the last read are read again: nova
+#: stamps rows by its conductor's clock, before its commit.
+SLACK = datetime.timedelta(seconds=30)
+#: What a read of nova's databases can fail with, for reasons outside the
+#: code: a server away, a lost connection, a timeout.
+READ_ERRORS = (sa.exc.SQLAlchemyError, db_exc.DBError, OSError)
+
+
+@dataclasses.dataclass(frozen=True)
+class Answer:
+    """What request threads read: swapped whole, never changed."""
+    #: Hosts whose compute service is down by nova's rule, or whose cell
+    #: is not answering.
+    down: frozenset[str] = frozenset()
+    #: host -> the uuid of the cell its nodes were read from.
+    cells: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: One line per cell not answering.
+    problems: tuple[str, ...] = ()
+
+
+def _why(exc: BaseException) -> str:
+    """The first line of a database error, without SQLAlchemy's
+    background link."""
+    inner = getattr(exc, "orig", None) or exc
+    first = (str(inner).strip().splitlines() or [""])[0]
+    return f"{type(inner).__name__}: {first[:200]}"
+
+
+class NovaSource:
+    """Nova's databases mirrored into ours; see the module docstring."""
+
+    def __init__(self, conf: cfg.ConfigOpts, engine: sa.Engine | None
+                 ) -> None:
+        """``engine``: our own database's, which the mirror is written
+        to (None: only :meth:`check` is called)."""
+        self.conf = conf
+        self.engine = engine
+        self._api = cells_mod.reader_engine(
+            conf.nova.api_database_connection,
+            "[nova] api_database_connection", READ_TIMEOUT)
+        self._cells: dict[str, Cell] = {}
+        self._engines: dict[str, sa.Engine] = {}
+        self._cells_read_at = float("-inf")
+        self._lock = threading.Lock()
+        self._answer = Answer()
+        self._forget()
+
+    def _forget(self) -> None:
+        """Read everything again next cycle."""
+        self._since: dict[str, datetime.datetime] = {}
+        #: node uuid -> (cell uuid, its row as last written to ours).
+        self._reports: dict[str, tuple[str, sa.Row]] = {}
+        self._ours: dict[str, int] | None = None
+        self._services: dict[str, mirror.ServiceState] | None = None
+        self._aggregates: dict[str, reading.Aggregate] | None = None
+
+    # -- what the rest of the service asks ------------------------------
+
+    def liveness(self) -> tuple[set[str], str | None]:
+        """The hosts down now, and a note for refusals (the cells not
+        answering), or None."""
+        answer = self._answer
+        note = "; ".join(answer.problems) or None
+        return set(answer.down), note
+
+    def cell_of(self, host: str) -> str | None:
+        """The uuid of the cell of ``host``, as its node was read."""
+        return self._answer.cells.get(host)
+
+    def reload(self) -> None:
+        """Read the cell mappings again at the next cycle (SIGHUP)."""
+        self._cells_read_at = float("-inf")
+
+    def close(self) -> None:
+        """Give back every connection (at shutdown)."""
+        with self._lock:
+            for engine in self._engines.values():
+                engine.dispose()
+            self._api.dispose()
+
+    # -- start-up ---------------------------------------------------------
+
+    def check(self) -> list[str]:
+        """That the API database and every enabled cell's are nova's, at
+        nova 34's schema or later, and can be read.
+
+        :returns: the cells' labels (``cell1 (uuid)``).
+        :raises ConfigError: one line naming the database and the fix.
+        """
+        try:
+            with self._api.connect() as conn:
+                schema.check(conn, "[nova] api_database_connection",
+                             schema.API_TABLES, schema.api_version,
+                             schema.API_REVISIONS,
+                             "run 'nova-manage api_db sync' with nova 34")
+        except READ_ERRORS as e:
+            raise exception.ConfigError(
+                f"[nova] api_database_connection: cannot read nova's API "
+                f"database ({_why(e)}); check the URL and that its server "
+                f"is up") from None
+        self._read_cells(strict=True)
+        return [cell.label for cell in self._cells.values()]
+
+    def _read_cells(self, strict: bool = False) -> None:
+        """The enabled cells now: engines for new ones (schema checked),
+        none for those gone. ``strict`` (start-up): a cell that cannot be
+        used raises; later it is logged and skipped."""
+        with self._api.connect() as conn:
+            found = {c.uuid: c for c in cells_mod.enabled_cells(conn)}
+        for uuid in list(self._cells):
+            if uuid not in found or found[uuid] != self._cells[uuid]:
+                LOG.info("Nova cell %s is no longer scheduled to",
+                         self._cells[uuid].label)
+                self._engines.pop(uuid).dispose()
+                del self._cells[uuid]
+        for uuid, cell in found.items():
+            if uuid in self._cells:
+                continue
+            try:
+                engine = cells_mod.reader_engine(
+                    cell.url, f"cell {cell.label}", READ_TIMEOUT)
+                with engine.connect() as conn:
+                    schema.check(conn, f"cell {cell.label}",
+                                 schema.CELL_TABLES, schema.cell_version,
+                                 schema.CELL_REVISIONS,
+                                 "run 'nova-manage db sync' with nova 34 "
+                                 "for it")
+            except exception.ConfigError as e:
+                if strict:
+                    raise
+                LOG.error("%s", e)
+                continue
+            except READ_ERRORS as e:
+                line = (f"cell {cell.label}: its database cannot be read "
+                        f"({_why(e)}); check its database_connection "
+                        f"(nova-manage cell_v2 list_cells --verbose) and "
+                        f"that its server is up")
+                if strict:
+                    raise exception.ConfigError(line) from None
+                LOG.error("%s", line)
+                continue
+            LOG.info("Nova cell %s is scheduled to", cell.label)
+            self._cells[uuid] = cell
+            self._engines[uuid] = engine
+        self._cells_read_at = time.monotonic()
+
+    # -- the cycle ------------------------------------------------------
+
+    def run(self, stopped: threading.Event) -> None:
+        """Sync every ``[nova] sync_interval`` seconds until ``stopped``.
+        A failed cycle is one log line (with its traceback only if it is
+        not a database's error: a bug); the next one reads everything."""
+        while not stopped.wait(self.conf.nova.sync_interval):
+            try:
+                self.sync()
+            except (exception.SchedulerException, *READ_ERRORS) as e:
+                LOG.warning("Reading nova's databases failed: %s; "
+                            "trying again", _why(e))
+            except Exception:
+                LOG.exception("Reading nova's databases failed")
+
+    def sync(self) -> None:
+        """One cycle; see the module docstring.
+        :raises: what reading the API database or writing ours raised
+            (everything is read again next time)."""
+        with self._lock:
+            try:
+                self._sync()
+            except BaseException:
+                self._forget()
+                raise
+
+    def _sync(self) -> None:
+        if time.monotonic() - self._cells_read_at >= \
+                self.conf.nova.cell_refresh_interval:
+            self._read_cells()
+        with self._api.connect() as api:
+            mapped = reading.host_cells(api)
+            aggregates = reading.aggregates(api)
+        with self.engine.connect() as conn:
+            if self._ours is None:
+                self._ours = mirror.our_nodes(conn)
+                self._services = mirror.our_services(conn)
+            unseen = mirror.unseen_claims(conn)
+        by_id = {i: u for u, i in self._ours.items()}
+        consumers = {c.consumer_uuid for c in unseen}
+        moving = {c.consumer_uuid for c in unseen
+                  if c.source_node_id is not None}
+
+        instances: dict[str, sa.Row] = {}
+        migrations: dict[str, sa.Row] = {}
+        reports = dict(self._reports)
+        changed: set[str] = set()        # node uuids
+        deleted: set[str] = set()
+        down: set[str] = set()
+        services: dict[str, mirror.ServiceState] = {}
+        answered: set[str] = set()       # cell uuids
+        problems: dict[str, str] = {}
+        since: dict[str, datetime.datetime] = {}
+        for node, (cell_uuid, _) in list(reports.items()):
+            if cell_uuid not in self._cells:     # a cell disabled
+                deleted.add(node)
+                del reports[node]
+        for uuid, cell in sorted(self._cells.items()):
+            try:
+                with self._engines[uuid].connect() as conn:
+                    # Instances first, nodes after: a report read is never
+                    # older than the instance states that vouch for it.
+                    instances.update(reading.instances(conn, consumers))
+                    migrations.update(reading.migrations(conn, moving))
+                    now = reading.db_time(conn)
+                    node_rows = reading.nodes(conn, self._since.get(uuid))
+                    service_rows = reading.services(conn)
+            except READ_ERRORS as e:
+                problems[uuid] = (f"cell {cell.label} is not answering "
+                                  f"({_why(e)}): its hosts were skipped")
+                continue
+            answered.add(uuid)
+            since[uuid] = now - SLACK
+            for row in node_rows:
+                if row.uuid is None:
+                    continue
+                if row.deleted or row.free_disk_gb is None:
+                    # Deleted, or not reported yet: nova skips it too.
+                    if row.uuid in reports:
+                        deleted.add(row.uuid)
+                        del reports[row.uuid]
+                    continue
+                known = reports.get(row.uuid)
+                if known is None or known[1] != row:
+                    reports[row.uuid] = (uuid, row)
+                    changed.add(row.uuid)
+            for row in service_rows:
+                services[row.host] = mirror.service_state(row)
+                seen = row.last_seen_up or row.created_at
+                age = None if seen is None else (now - seen).total_seconds()
+                if not liveness.is_up(bool(row.forced_down), age,
+                                      self.conf.scheduler.service_down_time):
+                    down.add(row.host)
+
+        cell_of = {row.host: cell for cell, row in reports.values()}
+        for host, cell in cell_of.items():
+            if cell in problems:
+                down.add(host)
+        # A host nova's conductor cannot find in its host mappings fails
+        # the build there: not placed on.
+        unmapped = sorted(h for h, c in cell_of.items()
+                          if mapped.get(h) != c)
+        if unmapped:
+            down.update(unmapped)
+            problems["unmapped"] = (
+                f"{len(unmapped)} host(s) not mapped to their cell "
+                f"({', '.join(unmapped[:3])}"
+                f"{', ...' if len(unmapped) > 3 else ''}): run "
+                f"'nova-manage cell_v2 discover_hosts'")
+
+        arrived = self._arrived(unseen, by_id, reports, instances,
+                                migrations)
+        self._write(reports, changed, deleted, arrived, unseen)
+        self._write_services(services, answered, cell_of)
+        if aggregates != self._aggregates:
+            mirror.write_aggregates(self.engine, self._aggregates or {},
+                                    aggregates)
+            self._aggregates = aggregates
+        self._reports = reports
+        self._since.update(since)
+        self._answer = Answer(frozenset(down), cell_of,
+                              tuple(problems.values()))
+
+    def _arrived(self, unseen: list[sa.Row], by_id: dict[int, str],
+                 reports: dict[str, tuple[str, sa.Row]],
+                 instances: dict[str, sa.Row],
+                 migrations: dict[str, sa.Row]) -> set[tuple[str, int]]:
+        """(consumer uuid, node id) of the claims of ``unseen`` whose
+        node's report includes them now."""
+        arrived = set()
+        for c in unseen:
+            node = reports.get(by_id.get(c.compute_node_id, ""))
+            if node is None:
+                continue
+            instance = instances.get(c.consumer_uuid)
+            if c.source_node_id is None:
+                there = included.claim_included(instance, node[1])
+            else:
+                there = included.arrival_included(
+                    instance, migrations.get(c.consumer_uuid), node[1])
+            if there:
+                arrived.add((c.consumer_uuid, c.compute_node_id))
+        return arrived
+
+    def _write(self, reports: dict[str, tuple[str, sa.Row]],
+               changed: set[str], deleted: set[str],
+               arrived: set[tuple[str, int]], unseen: list[sa.Row]) -> None:
+        assert self._ours is not None
+        new = [reports[u][1] for u in sorted(changed)
+               if u not in self._ours]
+        if new:
+            mirror.add_nodes(self.engine, new)
+            with self.engine.connect() as conn:
+                self._ours = mirror.our_nodes(conn)
+        gone = [self._ours.pop(u) for u in sorted(deleted)
+                if u in self._ours]
+        if gone:
+            mirror.delete_nodes(self.engine, gone)
+        # Nodes whose usage changes: their report, or a claim seen in it
+        # now, or a move's source to mark as its report's.
+        to_write = {self._ours[u] for u in changed if u in self._ours}
+        to_write.update(n for _, n in arrived)
+        to_write.update(c.source_node_id for c in unseen
+                        if c.source_node_id is not None)
+        node_reports = {node_id: reports[uuid][1]
+                        for uuid, node_id in self._ours.items()
+                        if node_id in to_write and uuid in reports}
+        if node_reports:
+            mirror.write_nodes(self.engine, node_reports, arrived)
+
+    def _write_services(self, services: dict[str, mirror.ServiceState],
+                        answered: set[str], cell_of: dict[str, str]
+                        ) -> None:
+        assert self._services is not None
+        ours = self._services
+        new = {h: s for h, s in services.items() if h not in ours}
+        changed = {h: s for h, s in services.items()
+                   if h in ours and ours[h] != s}
+        # Gone only if its cell answered: a cell away keeps its services.
+        gone = [h for h in ours if h not in services
+                and cell_of.get(h) in answered | {None}]
+        if new or changed or gone:
+            mirror.write_services(self.engine, new, changed, gone)
+            self._services = {**{h: s for h, s in ours.items()
+                                 if h not in gone}, **new, **changed}
