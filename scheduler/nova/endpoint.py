@@ -57,9 +57,10 @@ class NovaSchedulerEndpoint:
         self.conf = manager.conf
         self._retry = db_retry.for_conf(manager.conf)
         self._cell_of = cell_of
-        # A request's own cell (a move's requested_destination.cell) is
-        # compared with ours only when all hosts are in one.
-        self._one_cell = None if cell_of else self.conf.nova.cell_uuid
+        # A request's own cell (a move's requested_destination.cell): this
+        # service's one cell, or with many, the aggregate of its hosts.
+        self._one_cell = primitives.MANY_CELLS if cell_of else \
+            self.conf.nova.cell_uuid
 
     @property
     def notifier(self):

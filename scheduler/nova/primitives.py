@@ -19,6 +19,7 @@ Two kinds of refusal, both naming the field:
 from __future__ import annotations
 
 from typing import Any
+import uuid as uuidlib
 
 from scheduler import exception
 from scheduler.request import legacy
@@ -265,28 +266,50 @@ def group_from(data: dict[str, Any]) -> dict[str, Any]:
     return group
 
 
+#: ``cell_uuid`` of the readers below with nova's databases as the host
+#: source: hosts are in many cells, each cell's the members of the
+#: aggregate :func:`cell_aggregate` names.
+MANY_CELLS = "many-cells"
+#: The namespace of the uuids of :func:`cell_aggregate`.
+_CELL_NAMESPACE = uuidlib.UUID("0b4f2f4e-6a7c-4a5d-9d43-5a1f3c2e8b70")
+
+
+def cell_aggregate(cell_uuid: str) -> str:
+    """The uuid of the aggregate whose members are the hosts of nova's
+    cell ``cell_uuid`` (written by :mod:`scheduler.novadb`): a request
+    restricted to a cell asks for that aggregate."""
+    return str(uuidlib.uuid5(_CELL_NAMESPACE, cell_uuid.lower()))
+
+
 def destination_from(data: dict[str, Any], field: str,
                      cell_uuid: str | None = None) -> dict[str, Any]:
     """Our requested_destination for ``Destination`` data.
 
+    Nova 34 looks only at the hosts of the destination's cell, unless a
+    cross-cell move is allowed (``HostManager.get_host_states_by_uuids``).
+    With ``cell_uuid`` :data:`MANY_CELLS`, the hosts of that cell are the
+    request's: it asks for the cell's aggregate (:func:`cell_aggregate`).
     :raises NoValidHost: the destination is restricted to a cell other
-        than ``cell_uuid`` (this service's): nova 34 then looks only at
-        that cell's hosts (``HostManager.get_host_states_by_uuids``).
+        than ``cell_uuid`` (this service's one cell).
     """
     if data.get("forbidden_aggregates"):
         raise Unsupported(f"{field}.forbidden_aggregates: not supported by "
                           f"this scheduler")
+    aggregates = data.get("aggregates")
     cell = data.get("cell")
     if cell is not None and cell_uuid and not data.get(
             "allow_cross_cell_move"):
         wanted = unwrap(cell, "CellMapping", f"{field}.cell").get("uuid")
-        if wanted and str(wanted).lower() != cell_uuid.lower():
+        if wanted and cell_uuid == MANY_CELLS:
+            aggregates = [*(aggregates or ()),
+                          cell_aggregate(str(wanted))]
+        elif wanted and str(wanted).lower() != cell_uuid.lower():
             raise exception.NoValidHost(
                 f"No valid host: {field}.cell is {wanted} and no cross-cell "
                 f"move is allowed; this scheduler places in cell "
                 f"{cell_uuid} ([nova] cell_uuid)")
     return {"host": data.get("host"), "node": data.get("node"),
-            "aggregates": data.get("aggregates")}
+            "aggregates": aggregates}
 
 
 def retry_from(data: dict[str, Any], field: str) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 
 One cycle (:meth:`NovaSource.sync`):
 
-1. the API database: host mappings and aggregates;
+1. the API database: host mappings and aggregates (and one more per
+   cell, of its hosts: what a request kept in a cell asks for);
 2. our claims whose inclusion in a report is still to be seen;
 3. per cell, in this order: those claims' instances and migrations, then
    the node rows written since the last read (with a margin), then its
@@ -33,7 +34,9 @@ from oslo_log import log as logging
 import sqlalchemy as sa
 
 from scheduler import exception
+from scheduler.db import response
 from scheduler.hosts import liveness
+from scheduler.nova import primitives
 from scheduler.novadb import cells as cells_mod
 from scheduler.novadb import included
 from scheduler.novadb import mirror
@@ -43,9 +46,6 @@ from scheduler.novadb.cells import Cell
 
 LOG = logging.getLogger(__name__)
 
-#: Seconds a read of one of nova's databases may take, connecting
-#: included, before its database counts as not answering.
-READ_TIMEOUT = 10.0
 #: Node rows written this long before the last read are read again: nova
 #: stamps rows by its conductor's clock, before its commit.
 SLACK = datetime.timedelta(seconds=30)
@@ -83,9 +83,12 @@ class NovaSource:
         to (None: only :meth:`check` is called)."""
         self.conf = conf
         self.engine = engine
+        # A read of nova's databases, connecting included, waits as long
+        # as one of ours: then its database counts as not answering.
+        self._timeout = response.timeout(conf)
         self._api = cells_mod.reader_engine(
             conf.nova.api_database_connection,
-            "[nova] api_database_connection", READ_TIMEOUT)
+            "[nova] api_database_connection", self._timeout)
         self._cells: dict[str, Cell] = {}
         self._engines: dict[str, sa.Engine] = {}
         self._cells_read_at = float("-inf")
@@ -166,7 +169,7 @@ class NovaSource:
                 continue
             try:
                 engine = cells_mod.reader_engine(
-                    cell.url, f"cell {cell.label}", READ_TIMEOUT)
+                    cell.url, f"cell {cell.label}", self._timeout)
                 with engine.connect() as conn:
                     schema.check(conn, f"cell {cell.label}",
                                  schema.CELL_TABLES, schema.cell_version,
@@ -302,6 +305,14 @@ class NovaSource:
                 f"{', ...' if len(unmapped) > 3 else ''}): run "
                 f"'nova-manage cell_v2 discover_hosts'")
 
+        for uuid, cell in self._cells.items():
+            # A request kept in one cell (a move's destination cell) asks
+            # for this aggregate (nova.primitives.cell_aggregate).
+            members = frozenset(h for h, c in cell_of.items() if c == uuid)
+            cell_agg = reading.Aggregate(primitives.cell_aggregate(uuid),
+                                         f"nova cell {cell.label}", members,
+                                         ())
+            aggregates[cell_agg.uuid] = cell_agg
         arrived = self._arrived(unseen, by_id, reports, instances,
                                 migrations)
         self._write(reports, changed, deleted, arrived, unseen)

@@ -14,6 +14,8 @@ import pytest
 
 from scheduler.claims import lifecycle
 from scheduler.claims import moves
+from scheduler.db import models
+from scheduler.nova import primitives
 from scheduler.db import allocations
 from scheduler.rpc.endpoint import SchedulerManager
 from scheduler.nova.endpoint import NovaSchedulerEndpoint
@@ -265,6 +267,31 @@ def test_a_move_restricted_to_another_cell_is_refused(endpoint, engine):
         endpoint.select_destinations(
             {}, spec_obj=spec_obj(requested_destination=destination),
             instance_uuids=[VM], return_objects=True)
+
+
+def test_with_many_cells_a_move_kept_in_its_cell_gets_a_host_there(
+        conf, engine, register):
+    """Nova's databases as the host source: each host's Selection names
+    its own cell, and a destination cell restricts the hosts to that
+    cell's (its aggregate, as scheduler.novadb writes it)."""
+    register(node("h1"), node("h2"))
+    other = "99999999-6c2d-4f0e-9d51-3c1e8f0a7b21"
+    with engine.begin() as conn:
+        agg_id = conn.execute(models.aggregates.insert().values(
+            uuid=primitives.cell_aggregate(other), name="nova cell other",
+            deleted=0)).inserted_primary_key[0]
+        conn.execute(models.aggregate_hosts.insert().values(
+            host="h2", aggregate_id=agg_id, deleted=0))
+    endpoint = NovaSchedulerEndpoint(SchedulerManager(conf, engine),
+                                     {"h1": CELL, "h2": other}.get)
+
+    [[chosen, *alternates]] = endpoint.select_destinations(
+        {}, spec_obj=spec_obj(requested_destination=_cell_destination(other)),
+        instance_uuids=[VM], return_objects=True, return_alternates=True)
+
+    assert (chosen["nova_object.data"]["service_host"],
+            chosen["nova_object.data"]["cell_uuid"]) == ("h2", other)
+    assert alternates == []
 
 
 def _instance(host: str, vm_state: str) -> dict:
