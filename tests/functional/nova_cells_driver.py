@@ -47,7 +47,9 @@ Ops (and their answers):
 - ``update_instance {cell, uuid, host?, node?, vm_state?, task_state?}``;
   ``delete_instance {cell, uuid}`` (``Instance.destroy()``).
 - ``add_migration {cell, instance_uuid, source_compute, dest_compute,
-  source_node, dest_node, status?, migration_type?}`` -> ``{"id", "uuid"}``;
+  source_node, dest_node, status?, migration_type?, dest_compute_id?}``
+  -> ``{"id", "uuid"}`` (the destination node must be in the same cell,
+  or ``dest_compute_id`` given);
   ``update_migration {cell, uuid, status}``.
 - ``add_aggregate {name, availability_zone?, metadata?, hosts?}`` ->
   ``{"id", "uuid"}``; ``aggregate_add_host`` / ``aggregate_remove_host``
@@ -181,6 +183,18 @@ def _flavor(f: dict) -> objects.Flavor:
         vcpu_weight=0, disabled=False, is_public=True, description=None)
 
 
+def _compute_id(cctxt, host: str | None, node: str | None) -> int | None:
+    """The id of ``host``'s node ``node``, which nova 34 keeps beside the
+    node's name in an instance; None when there is no such node (yet)."""
+    if not host or not node:
+        return None
+    try:
+        return objects.ComputeNode.get_by_host_and_nodename(
+            cctxt, host, node).id
+    except Exception:  # noqa: BLE001 - ComputeHostNotFound: none (yet)
+        return None
+
+
 _INSTANCE_CHANGES = ("host", "node", "vm_state", "task_state",
                      "availability_zone")
 
@@ -260,14 +274,9 @@ def _cell_op(ctxt, op: str, req: dict) -> dict | None:
                 else 0,
                 **{k: req[k] for k in ("host", "node", "availability_zone")
                    if k in req})
-            if req.get("node") and req.get("host"):
-                # nova 34 keeps the node's id beside its name.
-                try:
-                    instance.compute_id = objects.ComputeNode.\
-                        get_by_host_and_nodename(cctxt, req["host"],
-                                                 req["node"]).id
-                except Exception:  # noqa: BLE001 - a node not made (yet)
-                    pass
+            if req.get("node"):
+                instance.compute_id = _compute_id(cctxt, req.get("host"),
+                                                  req["node"])
             instance.create()
             objects.InstanceMapping(
                 ctxt, instance_uuid=instance.uuid, cell_mapping=mapping,
@@ -279,6 +288,10 @@ def _cell_op(ctxt, op: str, req: dict) -> dict | None:
             for field in _INSTANCE_CHANGES:
                 if field in req:
                     setattr(instance, field, req[field])
+            if "node" in req:
+                # Instance.save() refuses a node changed without it.
+                instance.compute_id = _compute_id(
+                    cctxt, instance.host, req["node"])
             instance.save()
             return {"uuid": instance.uuid}
         if op == "delete_instance":
@@ -293,6 +306,9 @@ def _cell_op(ctxt, op: str, req: dict) -> dict | None:
                 source_compute=req["source_compute"],
                 dest_compute=req["dest_compute"],
                 source_node=req["source_node"], dest_node=req["dest_node"],
+                # nova 34 refuses a dest_node without its id.
+                dest_compute_id=req.get("dest_compute_id") or _compute_id(
+                    cctxt, req["dest_compute"], req["dest_node"]),
                 dest_host=req.get("dest_host"),
                 status=req.get("status", "pre-migrating"),
                 migration_type=req.get("migration_type", "migration"),
