@@ -378,7 +378,10 @@ def nova_cloud(request, database_url, nova_python, nova_cells,
         work_dir.mkdir()
         templates = NovaTemplates(kind, nova_python, server, work_dir)
         nova_cells["templates"][kind] = templates
-    if nova_cells["driver"] is None:
+    if nova_cells["driver"] is None or nova_cells["driver"].proc.poll() \
+            is not None:
+        # First use, or an earlier test's driver died (killed when it
+        # stopped answering): a new one for this test.
         nova_cells["driver"] = NovaDriver(nova_python, nova_cells["dir"])
     cloud = templates.copy(tmp_path, nova_cells["driver"])
     yield cloud
