@@ -31,9 +31,14 @@ from scheduler.db import migration
 from scheduler.db import models
 from scheduler.rpc.client import SchedulerAPI
 from tests.conftest import DATABASE_SERVERS
+from tests.fixtures.availability import require
 from tests.fixtures.config import write_config
+from tests.fixtures.nova_cloud import NovaCloud
+from tests.fixtures.nova_cloud import NovaDriver
+from tests.fixtures.nova_cloud import NovaTemplates
 
 START_TIMEOUT = 60
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def stop_process_groups(procs: list[subprocess.Popen]) -> None:
@@ -323,6 +328,64 @@ def make_deployment(rabbitmq, database_url, tmp_path):
 
 #: How every line oslo.log writes begins: its date and time.
 _LOG_LINE = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
+
+
+@pytest.fixture(scope="session")
+def nova_python() -> str:
+    """The python of the nova==34.0.0 virtualenv, built on first use."""
+    try:
+        built = subprocess.run([str(ROOT / "tools" / "nova-venv")],
+                               capture_output=True, text=True, timeout=1200)
+    except subprocess.TimeoutExpired:
+        require("nova==34.0.0 virtualenv", "tools/nova-venv timed out")
+    if built.returncode != 0:
+        require("nova==34.0.0 virtualenv",
+                f"tools/nova-venv failed: {built.stderr[-2000:]}")
+    venv = Path(built.stdout.strip().splitlines()[-1])
+    if not venv.is_absolute():
+        venv = ROOT / venv
+    return str(venv / "bin" / "python")
+
+
+@pytest.fixture(scope="session")
+def nova_cells(nova_python, tmp_path_factory) -> Iterator[dict]:
+    """What the session's nova clouds share: the nova_cells_driver.py
+    process (started on first use) and each database kind's templates
+    (built by nova-manage on first use): ``{"driver": NovaDriver,
+    "templates": {kind: NovaTemplates}}``."""
+    shared: dict = {"driver": None, "templates": {},
+                    "dir": tmp_path_factory.mktemp("nova-cells")}
+    yield shared
+    if shared["driver"] is not None:
+        shared["driver"].close()
+
+
+@pytest.fixture
+def nova_cloud(request, database_url, nova_python, nova_cells,
+               tmp_path) -> Iterator[NovaCloud]:
+    """A nova deployment of the test's own on the database kind the test
+    runs on (``database_url``'s: SQLite unless ``@every_database`` or
+    ``@pytest.mark.databases``): API database, cell0, cell1, cell2 with
+    nova's schemas, built by nova-manage once per kind and session and
+    copied for each test (tests/fixtures/nova_cloud.py). Its databases
+    are dropped afterwards."""
+    kind = request.node.callspec.params["database_url"]
+    templates = nova_cells["templates"].get(kind)
+    if templates is None:
+        server = (request.getfixturevalue(DATABASE_SERVERS[kind])
+                  if kind in DATABASE_SERVERS else None)
+        work_dir = nova_cells["dir"] / kind
+        work_dir.mkdir()
+        templates = NovaTemplates(kind, nova_python, server, work_dir)
+        nova_cells["templates"][kind] = templates
+    if nova_cells["driver"] is None or nova_cells["driver"].proc.poll() \
+            is not None:
+        # First use, or an earlier test's driver died (killed when it
+        # stopped answering): a new one for this test.
+        nova_cells["driver"] = NovaDriver(nova_python, nova_cells["dir"])
+    cloud = templates.copy(tmp_path, nova_cells["driver"])
+    yield cloud
+    cloud.close()
 
 
 def continued_lines(log: str) -> list[str]:

@@ -9,23 +9,19 @@ topic ``scheduler`` on the control exchange both are configured with.
 from __future__ import annotations
 
 import datetime
-import json
 from pathlib import Path
-import select
-import subprocess
 import uuid
 
 import pytest
 
 from scheduler.claims import lifecycle
 from scheduler.db import models
-from tests.fixtures.availability import require
 from tests.fixtures.config import write_config
+from tests.fixtures.jsonlines import JsonLinesProcess
 from tests.functional.conftest import every_database
 from tests.functional.conftest import node
 from tests.functional.waits import wait_until
 
-ROOT = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).with_name("nova_driver.py")
 CELL = "8f1b1c52-6c2d-4f0e-9d51-3c1e8f0a7b21"
 EXCHANGE = f"nova-interop-{uuid.uuid4().hex[:8]}"
@@ -33,54 +29,11 @@ SMALL = {"memory_mb": 1024, "vcpus": 1, "root_gb": 10}
 BIG = {"memory_mb": 3072, "vcpus": 2, "root_gb": 20}
 
 
-@pytest.fixture(scope="session")
-def nova_python() -> str:
-    """The python of the nova==34.0.0 virtualenv, built on first use."""
-    try:
-        built = subprocess.run([str(ROOT / "tools" / "nova-venv")],
-                               capture_output=True, text=True, timeout=1200)
-    except subprocess.TimeoutExpired:
-        require("nova==34.0.0 virtualenv", "tools/nova-venv timed out")
-    if built.returncode != 0:
-        require("nova==34.0.0 virtualenv",
-                f"tools/nova-venv failed: {built.stderr[-2000:]}")
-    venv = Path(built.stdout.strip().splitlines()[-1])
-    if not venv.is_absolute():
-        venv = ROOT / venv
-    return str(venv / "bin" / "python")
-
-
-class NovaClient:
+class NovaClient(JsonLinesProcess):
     """nova_driver.py in the nova virtualenv, one JSON line each way."""
 
     def __init__(self, python: str, config_file: Path, log: Path):
-        self._log = open(log, "w")
-        self.proc = subprocess.Popen(
-            [python, str(DRIVER), str(config_file)], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=self._log, text=True)
-        assert self._read(120) == {"ready": True}
-
-    def _read(self, timeout: float) -> dict:
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
-        line = self.proc.stdout.readline() if ready else ""
-        if not line:
-            self.proc.kill()
-            log = Path(self._log.name).read_text()[-3000:]
-            raise AssertionError(f"nova driver gave no answer:\n{log}")
-        return json.loads(line)
-
-    def __call__(self, op: str, **request) -> dict:
-        self.proc.stdin.write(json.dumps({"op": op, **request}) + "\n")
-        self.proc.stdin.flush()
-        return self._read(120)
-
-    def close(self) -> None:
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        self._log.close()
+        super().__init__([python, str(DRIVER), str(config_file)], log)
 
 
 @pytest.fixture(scope="module")
