@@ -227,8 +227,8 @@ def write_aggregates(engine: sa.Engine, old: dict[str, Aggregate],
     between ``old`` (what we mirrored last) and ``new``."""
     ag, ah, am = (models.aggregates, models.aggregate_hosts,
                   models.aggregate_metadata)
-    now = clock.utcnow()
     with engine.begin() as conn:
+        now = clock.db_time(conn)
         ids = {row.uuid: row.id for row in conn.execute(
             sa.select(ag.c.uuid, ag.c.id).where(ag.c.deleted == 0,
                                                 ag.c.uuid.is_not(None)))}

@@ -68,7 +68,10 @@ def instances(conn: sa.Connection, uuids: Iterable[str]
     for chunk in _chunks(sorted(set(uuids))):
         for row in conn.execute(
                 sa.select(i.c.uuid, i.c.host, i.c.node, i.c.vm_state,
-                          i.c.task_state, i.c.updated_at, i.c.deleted)
+                          i.c.task_state, i.c.deleted,
+                          # A row never updated has its creation's time.
+                          sa.func.coalesce(i.c.updated_at, i.c.created_at)
+                          .label("updated_at"))
                 .where(i.c.uuid.in_(chunk))):
             # A uuid deleted and made again: the live row wins.
             if row.uuid not in out or not row.deleted:
@@ -86,7 +89,9 @@ def migrations(conn: sa.Connection, uuids: Iterable[str]
         for row in conn.execute(
                 sa.select(m.c.id, m.c.instance_uuid, m.c.source_compute,
                           m.c.source_node, m.c.dest_compute, m.c.dest_node,
-                          m.c.status, m.c.updated_at)
+                          m.c.status,
+                          sa.func.coalesce(m.c.updated_at, m.c.created_at)
+                          .label("updated_at"))
                 .where(m.c.instance_uuid.in_(chunk), m.c.deleted == 0,
                        m.c.status.not_in(sorted(ENDED)))
                 .order_by(m.c.id)):
