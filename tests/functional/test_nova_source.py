@@ -119,8 +119,9 @@ def test_the_compute_report_takes_over_from_the_claim_never_both(
     # Claimed: on top of the report, which does not have it yet.
     assert used(deployment, "c1") == RESERVED + 1024
 
-    # Nova's conductor builds it there; the compute's claim writes the
-    # instance's host and node, then the node with its usage.
+    # Nova's conductor builds it there: the compute's claim writes the
+    # instance's host and node, then the node with its usage, and goes on
+    # to build it (the instance moves on past building).
     nova_cloud.add_instance("cell1", SMALL, uuid=instance, host="c1",
                             node="c1", vm_state="building",
                             task_state=None)
@@ -128,11 +129,12 @@ def test_the_compute_report_takes_over_from_the_claim_never_both(
                            free_ram_mb=4096 - RESERVED - 1024,
                            vcpus_used=1, local_gb_used=10, free_disk_gb=90,
                            running_vms=1, current_workload=1)
-    wait_until(lambda: deployment.nodes()["c1"].current_workload == 1,
-               "the compute's report read")
-    assert used(deployment, "c1") == RESERVED + 1024
+    nova_cloud.update_instance("cell1", instance, task_state="networking")
     wait_until(lambda: deployment.allocations()[0].reported_node_id
                == deployment.nodes()["c1"].id, "the claim seen reported")
+    # The report has it, and the claim no longer counts on top of it.
+    assert deployment.nodes()["c1"].current_workload == 1
+    assert used(deployment, "c1") == RESERVED + 1024
     [claim] = deployment.allocations()
     assert claim.expires_at is None      # confirmed: the instance is there
 
