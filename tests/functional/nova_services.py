@@ -20,12 +20,15 @@ stopped with SIGTERM, then SIGKILL after a timeout: none is left behind.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from collections.abc import Iterator
+import contextlib
 from http.server import BaseHTTPRequestHandler
 from http.server import ThreadingHTTPServer
 import json
 import os
 from pathlib import Path
 import select
+import signal
 import subprocess
 import threading
 import time
@@ -348,6 +351,19 @@ class NovaServices:
                 for line in self.log(host).read_text(
                     errors="replace").splitlines()
                 if " ERROR " in line and "oslo_cache.memcache_pool" not in line]
+
+    @contextlib.contextmanager
+    def paused(self, *hosts: str) -> Iterator[None]:
+        """These services frozen (SIGSTOP) for the block: what is sent to
+        them waits in the broker, as for a compute busy elsewhere."""
+        groups = [os.getpgid(self.procs[h].pid) for h in hosts]
+        for group in groups:
+            os.killpg(group, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            for group in groups:
+                os.killpg(group, signal.SIGCONT)
 
     def _start(self, binary: str, host: str) -> None:
         self.procs[host] = _spawn(
