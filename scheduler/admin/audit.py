@@ -3,9 +3,14 @@ whose usage differs from their allocations, or whose allocations exceed
 the capacity the scheduler holds them to, or that are deleted and still
 hold claims; and the fix that sets every node's usage to its
 allocations.
+
+With nova's databases as the host source a node's usage is its
+compute's report plus the claims the report does not hold
+(:mod:`scheduler.novadb`): the books are kept against the reports.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from collections.abc import Sequence
 
 import sqlalchemy as sa
@@ -16,12 +21,20 @@ from scheduler.db import allocations
 from scheduler.db import compute
 from scheduler.hosts.rows import aggregates_by_host
 from scheduler.db import models
+from scheduler.novadb import mirror
 from scheduler.progress import Start
+
+#: A node's usage as its nova compute reported it, by resource (the
+#: ``*_used`` columns of nova's compute_nodes row).
+_REPORTED = {"vcpus": "vcpus_used", "memory_mb": "memory_mb_used",
+             "disk_gb": "local_gb_used"}
 
 
 def audit_allocations(engine: sa.Engine, default_ratios: capacity.Ratios,
                       enabled_filters: Sequence[str] = (),
-                      progress: Start | None = None) -> list[dict]:
+                      progress: Start | None = None,
+                      reports: Mapping[str, sa.Row] | None = None
+                      ) -> list[dict]:
     """Nodes whose usage differs from the sum of their allocations, or whose
     allocations exceed capacity times ratio: the ratio a scheduler with
     ``enabled_filters`` holds the node to
@@ -32,14 +45,24 @@ def audit_allocations(engine: sa.Engine, default_ratios: capacity.Ratios,
 
     :param progress: told the number of nodes; the report it returns is
         called with the number checked so far, after each node.
+    :param reports: nova's compute node rows by uuid, with nova's
+        databases as the host source: a node's allocations are then its
+        report plus the claims the report does not hold; a node nova no
+        longer has is not checked.
     """
     n = models.compute_nodes
-    # Both sides of a move in flight hold usage on their nodes.
+    # Both sides of a move in flight hold usage on their nodes; with
+    # reports, only what is on top of them.
     a = allocations.usage_sides()
+    counted = a.c.on_top == 1 if reports is not None else sa.true()
+
+    def total(column):
+        return sa.func.sum(sa.case((counted, column), else_=0))
+
     sums = (sa.select(a.c.compute_node_id,
-                      sa.func.sum(a.c.vcpus).label("vcpus"),
-                      sa.func.sum(a.c.memory_mb).label("memory_mb"),
-                      sa.func.sum(a.c.disk_gb).label("disk_gb"))
+                      total(a.c.vcpus).label("vcpus"),
+                      total(a.c.memory_mb).label("memory_mb"),
+                      total(a.c.disk_gb).label("disk_gb"))
             .group_by(a.c.compute_node_id).subquery())
     query = (sa.select(n, sums.c.vcpus.label("a_vcpus"),
                        sums.c.memory_mb.label("a_memory_mb"),
@@ -61,12 +84,18 @@ def audit_allocations(engine: sa.Engine, default_ratios: capacity.Ratios,
                 problems += _claims_on_deleted_node(row)
                 continue
             checked += 1
+            nova_row = None if reports is None else reports.get(row.uuid)
+            if reports is not None and nova_row is None:
+                report(checked)
+                continue
             # int(): SUM() of an integer column is DECIMAL on MariaDB.
             # node_resources lists capacity.RESOURCES in order; a node
             # not judged on one (0 vCPUs) is never over capacity on it.
             checks = [
                 (r["resource"], r["used"],
-                 int(getattr(row, "a_" + r["resource"]) or 0), r["capacity"],
+                 int(getattr(row, "a_" + r["resource"]) or 0)
+                 + (getattr(nova_row, _REPORTED[r["resource"]]) or 0
+                    if nova_row is not None else 0), r["capacity"],
                  capacity.unjudged(res, r["total"]))
                 for res, r in zip(capacity.RESOURCES,
                                   compute_hosts.node_resources(
@@ -106,12 +135,21 @@ def _claims_on_deleted_node(row: sa.Row) -> list[dict]:
             for r in capacity.RESOURCES]
 
 
-def fix_usage(engine: sa.Engine) -> int:
+def fix_usage(engine: sa.Engine,
+              reports: Mapping[str, sa.Row] | None = None) -> int:
     """Set every node's usage to the sum of its allocations (bumping the
-    generation, so plans made on the old numbers lose their claims).
-    :returns: how many nodes changed.
+    generation, so plans made on the old numbers lose their claims); with
+    nova's ``reports`` (see :func:`audit_allocations`), to its report plus
+    the claims the report does not hold.
+    :returns: how many nodes changed (with reports: were written).
     """
     n = models.compute_nodes
+    if reports is not None:
+        with engine.connect() as conn:
+            ours = mirror.our_nodes(conn)
+        written = {ours[u]: row for u, row in reports.items() if u in ours}
+        mirror.write_nodes(engine, written, set())
+        return len(written)
     a = allocations.usage_sides()
 
     def total(column):

@@ -28,6 +28,7 @@ from scheduler import progress
 from scheduler.db.engine import create_engine
 from scheduler.db import migration
 from scheduler.db import retry as db_retry
+from scheduler.novadb.source import NovaSource
 
 
 def _print(args, data: Any, render: Callable[[Any], str]) -> None:
@@ -228,23 +229,34 @@ def aggregate_set_metadata(conf, engine, args) -> None:
 def allocations_audit(conf, engine, args) -> int:
     fs = conf.filter_scheduler
     show = progress.wanted(args.progress)
+    reports = None
+    if conf.nova.api_database_connection:
+        # Against what nova's computes report, as the server counts.
+        source = NovaSource(conf, engine)
+        try:
+            reports = source.read_reports()
+        finally:
+            source.close()
     problems = audit.audit_allocations(
         engine, capacity.Ratios.from_conf(conf), fs.enabled_filters,
         progress=lambda total: progress.reporter("audit: checked nodes",
-                                                 total, show))
-    fixed = (_write(conf, audit.fix_usage, engine)
+                                                 total, show),
+        reports=reports)
+    fixed = (_write(conf, audit.fix_usage, engine, reports)
              if problems and args.fix else None)
+    books = ("nova's reports plus the claims they do not hold"
+             if reports is not None else "allocations")
     if args.json:
         _print(args, {"problems": problems, "fixed_nodes": fixed}, str)
     elif not problems:
-        print("audit: usage equals allocations on every node; no node is "
-              "over capacity")
+        print(f"audit: usage equals {books} on every node; no node is "
+              f"over capacity")
     else:
         print(table.format_table(problems, ["host", "node", "resource",
                                             "problem", "used", "allocated",
                                             "capacity"]))
         if fixed is not None:
-            print(f"audit: recomputed usage from allocations on {fixed} "
+            print(f"audit: recomputed usage from {books} on {fixed} "
                   f"node(s)")
     if not problems:
         return 0

@@ -26,21 +26,26 @@ def usage_sides() -> sa.Subquery:
     """Every side of every claim as rows of ``consumer_uuid``,
     ``compute_node_id``, ``project_id``, ``vcpus``, ``memory_mb``,
     ``disk_gb``, ``moving`` ("source" / "destination" for the two sides of
-    a move in flight, else None): what each node's usage must add up to.
-    The one place that knows a move holds two nodes."""
+    a move in flight, else None) and ``on_top`` (1 unless a nova compute's
+    report holds it: ``scheduler.novadb``): what each node's usage must
+    add up to. The one place that knows a move holds two nodes."""
     a = models.allocations
     return sa.union_all(
         sa.select(a.c.consumer_uuid, a.c.compute_node_id, a.c.project_id,
                   a.c.vcpus, a.c.memory_mb, a.c.disk_gb,
                   sa.case((a.c.source_node_id.is_not(None),
                            sa.literal("destination")),
-                          else_=sa.null()).label("moving")),
+                          else_=sa.null()).label("moving"),
+                  sa.case((a.c.reported_node_id == a.c.compute_node_id, 0),
+                          else_=1).label("on_top")),
         sa.select(a.c.consumer_uuid,
                   a.c.source_node_id.label("compute_node_id"),
                   a.c.project_id, a.c.source_vcpus.label("vcpus"),
                   a.c.source_memory_mb.label("memory_mb"),
                   a.c.source_disk_gb.label("disk_gb"),
-                  sa.literal("source").label("moving"))
+                  sa.literal("source").label("moving"),
+                  sa.case((a.c.source_reported, 0),
+                          else_=1).label("on_top"))
         .where(a.c.source_node_id.is_not(None)),
     ).subquery("usage_sides")
 

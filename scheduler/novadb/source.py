@@ -152,6 +152,27 @@ class NovaSource:
         self._read_cells(strict=True)
         return [cell.label for cell in self._cells.values()]
 
+    def read_reports(self) -> dict[str, sa.Row]:
+        """Every reported node of every enabled cell, by uuid, read now
+        (``allocations audit``).
+
+        :raises ConfigError: a database that cannot be read, naming it.
+        """
+        self.check()
+        reports = {}
+        for uuid, cell in sorted(self._cells.items()):
+            try:
+                with self._engines[uuid].connect() as conn:
+                    rows = reading.nodes(conn, None)
+            except READ_ERRORS as e:
+                raise exception.ConfigError(
+                    f"cell {cell.label} is not answering ({_why(e)})"
+                ) from None
+            reports.update((row.uuid, row) for row in rows
+                           if row.uuid and not row.deleted
+                           and row.free_disk_gb is not None)
+        return reports
+
     def _read_cells(self, strict: bool = False) -> None:
         """The enabled cells now: engines for new ones (schema checked),
         none for those gone. ``strict`` (start-up): a cell that cannot be

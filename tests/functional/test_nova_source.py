@@ -81,6 +81,14 @@ def used(deployment, host: str) -> int:
     return deployment.nodes()[host].memory_mb_used
 
 
+def balanced(deployment) -> bool:
+    """``scheduler-manage allocations audit`` finds every node's usage to
+    be nova's report plus the claims it does not hold."""
+    return deployment.manage("allocations", "audit").stdout == (
+        "audit: usage equals nova's reports plus the claims they do not "
+        "hold on every node; no node is over capacity\n")
+
+
 def boot(nova, flavor=SMALL, **request):
     uuids = [str(uuid.uuid4()) for _ in range(request.pop("count", 1))]
     answer = nova("select", flavor=flavor, instance_uuids=uuids, **request)
@@ -118,6 +126,7 @@ def test_the_compute_report_takes_over_from_the_claim_never_both(
     [instance], _ = boot(nova)
     # Claimed: on top of the report, which does not have it yet.
     assert used(deployment, "c1") == RESERVED + 1024
+    assert balanced(deployment)
 
     # Nova's conductor builds it there: the compute's claim writes the
     # instance's host and node, then the node with its usage, and goes on
@@ -137,6 +146,7 @@ def test_the_compute_report_takes_over_from_the_claim_never_both(
     assert used(deployment, "c1") == RESERVED + 1024
     [claim] = deployment.allocations()
     assert claim.expires_at is None      # confirmed: the instance is there
+    assert balanced(deployment)
 
     # Deleted: the compute reports it gone; the claim, released by the
     # cast that follows, gives back nothing the report still counted.
@@ -151,6 +161,15 @@ def test_the_compute_report_takes_over_from_the_claim_never_both(
     nova("delete_instance_info", host="c1", uuid=instance)
     wait_until(lambda: not deployment.allocations(), "the claim released")
     assert used(deployment, "c1") == RESERVED
+
+    # Books that do not balance against the report are found and mended.
+    with deployment.engine.begin() as conn:
+        conn.execute(sa.text("UPDATE compute_nodes SET memory_mb_used = "
+                             "memory_mb_used + 100"))
+    audit = deployment.manage("allocations", "audit", check=False)
+    assert audit.returncode == 1 and "usage mismatch" in audit.stdout
+    deployment.manage("allocations", "audit", "--fix")
+    assert balanced(deployment) and used(deployment, "c1") == RESERVED
 
 
 def test_a_move_kept_in_its_cell_lands_on_a_host_of_that_cell(
