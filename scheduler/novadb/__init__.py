@@ -15,4 +15,5 @@ nova's hosts unchanged, and claims stay atomic in our own database.
 - ``mirror``: the writes into our own tables: a node's usage is its report
   plus our claims the report does not include yet.
 - ``source``: the sync loop that ties them, its liveness and cell answers.
+- ``probe``: whether nova's databases answer, for ``/healthcheck``.
 """

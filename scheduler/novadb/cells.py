@@ -57,10 +57,12 @@ def enabled_cells(api_conn: sa.Connection) -> list[Cell]:
     return cells
 
 
-def reader_engine(url: str, what: str, timeout: float) -> sa.Engine:
+def reader_engine(url: str, what: str, timeout: float,
+                  pooled: bool = True) -> sa.Engine:
     """A read-only-use engine for one of nova's databases whose every
     connect and answer waits at most ``timeout`` seconds: a cell database
-    that stops answering ends a read as an error, never a hang.
+    that stops answering ends a read as an error, never a hang. Not
+    ``pooled``: it keeps no connection (a process that forks).
 
     :raises ConfigError: the URL cannot be used (not a URL, no such
         dialect, driver not installed), naming ``what``, never the
@@ -83,10 +85,10 @@ def reader_engine(url: str, what: str, timeout: float) -> sa.Engine:
                 "options": f"-c statement_timeout={seconds * 1000}"}
     elif backend == "sqlite":
         args = {"timeout": seconds, "check_same_thread": False}
+    pool: dict = ({"pool_pre_ping": True, "pool_size": 2, "max_overflow": 2}
+                  if pooled else {"poolclass": sa.pool.NullPool})
     try:
-        return sa.create_engine(parsed, connect_args=args,
-                                pool_pre_ping=True, pool_size=2,
-                                max_overflow=2)
+        return sa.create_engine(parsed, connect_args=args, **pool)
     except sa.exc.NoSuchModuleError:
         raise exception.ConfigError(
             f"{what}: {shown}: SQLAlchemy has no dialect "
@@ -95,6 +97,6 @@ def reader_engine(url: str, what: str, timeout: float) -> sa.Engine:
         raise exception.ConfigError(
             f"{what}: {shown}: its driver is not installed ({e})") from None
     except TypeError:
-        # SQLite's default pool takes no pool_size.
+        # SQLite's in-memory pool takes no pool_size.
         return sa.create_engine(parsed, connect_args=args,
                                 pool_pre_ping=True)

@@ -66,9 +66,9 @@ class Answer:
     problems: tuple[str, ...] = ()
 
 
-def _why(exc: BaseException) -> str:
-    """The first line of a database error, without SQLAlchemy's
-    background link."""
+def why(exc: BaseException) -> str:
+    """The first line of a database error (or a refusal), without
+    SQLAlchemy's background link."""
     inner = getattr(exc, "orig", None) or exc
     first = (str(inner).strip().splitlines() or [""])[0]
     return f"{type(inner).__name__}: {first[:200]}"
@@ -147,7 +147,7 @@ class NovaSource:
         except READ_ERRORS as e:
             raise exception.ConfigError(
                 f"[nova] api_database_connection: cannot read nova's API "
-                f"database ({_why(e)}); check the URL and that its server "
+                f"database ({why(e)}); check the URL and that its server "
                 f"is up") from None
         self._read_cells(strict=True)
         return [cell.label for cell in self._cells.values()]
@@ -166,7 +166,7 @@ class NovaSource:
                     rows = reading.nodes(conn, None)
             except READ_ERRORS as e:
                 raise exception.ConfigError(
-                    f"cell {cell.label} is not answering ({_why(e)})"
+                    f"cell {cell.label} is not answering ({why(e)})"
                 ) from None
             reports.update((row.uuid, row) for row in rows
                            if row.uuid and not row.deleted
@@ -204,7 +204,7 @@ class NovaSource:
                 continue
             except READ_ERRORS as e:
                 line = (f"cell {cell.label}: its database cannot be read "
-                        f"({_why(e)}); check its database_connection "
+                        f"({why(e)}); check its database_connection "
                         f"(nova-manage cell_v2 list_cells --verbose) and "
                         f"that its server is up")
                 if strict:
@@ -227,7 +227,7 @@ class NovaSource:
                 self.sync()
             except (exception.SchedulerException, *READ_ERRORS) as e:
                 LOG.warning("Reading nova's databases failed: %s; "
-                            "trying again", _why(e))
+                            "trying again", why(e))
             except Exception:
                 LOG.exception("Reading nova's databases failed")
 
@@ -285,7 +285,7 @@ class NovaSource:
                     service_rows = reading.services(conn)
             except READ_ERRORS as e:
                 problems[uuid] = (f"cell {cell.label} is not answering "
-                                  f"({_why(e)}): its hosts were skipped")
+                                  f"({why(e)}): its hosts were skipped")
                 continue
             answered.add(uuid)
             since[uuid] = now - SLACK

@@ -12,6 +12,7 @@ import os
 import select
 import threading
 import time
+from typing import Callable
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -78,10 +79,17 @@ class Monitor:
     :meth:`verdict`. Call :meth:`start` once the workers are launched."""
 
     def __init__(self, workers: WorkerStates, database: DatabaseProbe,
-                 notifier: sd_notify.Notifier) -> None:
+                 notifier: sd_notify.Notifier,
+                 nova: Callable[[], str | None] = lambda: None) -> None:
+        """``nova``: what of nova's databases is not answering (nova's
+        databases as the host source), or None: the server still serves
+        the other cells, so it is degraded, not unhealthy."""
         self.workers = workers
         self.database = database
         self.notifier = notifier
+        self._nova = nova
+        #: Healthy, but with hosts it cannot see: why, in one line.
+        self.degraded: str | None = None
         self._verdict: tuple[bool, str] = (False, "starting")
         self._ready_sent = False
         self._stopping = threading.Event()
@@ -98,6 +106,9 @@ class Monitor:
         healthy = consuming and problem is None
         if problem:
             line += f"; database: {problem}"
+        self.degraded = self._nova()
+        if self.degraded:
+            line += f"; degraded: {self.degraded}"
         previous = self._verdict
         self._verdict = (healthy, line)
         if self._stopping.is_set():

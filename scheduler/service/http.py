@@ -337,13 +337,18 @@ def serve(address: str, routes: Mapping[str, Route]) -> Server:
     return server
 
 
-def healthcheck(verdict: Callable[[], tuple[bool, str]]) -> Route:
+def healthcheck(verdict: Callable[[], tuple[bool, str]],
+                degraded: Callable[[], str | None] = lambda: None) -> Route:
     """``/healthcheck`` in oslo.middleware's plain-text shape: 200 ``OK``
-    when ``verdict()`` says healthy, else 503 with its one-line reason."""
+    when ``verdict()`` says healthy (``OK; degraded: ...`` when
+    ``degraded()`` names what it cannot see), else 503 with its one-line
+    reason."""
     def route() -> Response:
         healthy, line = verdict()
         if healthy:
-            return Response(200, b"OK\n")
+            why = degraded()
+            return Response(200, (f"OK; degraded: {why}\n" if why
+                                  else "OK\n").encode())
         return Response(503, f"{line}\n".encode())
     return route
 

@@ -33,6 +33,7 @@ from scheduler.service import startup
 from scheduler.service import worker_state
 from scheduler.service.worker import SchedulerWorker
 from scheduler.db import wrapped
+from scheduler.novadb.probe import NovaProbe
 
 LOG = logging.getLogger(__name__)
 
@@ -181,14 +182,19 @@ def serve(conf, argv: list[str], notifier: sd_notify.Notifier,
     _guru_meditation(conf, version)
     channel = worker_state.Channel()
     states = worker_state.WorkerStates(channel, conf.scheduler.workers)
-    monitor = health.Monitor(states, health.DatabaseProbe(conf),
-                             notifier)
+    nova = None
+    if conf.nova.api_database_connection:
+        nova = NovaProbe(conf)
+        nova.start()
+    monitor = health.Monitor(states, health.DatabaseProbe(conf), notifier,
+                             nova.problem if nova else lambda: None)
     if conf.scheduler.http_listen:
         # Before forking: every worker writes its metrics where this
         # process's /metrics reads them.
         metrics.use_multiprocess()
         http.serve(conf.scheduler.http_listen, {
-            "/healthcheck": http.healthcheck(monitor.verdict),
+            "/healthcheck": http.healthcheck(monitor.verdict,
+                                             lambda: monitor.degraded),
             "/metrics": http.prometheus,
         })
     supervisor = Supervisor(conf, states, monitor, argv)

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import urllib.request
 import uuid
 
 import pytest
 import sqlalchemy as sa
 
+from tests.fixtures import _net
 from tests.fixtures.config import write_config
 from tests.functional.conftest import every_database
 from tests.functional.conftest import run_command
@@ -49,16 +51,20 @@ def compute(cloud, cell: str, host: str, **sizes) -> str:
 def scheduler(make_deployment, nova_cloud):
     """Our server as nova's scheduler, its hosts read from ``nova_cloud``
     (where each test first puts its computes)."""
-    deployment = make_deployment(
-        DEFAULT__control_exchange=EXCHANGE, scheduler__topic="scheduler",
-        nova__api_database_connection=nova_cloud.api_url,
-        nova__sync_interval=0.2, scheduler__db_lock_timeout=2)
+    made = []
 
-    def start():
+    def start(**options):
+        deployment = make_deployment(
+            DEFAULT__control_exchange=EXCHANGE, scheduler__topic="scheduler",
+            nova__api_database_connection=nova_cloud.api_url,
+            nova__sync_interval=0.2, scheduler__db_lock_timeout=2,
+            **options)
+        made.append(deployment)
         deployment.start_server()
         return deployment
     yield start
-    deployment.stop_servers()
+    for deployment in made:
+        deployment.stop_servers()
 
 
 @contextlib.contextmanager
@@ -214,8 +220,14 @@ def test_a_cell_that_stops_answering_has_its_hosts_skipped_and_said(
         nova, nova_cloud, scheduler):
     compute(nova_cloud, "cell1", "c1")
     compute(nova_cloud, "cell2", "c2")
-    deployment = scheduler()
+    [port] = _net.free_ports(1)
+    deployment = scheduler(scheduler__http_listen=f"127.0.0.1:{port}")
     cell2 = nova_cloud.cell("cell2")
+
+    def health() -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthcheck",
+                                    timeout=30) as response:
+            return response.read().decode()
 
     def too_big() -> str:
         """The refusal of a boot no host can take (claims nothing)."""
@@ -232,7 +244,12 @@ def test_a_cell_that_stops_answering_has_its_hosts_skipped_and_said(
         assert "its hosts were skipped" in answer
         _, selections = boot(nova)
         assert selections[0][0]["service_host"] == "c1"
+        # Still serving, and saying what it cannot see.
+        wait_until(lambda: health().startswith(
+            f"OK; degraded: cell cell2 ({cell2.uuid}) is not answering"),
+            "/healthcheck naming the cell")
     wait_until(lambda: "cell cell2" not in too_big(), "cell2 read again")
+    wait_until(lambda: health() == "OK\n", "/healthcheck all clear")
     _, selections = boot(nova, ignore_hosts=["c1"])
     assert selections[0][0]["service_host"] == "c2"
     assert "Traceback" not in deployment.server_log()
