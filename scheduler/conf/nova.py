@@ -33,6 +33,13 @@ opts = [
                     "nova-scheduler's. Give it a read-only database user. "
                     "Empty (the default): hosts come from this service's "
                     "own services and compute_nodes tables."),
+    cfg.StrOpt("cell_database_username", default="",
+               help="With api_database_connection: the database user this "
+                    "service reads each cell's database as, in place of "
+                    "the one in the cell's database_connection (nova's "
+                    "own, which may write). Empty: the cell's own."),
+    cfg.StrOpt("cell_database_password", default="", secret=True,
+               help="The password of cell_database_username."),
     cfg.FloatOpt("sync_interval", default=1.0, min=0.1,
                  help="Seconds between reads of what changed in nova's "
                       "databases (nodes' reports, services, instances this "

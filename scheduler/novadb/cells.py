@@ -30,9 +30,12 @@ class Cell:
         return f"{self.name} ({self.uuid})" if self.name else self.uuid
 
 
-def enabled_cells(api_conn: sa.Connection) -> list[Cell]:
+def enabled_cells(api_conn: sa.Connection, username: str = "",
+                  password: str = "") -> list[Cell]:
     """The cells of nova's API database that nova schedules to: every
-    mapping but cell0 and the disabled ones, by uuid.
+    mapping but cell0 and the disabled ones, by uuid; each URL with
+    ``username`` and ``password`` in place of the mapping's own, if given
+    (``[nova] cell_database_username``: a read-only user).
 
     :raises ConfigError: a cell's ``database_connection`` is a template
         (``{username}``...) that nova expands from its own ``[database]``
@@ -47,6 +50,17 @@ def enabled_cells(api_conn: sa.Connection) -> list[Cell]:
     cells = []
     for row in rows:
         cell = Cell(row.uuid, row.name or "", row.database_connection or "")
+        if username and "{" not in cell.url:
+            try:
+                url = sa.engine.make_url(cell.url)
+            except sa.exc.ArgumentError:
+                pass        # reader_engine names the cell and the problem
+            else:
+                if url.get_backend_name() != "sqlite":   # a file: no user
+                    url = url.set(username=username,
+                                  password=password or None)
+                    cell = dataclasses.replace(
+                        cell, url=url.render_as_string(hide_password=False))
         if "{" in cell.url:
             raise exception.ConfigError(
                 f"cell {cell.label}: its database_connection is a template "

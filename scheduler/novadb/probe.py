@@ -61,7 +61,9 @@ class NovaProbe:
             with self._engine(self.conf.nova.api_database_connection,
                               "[nova] api_database_connection"
                               ).connect() as conn:
-                found = cells.enabled_cells(conn)
+                found = cells.enabled_cells(
+                    conn, self.conf.nova.cell_database_username,
+                    self.conf.nova.cell_database_password)
         except (exception.ConfigError, *READ_ERRORS) as e:
             return f"nova's API database is not answering ({why(e)})"
         problems = []

@@ -178,7 +178,9 @@ class NovaSource:
         none for those gone. ``strict`` (start-up): a cell that cannot be
         used raises; later it is logged and skipped."""
         with self._api.connect() as conn:
-            found = {c.uuid: c for c in cells_mod.enabled_cells(conn)}
+            found = {c.uuid: c for c in cells_mod.enabled_cells(
+                conn, self.conf.nova.cell_database_username,
+                self.conf.nova.cell_database_password)}
         for uuid in list(self._cells):
             if uuid not in found or found[uuid] != self._cells[uuid]:
                 LOG.info("Nova cell %s is no longer scheduled to",
