@@ -308,8 +308,9 @@ class Driver:
     def with_hint_hosts(self, spec: RequestSpec,
                          replace: list[str]) -> RequestSpec:
         """``spec`` with ``hint_hosts`` filled: where the instances named by
-        its ``same_host`` / ``different_host`` hints hold claims. One query,
-        and none at all without such hints."""
+        its ``same_host`` / ``different_host`` hints hold claims, else (nova's
+        databases as the host source) where nova's cells have them. One
+        query, and none at all without such hints."""
         uuids = [u for name in HOST_HINTS for u in spec.hinted_uuids(name)]
         if not uuids:
             return spec
@@ -317,6 +318,10 @@ class Driver:
         # on the host of its old claim any more.
         with self.engine.connect() as conn:
             hosts = allocations.consumer_hosts(conn, uuids, exclude=replace)
+        elsewhere = self.host_manager.instance_hosts
+        unknown = [u for u in uuids if u not in hosts and u not in replace]
+        if unknown and elsewhere is not None:
+            hosts.update((u, (h,)) for u, h in elsewhere(unknown).items())
         return dataclasses.replace(spec, hint_hosts=hosts)
 
     def with_group_members(self, spec: RequestSpec, replace: list[str],

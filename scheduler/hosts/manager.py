@@ -118,6 +118,10 @@ class HostManager:
         self.liveness_source: LivenessSource | None = None
         #: What refusals add (:data:`LivenessSource`'s note).
         self.unavailable: str | None = None
+        #: Where instances this service holds no claim for are (uuid ->
+        #: host), when the host source knows (nova's cells).
+        self.instance_hosts: Callable[[list[str]], dict[str, str]] | None \
+            = None
 
     # -- what drivers use ---------------------------------------------
 

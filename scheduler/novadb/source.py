@@ -118,6 +118,23 @@ class NovaSource:
         """The uuid of the cell of ``host``, as its node was read."""
         return self._answer.cells.get(host)
 
+    def instance_hosts(self, uuids: list[str]) -> dict[str, str]:
+        """uuid -> the host of each of ``uuids`` that nova's answering
+        cells have live on a host (for ``same_host`` / ``different_host``
+        hints naming instances this service holds no claim for)."""
+        out: dict[str, str] = {}
+        for cell, engine in sorted(dict(self._engines).items()):
+            try:
+                with engine.connect() as conn:
+                    rows = reading.instances(conn, uuids)
+            except READ_ERRORS as e:
+                LOG.warning("Cell %s not read for hinted instances: %s",
+                            cell, why(e))
+                continue
+            out.update((u, r.host) for u, r in rows.items()
+                       if r.host and not r.deleted)
+        return out
+
     def reload(self) -> None:
         """Read the cell mappings again at the next cycle (SIGHUP)."""
         self._cells_read_at = float("-inf")

@@ -93,6 +93,8 @@ class SchedulerWorker(cotyledon.Service):
             LOG.info("Nova's databases read in %.2f s",
                      time.monotonic() - started)
             manager.host_manager.liveness_source = self._source.liveness
+            manager.host_manager.instance_hosts = \
+                self._source.instance_hosts
             cell_of = self._source.cell_of
         # Before consuming: otherwise the first request pays for the load
         # (seconds at 100,000 hosts) and READY=1 would be a lie.

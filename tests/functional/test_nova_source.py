@@ -198,6 +198,20 @@ def test_a_move_kept_in_its_cell_lands_on_a_host_of_that_cell(
     assert moved["cell_uuid"] == cell1.uuid
 
 
+def test_hints_name_instances_nova_placed_before_us(
+        nova, nova_cloud, scheduler):
+    compute(nova_cloud, "cell1", "c1")
+    compute(nova_cloud, "cell2", "c2")
+    there = nova_cloud.add_instance("cell2", SMALL, host="c2", node="c2",
+                                    vm_state="active")
+    scheduler(filter_scheduler__enabled_filters="ComputeFilter,"
+              "SameHostFilter,DifferentHostFilter")
+
+    for hint, host in (("same_host", "c2"), ("different_host", "c1")):
+        _, [[chosen, *_]] = boot(nova, hints={hint: [there]})
+        assert chosen["service_host"] == host, hint
+
+
 def test_hosts_nova_says_are_down_or_disabled_are_not_placed_on(
         nova, nova_cloud, scheduler):
     for host in ("c1", "c2", "c3"):
