@@ -105,6 +105,16 @@ class _Instruments:
             "Moves of drains: planned (dry run), applied (claimed, host "
             "disabled) and cancelled (released before they began).",
             ["action"], registry=r)
+        self.nova_sync_seconds = prometheus_client.Histogram(
+            "scheduler_nova_sync_seconds",
+            "Seconds of one read of nova's databases into the mirror "
+            "([nova] api_database_connection), every cell included.",
+            buckets=BUCKETS, registry=r)
+        self.nova_cell_failures = prometheus_client.Counter(
+            "scheduler_nova_cell_read_failures",
+            "Reads of a nova cell's database that failed (the cell's hosts "
+            "were skipped until it answered again), by cell uuid.",
+            ["cell"], registry=r)
         self.db_transient_errors = prometheus_client.Counter(
             "scheduler_db_transient_errors",
             "Transient database errors (deadlock, lost or refused "
@@ -185,6 +195,15 @@ def drain(action: str, moves: int) -> None:
     moves."""
     m = _get()
     m.child(m.drain_moves, action).inc(moves)
+
+
+def nova_sync(seconds: float, failed_cells: list[str]) -> None:
+    """A read of nova's databases took ``seconds``; the cells (uuids) in
+    ``failed_cells`` did not answer."""
+    m = _get()
+    m.nova_sync_seconds.observe(seconds)
+    for cell in failed_cells:
+        m.child(m.nova_cell_failures, cell).inc()
 
 
 def replan() -> None:

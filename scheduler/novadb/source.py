@@ -34,6 +34,7 @@ from oslo_log import log as logging
 import sqlalchemy as sa
 
 from scheduler import exception
+from scheduler import metrics
 from scheduler.db import response
 from scheduler.hosts import liveness
 from scheduler.nova import primitives
@@ -62,8 +63,10 @@ class Answer:
     down: frozenset[str] = frozenset()
     #: host -> the uuid of the cell its nodes were read from.
     cells: dict[str, str] = dataclasses.field(default_factory=dict)
-    #: One line per cell not answering.
+    #: One line per cell not answering (or hosts not mapped).
     problems: tuple[str, ...] = ()
+    #: The uuids of the cells not answering.
+    failed: tuple[str, ...] = ()
 
 
 def why(exc: BaseException) -> str:
@@ -255,11 +258,14 @@ class NovaSource:
         :raises: what reading the API database or writing ours raised
             (everything is read again next time)."""
         with self._lock:
+            started = time.perf_counter()
             try:
                 self._sync()
             except BaseException:
                 self._forget()
                 raise
+            metrics.nova_sync(time.perf_counter() - started,
+                              [c for c in self._answer.failed])
 
     def _sync(self) -> None:
         if time.monotonic() - self._cells_read_at >= \
@@ -364,7 +370,8 @@ class NovaSource:
         self._reports = reports
         self._since.update(since)
         self._answer = Answer(frozenset(down), cell_of,
-                              tuple(problems.values()))
+                              tuple(problems.values()),
+                              tuple(c for c in problems if c in self._cells))
 
     def _arrived(self, unseen: list[sa.Row], by_id: dict[int, str],
                  reports: dict[str, tuple[str, sa.Row]],

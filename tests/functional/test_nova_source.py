@@ -17,6 +17,8 @@ from tests.fixtures.config import write_config
 from tests.functional.conftest import every_database
 from tests.functional.conftest import run_command
 from tests.functional.test_nova_interop import NovaClient
+from tests.functional.test_telemetry import scrape
+from tests.functional.test_telemetry import value
 from tests.functional.waits import wait_until
 
 EXCHANGE = f"nova-source-{uuid.uuid4().hex[:8]}"
@@ -264,6 +266,10 @@ def test_a_cell_that_stops_answering_has_its_hosts_skipped_and_said(
             "/healthcheck naming the cell")
     wait_until(lambda: "cell cell2" not in too_big(), "cell2 read again")
     wait_until(lambda: health() == "OK\n", "/healthcheck all clear")
+    samples = scrape(f"http://127.0.0.1:{port}/metrics")
+    assert value(samples, "scheduler_nova_cell_read_failures_total",
+                 cell=cell2.uuid) >= 1
+    assert value(samples, "scheduler_nova_sync_seconds_count") >= 1
     _, selections = boot(nova, ignore_hosts=["c1"])
     assert selections[0][0]["service_host"] == "c2"
     assert "Traceback" not in deployment.server_log()
