@@ -22,7 +22,7 @@ from scheduler.decide import plugins
 from scheduler.db.engine import create_engine
 from scheduler.db import migration
 from scheduler.decide.filter import Pipeline
-from scheduler.novadb.source import NovaSource
+from scheduler.novadb.databases import NovaDatabases
 
 Code = upgradecheck.Code
 Result = upgradecheck.Result
@@ -122,11 +122,11 @@ class Checks(upgradecheck.UpgradeCommands):
         if not self.conf.nova.api_database_connection:
             return Result(Code.SUCCESS, "not used: hosts come from this "
                                         "service's own tables")
-        source = NovaSource(self.conf, None)
+        databases = NovaDatabases(self.conf)
         try:
-            labels = source.check()
+            labels = databases.check()
         finally:
-            source.close()
+            databases.close()
         if not labels:
             return Result(Code.WARNING, "nova's API database maps no "
                           "enabled cell but cell0: nothing to place on")

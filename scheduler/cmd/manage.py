@@ -28,7 +28,7 @@ from scheduler import progress
 from scheduler.db.engine import create_engine
 from scheduler.db import migration
 from scheduler.db import retry as db_retry
-from scheduler.novadb.source import NovaSource
+from scheduler.novadb.databases import NovaDatabases
 
 
 def _print(args, data: Any, render: Callable[[Any], str]) -> None:
@@ -232,11 +232,11 @@ def allocations_audit(conf, engine, args) -> int:
     reports = None
     if conf.nova.api_database_connection:
         # Against what nova's computes report, as the server counts.
-        source = NovaSource(conf, engine)
+        databases = NovaDatabases(conf)
         try:
-            reports = source.read_reports()
+            reports = databases.read_reports()
         finally:
-            source.close()
+            databases.close()
     problems = audit.audit_allocations(
         engine, capacity.Ratios.from_conf(conf), fs.enabled_filters,
         progress=lambda total: progress.reporter("audit: checked nodes",

@@ -318,10 +318,11 @@ class Driver:
         # on the host of its old claim any more.
         with self.engine.connect() as conn:
             hosts = allocations.consumer_hosts(conn, uuids, exclude=replace)
-        elsewhere = self.host_manager.instance_hosts
+        external = self.host_manager.external
         unknown = [u for u in uuids if u not in hosts and u not in replace]
-        if unknown and elsewhere is not None:
-            hosts.update((u, (h,)) for u, h in elsewhere(unknown).items())
+        if unknown and external is not None:
+            hosts.update((u, (h,)) for u, h in
+                         external.instance_hosts(unknown).items())
         return dataclasses.replace(spec, hint_hosts=hosts)
 
     def with_group_members(self, spec: RequestSpec, replace: list[str],

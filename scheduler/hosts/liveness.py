@@ -12,6 +12,7 @@ the topic) all ask here.
 from __future__ import annotations
 
 import datetime
+from typing import Protocol
 
 import sqlalchemy as sa
 
@@ -55,3 +56,16 @@ def down_hosts(conn: sa.Connection, down_time: float) -> set[str]:
     return {row.host for row in conn.execute(query)
             if not is_up(row.forced_down, heartbeat_age(row, now),
                          down_time)}
+
+
+class External(Protocol):
+    """A host source besides our own tables (nova's cells,
+    :class:`scheduler.novadb.source.NovaSource`): it owns liveness, and
+    knows where instances are that hold no claim here."""
+
+    def liveness(self) -> tuple[set[str], str | None]:
+        """The hosts down now, and a note every refusal carries (hosts
+        skipped, and why), or None."""
+
+    def instance_hosts(self, uuids: list[str]) -> dict[str, str]:
+        """uuid -> host, for those of ``uuids`` it has on a host."""

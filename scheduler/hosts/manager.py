@@ -34,8 +34,7 @@ a full read (or a new table): which nodes a host has changes, and names are
 columns and indexes of their own.
 Liveness is not tracked by writes — heartbeats would rewrite every row
 every few seconds — but read as "which services are down", at most every
-``LIVENESS_INTERVAL`` seconds: from our services table, or, with nova's
-databases as the host source, from :attr:`HostManager.liveness_source`.
+``LIVENESS_INTERVAL`` seconds (or asked of :attr:`HostManager.external`).
 """
 from __future__ import annotations
 
@@ -44,7 +43,7 @@ import contextlib
 import dataclasses
 import threading
 import time
-from typing import Callable, Iterator, Optional, TypeVar
+from typing import Callable, Iterator, TypeVar
 
 from oslo_config import cfg
 from oslo_db import exception as db_exc
@@ -72,10 +71,6 @@ LOG = logging.getLogger(__name__)
 LIVENESS_INTERVAL = 1.0
 
 T = TypeVar("T")
-
-#: Where liveness comes from instead of our services table: the hosts down
-#: now, and a note every refusal carries (hosts skipped, and why), or None.
-LivenessSource = Callable[[], "tuple[set[str], Optional[str]]"]
 
 
 class HostManager:
@@ -113,15 +108,10 @@ class HostManager:
         self._refreshes_begun = 0
         self._fresh_from = 0
         self._in_flight = in_flight.InFlight()
-        #: Set by the service when nova's databases are the host source
-        #: (:class:`scheduler.novadb.source.NovaSource`).
-        self.liveness_source: LivenessSource | None = None
-        #: What refusals add (:data:`LivenessSource`'s note).
+        #: Nova's cells, when they are the host source (set by the worker).
+        self.external: liveness.External | None = None
+        #: What every refusal adds: the hosts the source could not see.
         self.unavailable: str | None = None
-        #: Where instances this service holds no claim for are (uuid ->
-        #: host), when the host source knows (nova's cells).
-        self.instance_hosts: Callable[[list[str]], dict[str, str]] | None \
-            = None
 
     # -- what drivers use ---------------------------------------------
 
@@ -369,8 +359,8 @@ class HostManager:
 
     def _read_liveness(self, conn: sa.Connection) -> set[str]:
         self._liveness_at = time.monotonic()
-        if self.liveness_source is not None:
-            down, self.unavailable = self.liveness_source()
+        if self.external is not None:
+            down, self.unavailable = self.external.liveness()
             return down
         return liveness.down_hosts(conn,
                                    self.conf.scheduler.service_down_time)

@@ -9,7 +9,10 @@ nova's hosts unchanged, and claims stay atomic in our own database.
 
 - ``schema``: the columns of nova's tables we read, and the check that a
   database is nova's at nova 34's schema.
-- ``cells``: the enabled cells of the API database, each with its engine.
+- ``cells``: the enabled cells of the API database, and how one is
+  reached.
+- ``databases``: the API database's engine and each enabled cell's,
+  checked to be nova's.
 - ``reading``: the reads of one cell and of the API database.
 - ``included``: the one owner of "does a node's report include a claim".
 - ``mirror``: the writes into our own tables: a node's usage is its report

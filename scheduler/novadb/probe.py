@@ -18,8 +18,8 @@ from scheduler import exception
 from scheduler.db import response
 from scheduler.novadb import cells
 from scheduler.novadb import schema
-from scheduler.novadb.source import READ_ERRORS
-from scheduler.novadb.source import why
+from scheduler.novadb.databases import READ_ERRORS
+from scheduler.novadb.databases import why
 
 #: Seconds between checks.
 INTERVAL = 5.0

@@ -29,32 +29,25 @@ import threading
 import time
 
 from oslo_config import cfg
-from oslo_db import exception as db_exc
 from oslo_log import log as logging
 import sqlalchemy as sa
 
 from scheduler import exception
 from scheduler import metrics
-from scheduler.db import response
 from scheduler.hosts import liveness
 from scheduler.nova import primitives
-from scheduler.novadb import cells as cells_mod
 from scheduler.novadb import included
 from scheduler.novadb import mirror
 from scheduler.novadb import reading
-from scheduler.novadb import schema
-from scheduler.novadb.cells import Cell
+from scheduler.novadb.databases import NovaDatabases
+from scheduler.novadb.databases import READ_ERRORS
+from scheduler.novadb.databases import why
 
 LOG = logging.getLogger(__name__)
 
 #: Node rows written this long before the last read are read again: nova
 #: stamps rows by its conductor's clock, before its commit.
 SLACK = datetime.timedelta(seconds=30)
-#: What a read of nova's databases can fail with, for reasons outside the
-#: code: a server away, a lost connection, a timeout.
-READ_ERRORS = (sa.exc.SQLAlchemyError, db_exc.DBError, OSError)
-
-
 @dataclasses.dataclass(frozen=True)
 class Answer:
     """What request threads read: swapped whole, never changed."""
@@ -69,31 +62,15 @@ class Answer:
     failed: tuple[str, ...] = ()
 
 
-def why(exc: BaseException) -> str:
-    """The first line of a database error (or a refusal), without
-    SQLAlchemy's background link."""
-    inner = getattr(exc, "orig", None) or exc
-    first = (str(inner).strip().splitlines() or [""])[0]
-    return f"{type(inner).__name__}: {first[:200]}"
-
-
 class NovaSource:
     """Nova's databases mirrored into ours; see the module docstring."""
 
-    def __init__(self, conf: cfg.ConfigOpts, engine: sa.Engine | None
-                 ) -> None:
+    def __init__(self, conf: cfg.ConfigOpts, engine: sa.Engine) -> None:
         """``engine``: our own database's, which the mirror is written
-        to (None: only :meth:`check` is called)."""
+        to."""
         self.conf = conf
         self.engine = engine
-        # A read of nova's databases, connecting included, waits as long
-        # as one of ours: then its database counts as not answering.
-        self._timeout = response.timeout(conf)
-        self._api = cells_mod.reader_engine(
-            conf.nova.api_database_connection,
-            "[nova] api_database_connection", self._timeout)
-        self._cells: dict[str, Cell] = {}
-        self._engines: dict[str, sa.Engine] = {}
+        self.databases = NovaDatabases(conf)
         self._cells_read_at = float("-inf")
         self._lock = threading.Lock()
         self._answer = Answer()
@@ -126,7 +103,7 @@ class NovaSource:
         cells have live on a host (for ``same_host`` / ``different_host``
         hints naming instances this service holds no claim for)."""
         out: dict[str, str] = {}
-        for cell, engine in sorted(dict(self._engines).items()):
+        for cell, engine in sorted(dict(self.databases.engines).items()):
             try:
                 with engine.connect() as conn:
                     rows = reading.instances(conn, uuids)
@@ -138,6 +115,12 @@ class NovaSource:
                        if r.host and not r.deleted)
         return out
 
+    def check(self) -> None:
+        """At start: :meth:`NovaDatabases.check`.
+        :raises ConfigError: naming the database and the fix."""
+        self.databases.check()
+        self._cells_read_at = time.monotonic()
+
     def reload(self) -> None:
         """Read the cell mappings again at the next cycle (SIGHUP)."""
         self._cells_read_at = float("-inf")
@@ -145,98 +128,7 @@ class NovaSource:
     def close(self) -> None:
         """Give back every connection (at shutdown)."""
         with self._lock:
-            for engine in self._engines.values():
-                engine.dispose()
-            self._api.dispose()
-
-    # -- start-up ---------------------------------------------------------
-
-    def check(self) -> list[str]:
-        """That the API database and every enabled cell's are nova's, at
-        nova 34's schema or later, and can be read.
-
-        :returns: the cells' labels (``cell1 (uuid)``).
-        :raises ConfigError: one line naming the database and the fix.
-        """
-        try:
-            with self._api.connect() as conn:
-                schema.check(conn, "[nova] api_database_connection",
-                             schema.API_TABLES, schema.api_version,
-                             schema.API_REVISIONS,
-                             "run 'nova-manage api_db sync' with nova 34")
-        except READ_ERRORS as e:
-            raise exception.ConfigError(
-                f"[nova] api_database_connection: cannot read nova's API "
-                f"database ({why(e)}); check the URL and that its server "
-                f"is up") from None
-        self._read_cells(strict=True)
-        return [cell.label for cell in self._cells.values()]
-
-    def read_reports(self) -> dict[str, sa.Row]:
-        """Every reported node of every enabled cell, by uuid, read now
-        (``allocations audit``).
-
-        :raises ConfigError: a database that cannot be read, naming it.
-        """
-        self.check()
-        reports = {}
-        for uuid, cell in sorted(self._cells.items()):
-            try:
-                with self._engines[uuid].connect() as conn:
-                    rows = reading.nodes(conn, None)
-            except READ_ERRORS as e:
-                raise exception.ConfigError(
-                    f"cell {cell.label} is not answering ({why(e)})"
-                ) from None
-            reports.update((row.uuid, row) for row in rows
-                           if row.uuid and not row.deleted
-                           and row.free_disk_gb is not None)
-        return reports
-
-    def _read_cells(self, strict: bool = False) -> None:
-        """The enabled cells now: engines for new ones (schema checked),
-        none for those gone. ``strict`` (start-up): a cell that cannot be
-        used raises; later it is logged and skipped."""
-        with self._api.connect() as conn:
-            found = {c.uuid: c for c in cells_mod.enabled_cells(
-                conn, self.conf.nova.cell_database_username,
-                self.conf.nova.cell_database_password)}
-        for uuid in list(self._cells):
-            if uuid not in found or found[uuid] != self._cells[uuid]:
-                LOG.info("Nova cell %s is no longer scheduled to",
-                         self._cells[uuid].label)
-                self._engines.pop(uuid).dispose()
-                del self._cells[uuid]
-        for uuid, cell in found.items():
-            if uuid in self._cells:
-                continue
-            try:
-                engine = cells_mod.reader_engine(
-                    cell.url, f"cell {cell.label}", self._timeout)
-                with engine.connect() as conn:
-                    schema.check(conn, f"cell {cell.label}",
-                                 schema.CELL_TABLES, schema.cell_version,
-                                 schema.CELL_REVISIONS,
-                                 "run 'nova-manage db sync' with nova 34 "
-                                 "for it")
-            except exception.ConfigError as e:
-                if strict:
-                    raise
-                LOG.error("%s", e)
-                continue
-            except READ_ERRORS as e:
-                line = (f"cell {cell.label}: its database cannot be read "
-                        f"({why(e)}); check its database_connection "
-                        f"(nova-manage cell_v2 list_cells --verbose) and "
-                        f"that its server is up")
-                if strict:
-                    raise exception.ConfigError(line) from None
-                LOG.error("%s", line)
-                continue
-            LOG.info("Nova cell %s is scheduled to", cell.label)
-            self._cells[uuid] = cell
-            self._engines[uuid] = engine
-        self._cells_read_at = time.monotonic()
+            self.databases.close()
 
     # -- the cycle ------------------------------------------------------
 
@@ -268,10 +160,12 @@ class NovaSource:
                               [c for c in self._answer.failed])
 
     def _sync(self) -> None:
+        databases = self.databases
         if time.monotonic() - self._cells_read_at >= \
                 self.conf.nova.cell_refresh_interval:
-            self._read_cells()
-        with self._api.connect() as api:
+            databases.read_cells()
+            self._cells_read_at = time.monotonic()
+        with databases.api.connect() as api:
             mapped = reading.host_cells(api)
             aggregates = reading.aggregates(api)
         with self.engine.connect() as conn:
@@ -295,12 +189,12 @@ class NovaSource:
         problems: dict[str, str] = {}
         since: dict[str, datetime.datetime] = {}
         for node, (cell_uuid, _) in list(reports.items()):
-            if cell_uuid not in self._cells:     # a cell disabled
+            if cell_uuid not in databases.cells:     # a cell disabled
                 deleted.add(node)
                 del reports[node]
-        for uuid, cell in sorted(self._cells.items()):
+        for uuid, cell in sorted(databases.cells.items()):
             try:
-                with self._engines[uuid].connect() as conn:
+                with databases.engines[uuid].connect() as conn:
                     # Instances first, nodes after: a report read is never
                     # older than the instance states that vouch for it.
                     instances.update(reading.instances(conn, consumers))
@@ -351,7 +245,7 @@ class NovaSource:
                 f"{', ...' if len(unmapped) > 3 else ''}): run "
                 f"'nova-manage cell_v2 discover_hosts'")
 
-        for uuid, cell in self._cells.items():
+        for uuid, cell in databases.cells.items():
             # A request kept in one cell (a move's destination cell) asks
             # for this aggregate (nova.primitives.cell_aggregate).
             members = frozenset(h for h, c in cell_of.items() if c == uuid)
@@ -371,7 +265,8 @@ class NovaSource:
         self._since.update(since)
         self._answer = Answer(frozenset(down), cell_of,
                               tuple(problems.values()),
-                              tuple(c for c in problems if c in self._cells))
+                              tuple(c for c in problems
+                                    if c in databases.cells))
 
     def _arrived(self, unseen: list[sa.Row], by_id: dict[int, str],
                  reports: dict[str, tuple[str, sa.Row]],

@@ -92,9 +92,7 @@ class SchedulerWorker(cotyledon.Service):
             self._source.sync()
             LOG.info("Nova's databases read in %.2f s",
                      time.monotonic() - started)
-            manager.host_manager.liveness_source = self._source.liveness
-            manager.host_manager.instance_hosts = \
-                self._source.instance_hosts
+            manager.host_manager.external = self._source
             cell_of = self._source.cell_of
         # Before consuming: otherwise the first request pays for the load
         # (seconds at 100,000 hosts) and READY=1 would be a lie.
