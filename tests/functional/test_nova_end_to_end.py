@@ -23,14 +23,13 @@ import dataclasses
 import json
 from pathlib import Path
 import re
-import select
-import subprocess
 import time
 import uuid
 
 import pytest
 import sqlalchemy as sa
 
+from tests.fixtures.jsonlines import JsonLinesProcess
 from tests.fixtures.nova_cloud import NovaDriver
 from tests.fixtures.nova_cloud import NovaTemplates
 from tests.functional.nova_services import NoNetworks
@@ -120,42 +119,17 @@ def nova(nova_venv, nova_databases, rabbitmq, tmp_path_factory
         no_networks.stop()
 
 
-class ConductorDriver:
-    """nova_conductor_driver.py in the nova venv, one JSON line each
-    way."""
+class ConductorDriver(JsonLinesProcess):
+    """nova_conductor_driver.py in the nova venv; an answer with an error
+    fails the test."""
 
     def __init__(self, python: Path, config_file: Path, log: Path) -> None:
-        self._log = open(log, "w")
-        self.proc = subprocess.Popen(
-            [str(python), str(DRIVER), str(config_file)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
-            text=True)
-        assert self._read(120) == {"ready": True}
-
-    def _read(self, timeout: float) -> dict:
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
-        line = self.proc.stdout.readline() if ready else ""
-        if not line:
-            self.proc.kill()
-            raise AssertionError("conductor driver gave no answer:\n"
-                                 + Path(self._log.name).read_text()[-3000:])
-        return json.loads(line)
+        super().__init__([str(python), str(DRIVER), str(config_file)], log)
 
     def __call__(self, op: str, **request: object) -> dict:
-        self.proc.stdin.write(json.dumps({"op": op, **request}) + "\n")
-        self.proc.stdin.flush()
-        answer = self._read(120)
+        answer = super().__call__(op, **request)
         assert "error" not in answer, answer
         return answer
-
-    def close(self) -> None:
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self._log.close()
 
 
 @pytest.fixture(scope="module")

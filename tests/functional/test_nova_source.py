@@ -5,6 +5,8 @@ nova's own objects (tests/fixtures/nova_cloud.py); nothing feeds ours."""
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import sqlite3
 import urllib.request
 import uuid
@@ -212,6 +214,36 @@ def test_hints_name_instances_nova_placed_before_us(
     for hint, host in (("same_host", "c2"), ("different_host", "c1")):
         _, [[chosen, *_]] = boot(nova, hints={hint: [there]})
         assert chosen["service_host"] == host, hint
+
+
+def test_cells_created_or_disabled_later_are_seen(
+        nova, nova_cloud, scheduler, tmp_path):
+    compute(nova_cloud, "cell1", "c1")
+    compute(nova_cloud, "cell2", "c2")
+    deployment = scheduler(nova__cell_refresh_interval=3600)
+
+    def placed_apart_from(*hosts: str) -> dict | None:
+        answer = nova("select", flavor=SMALL, ignore_hosts=list(hosts),
+                      instance_uuids=[str(uuid.uuid4())])
+        return answer["selections"][0][0] if "selections" in answer \
+            else None
+
+    # A cell created while it runs: read on SIGHUP.
+    cell3 = nova_cloud.add_cell("cell3", tmp_path)
+    compute(nova_cloud, "cell3", "c3")
+    os.kill(deployment.servers[-1].pid, signal.SIGHUP)
+    chosen = wait_until(lambda: placed_apart_from("c1", "c2"),
+                        "cell3's host placed on")
+    assert (chosen["service_host"], chosen["cell_uuid"]) == ("c3",
+                                                             cell3.uuid)
+    deployment.stop_servers()
+
+    # A cell disabled: no longer read once the mappings are read again.
+    scheduler(nova__cell_refresh_interval=1)
+    assert placed_apart_from("c1", "c3")["service_host"] == "c2"
+    nova_cloud.update_cell("cell2", disabled=True)
+    wait_until(lambda: placed_apart_from("c1", "c3") is None,
+               "cell2's host no longer placed on")
 
 
 def test_hosts_nova_says_are_down_or_disabled_are_not_placed_on(
