@@ -69,10 +69,13 @@ def in_process_options(path: Path, url: str) -> dict[str, object]:
 
 
 def build(hosts: int, kind: str, url: str, path: Path,
-          extra: dict[str, str] | None = None) -> Cluster:
+          extra: dict[str, str] | None = None,
+          register: bool = True) -> Cluster:
     """Create the schema in the (empty) database at ``url`` and register
     ``hosts`` nodes, all heartbeating once. ``extra`` options ('group.name'
-    -> value) go into every config written for this fleet."""
+    -> value) go into every config written for this fleet. Without
+    ``register``, the schema alone: for ``hosts`` nodes that come from
+    elsewhere (nova's databases, mirrored by the server itself)."""
     extra = dict(extra or {})
     path.mkdir(parents=True, exist_ok=True)
     config_file = write_config(
@@ -81,6 +84,9 @@ def build(hosts: int, kind: str, url: str, path: Path,
     engine = create_engine(conf)
     started = time.monotonic()
     migration.upgrade(engine)
+    if not register:
+        return Cluster(hosts, kind, url, path, config_file, conf, engine,
+                       time.monotonic() - started, extra)
     nodes = fleet.make_nodes(hosts, SEED)
     for start in range(0, len(nodes), REGISTER_WAVE):
         fleet.register(engine, nodes[start:start + REGISTER_WAVE])

@@ -87,11 +87,31 @@ class Bus:
             self.broker.stop()
 
 
+#: What starts the process heartbeating a deployment's nodes, given the
+#: client's config file and the deployment's directory: that process, and
+#: the text its log shows once every node has reported.
+Heartbeats = Callable[[Path, Path], tuple[servers_mod.Process, str]]
+
+
+def fleet_heartbeats(fleet: cluster_mod.Cluster) -> Heartbeats:
+    """``scheduler-fleet`` on ``fleet``'s own database: its nodes, every
+    :data:`HEARTBEAT_INTERVAL` seconds."""
+    def start(config_file: Path, where: Path
+              ) -> tuple[servers_mod.Process, str]:
+        return servers_mod.Process.python(
+            "scheduler.cmd.fleet", "--config-file", str(config_file),
+            "--nodes", str(fleet.hosts), "--seed", str(cluster_mod.SEED),
+            "--heartbeat-interval", str(HEARTBEAT_INTERVAL),
+            log=where / "fleet.log"), "registered"
+    return start
+
+
 @contextlib.contextmanager
 def deployment(bus: Bus, fleet: cluster_mod.Cluster, workers: int,
-               servers: int = 1):
+               servers: int = 1, heartbeats: Heartbeats | None = None):
     """``servers`` scheduler-servers (``workers`` each) on ``fleet``'s
-    database and one topic, and a heartbeating fleet; yields the client's
+    database and one topic, and a heartbeating fleet (``heartbeats``;
+    default :func:`fleet_heartbeats`, started first); yields the client's
     ConfigOpts, the servers' :class:`Process` list and their ``/metrics``
     URLs (same order). Stops all afterwards."""
     path = fleet.path / "rpc"
@@ -127,13 +147,10 @@ def deployment(bus: Bus, fleet: cluster_mod.Cluster, workers: int,
     conf = sched_conf.load(["--config-file", str(client_config)])
     started: list[servers_mod.Process] = []
     try:
-        heartbeats = servers_mod.Process.python(
-            "scheduler.cmd.fleet", "--config-file", str(client_config),
-            "--nodes", str(fleet.hosts), "--seed", str(cluster_mod.SEED),
-            "--heartbeat-interval", str(HEARTBEAT_INTERVAL),
-            log=path / "fleet.log")
-        started.append(heartbeats)
-        heartbeats.wait_for_output("registered", START_TIMEOUT)
+        beating, ready = (heartbeats or fleet_heartbeats(fleet))(
+            client_config, path)
+        started.append(beating)
+        beating.wait_for_output(ready, START_TIMEOUT)
         running = []
         for i in range(servers):
             where = path if servers == 1 else path / f"server-{i}"
@@ -200,23 +217,13 @@ def _measure(conf, transport, echo_topic: str, hosts: int,
              ) -> list[Row]:
     api = SchedulerAPI(conf, transport=transport, timeout=CALL_TIMEOUT)
     echo = EchoClient(transport, echo_topic, timeout=CALL_TIMEOUT)
-    spec = {"flavor": dict(FLAVOR), "num_instances": 1}
-    placed: list[str] = []
-
-    def select() -> None:
-        dests = api.select_destinations({}, spec)
-        placed.extend(d["uuid"] for d in dests)
+    placer = Placer(api)
+    select, release = placer.select, placer.release
 
     def bus_call() -> None:
         # The same payload the scheduler gets, handed back.
         echo.echo({"flavor": dict(FLAVOR),
                    "instance_uuids": [str(uuidlib.uuid4())]})
-
-    def release() -> None:
-        # Untimed, between turns: the fleet never fills up.
-        while placed:
-            batch, placed[:] = placed[:500], placed[500:]
-            api.release({}, batch)
 
     for _ in range(WARMUP_CALLS):
         bus_call()
@@ -229,14 +236,14 @@ def _measure(conf, transport, echo_topic: str, hosts: int,
         echo_row = Row(f"echo_c{concurrency}{suffix}", hosts)
         select_row = Row(f"select_c{concurrency}{suffix}", hosts)
         turns = [
-            _turn(echo_row, bus_call, meters["echo"], concurrency, release),
-            _turn(select_row, select, meters["select"], concurrency,
+            turn(echo_row, bus_call, meters["echo"], concurrency, release),
+            turn(select_row, select, meters["select"], concurrency,
                   release)]
         if concurrency == 1:
             # The service's own RPC path with nothing to decide: what of
             # select's excess over the echo is not the request's work.
             ping_row = Row(f"ping_c1{suffix}", hosts)
-            turns.insert(1, _turn(ping_row, lambda: api.ping({}),
+            turns.insert(1, turn(ping_row, lambda: api.ping({}),
                                   meters["select"], 1, lambda: None))
             rows.append(ping_row)
         before = service_split.scrape(metrics_urls)
@@ -253,14 +260,38 @@ def _measure(conf, transport, echo_topic: str, hosts: int,
     return rows
 
 
-def _turn(row: Row, call: Callable[[], object], meter: cpu.Meter,
-          concurrency: int, after: Callable[[], object]
-          ) -> Callable[[Limits], None]:
+class Placer:
+    """One m1.small instance at a time placed (and claimed) through
+    ``api``; what it placed is given back by :meth:`release`."""
+
+    def __init__(self, api: SchedulerAPI) -> None:
+        self.api = api
+        self.spec = {"flavor": dict(FLAVOR), "num_instances": 1}
+        self.placed: list[str] = []
+
+    def select(self) -> None:
+        """One ``select_destinations`` (thread-safe: several client
+        threads call it at once)."""
+        dests = self.api.select_destinations({}, self.spec)
+        self.placed.extend(d["uuid"] for d in dests)
+
+    def release(self) -> None:
+        """Release every claim placed so far: untimed, between turns, so
+        the fleet never fills up."""
+        placed = self.placed
+        while placed:
+            batch, placed[:] = placed[:500], placed[500:]
+            self.api.release({}, batch)
+
+
+def turn(row: Row, call: Callable[[], object], meter: cpu.Meter,
+         concurrency: int, after: Callable[[], object]
+         ) -> Callable[[Limits], None]:
     """One turn of ``row``: its share of calls, at ``concurrency``, and the
     serving process group's CPU over them (``meter``: the scheduler's
     workers, or the echo server) added to the row's; then ``after()``,
     untimed."""
-    def turn(share: Limits) -> None:
+    def one_turn(share: Limits) -> None:
         meter.start()
         if concurrency == 1:
             repeat(row, call, share, expected=EXPECTED)
@@ -270,4 +301,4 @@ def _turn(row: Row, call: Callable[[], object], meter: cpu.Meter,
         if spent is not None:
             row.server_cpu = (row.server_cpu or 0.0) + spent
         after()
-    return turn
+    return one_turn
