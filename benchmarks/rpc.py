@@ -253,11 +253,16 @@ def _measure(conf, transport, echo_topic: str, hosts: int,
         select_row.service_split = service_split.split(
             before, service_split.scrape(metrics_urls))
         rows += [echo_row, select_row]
+    note_errors(rows)
+    return rows
+
+
+def note_errors(rows: list[Row]) -> None:
+    """A note on each row whose calls failed: how many, and the first."""
     for row in rows:
         if row.errors:
             row.notes.append(f"{row.errors} of {row.errors + len(row.samples)}"
                              f" failed, first: {row.first_error}")
-    return rows
 
 
 class Placer:
