@@ -38,6 +38,7 @@ import argparse
 from concurrent import futures
 import contextlib
 import dataclasses
+import datetime
 from pathlib import Path
 import re
 import shutil
@@ -80,6 +81,12 @@ QUICK = {"hosts": 200, "requests": 20, "budget": 2.0, "cycles": 3}
 NOVA_SERVICE_VERSION = 74
 #: Rows per INSERT while filling nova's tables.
 BATCH = 2000
+#: How long ago the computes started and last wrote their nodes: a fleet
+#: up for a while, whose idle nodes nova's resource tracker does not
+#: write again (it saves a node only when its usage changes). Nodes
+#: written within ``novadb.source.SLACK`` would be read again by every
+#: sync cycle, which is not the steady state.
+STARTED_AGO = datetime.timedelta(hours=1)
 SOURCES = {"own": "own schema", "nova": "nova source, 2 cells"}
 _FIRST_READ = re.compile(r"Nova's databases read in ([0-9.]+) s")
 
@@ -114,7 +121,8 @@ def fill(databases: NovaDatabases, parts: dict[str, list[fleet.Node]]
          ) -> None:
     """Each cell's ``nova-compute`` services and their compute nodes, as
     they stand after a compute's first report and ``nova-manage cell_v2
-    discover_hosts`` (host mapped, node ``mapped``, ``last_seen_up`` now);
+    discover_hosts`` (host mapped, node ``mapped``, written
+    :data:`STARTED_AGO`, ``last_seen_up`` now);
     one aggregate per zone with its ``availability_zone``, as the
     own-schema fleet has. Then ANALYZE, as autovacuum would within its
     first minute."""
@@ -163,12 +171,13 @@ def _fill_cell(url: str, nodes: list[fleet.Node]) -> None:
         for batch in _batches(nodes):
             with engine.begin() as conn:
                 now = clock.db_time(conn)
+                then = now - STARTED_AGO
                 conn.execute(services.insert(), [
                     {"uuid": str(uuidlib.uuid4()), "host": n.host,
                      "binary": "nova-compute", "topic": "compute",
                      "report_count": 1, "disabled": False,
                      "forced_down": False, "deleted": 0,
-                     "version": NOVA_SERVICE_VERSION, "created_at": now,
+                     "version": NOVA_SERVICE_VERSION, "created_at": then,
                      "updated_at": now, "last_seen_up": now}
                     for n in batch])
                 ids = dict(conn.execute(
@@ -192,7 +201,7 @@ def _fill_cell(url: str, nodes: list[fleet.Node]) -> None:
                      "cpu_allocation_ratio": n.cpu_allocation_ratio,
                      "ram_allocation_ratio": n.ram_allocation_ratio,
                      "disk_allocation_ratio": 1.0, "mapped": 1,
-                     "deleted": 0, "created_at": now, "updated_at": now}
+                     "deleted": 0, "created_at": then, "updated_at": then}
                     for n in batch])
         analyze(engine)
     finally:
