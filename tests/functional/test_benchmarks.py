@@ -110,3 +110,28 @@ def test_race_benchmark_runs_and_never_overcommits(tmp_path, layout):
         assert c["overcommits"] == 0 and c["mismatches"] == 0, c
         assert 0.55 <= c["fill_before"] <= 0.65, c
         assert c["weight_gap"] == 0.0, c     # host_subset_size 1: the best
+
+
+def test_nova_source_benchmark_runs(tmp_path, nova_python):
+    """benchmarks/nova_source.py --quick: nova's cells built and filled,
+    the sync timed, both servers measured at both concurrencies, the
+    ratios printed. Timings are never asserted."""
+    _require(RabbitMQServer, PostgreSQLServer)
+
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "nova_source.py"),
+         "--quick", "--budget", "0.5"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = {line.split("  ")[0]: line.split()
+             for line in result.stdout.splitlines()}
+    for concurrency in (1, 8):
+        for source in ("own schema", "nova source, 2 cells"):
+            row = lines[f"{source}, c{concurrency}"]
+            assert int(row[-6]) > 0, row               # n: calls placed
+        assert f"nova / own, c{concurrency}" in lines
+    assert "first read, in process:" in result.stdout
+    assert "a cycle, n=3: median" in result.stdout
+    # Every call placed its instance: no row has a note of failures.
+    assert "failed, first" not in result.stdout
