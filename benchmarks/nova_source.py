@@ -468,22 +468,17 @@ def _fmt(value: float | None, width: int, ratio: bool = False) -> str:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="benchmarks/nova_source.py",
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--hosts", type=int, default=None,
-                        help=f"nodes per fleet (default "
-                             f"{DEFAULTS['hosts']}; half in each cell)")
-    parser.add_argument("--requests", type=int, default=None,
-                        help=f"calls per row (default "
-                             f"{DEFAULTS['requests']})")
-    parser.add_argument("--budget", type=float, default=None,
-                        help=f"seconds per row (default "
-                             f"{DEFAULTS['budget']:g})")
-    parser.add_argument("--cycles", type=int, default=None,
-                        help=f"sync cycles timed in process (default "
-                             f"{DEFAULTS['cycles']})")
+        description=__doc__.split("\n\n")[0])
+    for key, kind, what in (
+            ("hosts", int, "nodes per fleet, half in each cell"),
+            ("requests", int, "calls per row"),
+            ("budget", float, "seconds per row"),
+            ("cycles", int, "sync cycles timed in process")):
+        parser.add_argument(f"--{key}", type=kind, default=None,
+                            help=f"{what} (default {DEFAULTS[key]:g})")
     parser.add_argument("--workers", type=int, default=1,
-                        help="[scheduler] workers of each server")
+                        help="[scheduler] workers of each server "
+                             "(default 1)")
     parser.add_argument("--quick", action="store_true",
                         help=f"smoke run: {QUICK['hosts']} hosts, "
                              f"{QUICK['requests']} calls, "
