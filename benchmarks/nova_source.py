@@ -22,7 +22,8 @@ Measured:
    third database of ours while the cells heartbeat; its first full read,
    then ``--cycles`` cycles one ``[nova] sync_interval`` apart, the wall
    and CPU time of each (CPU: the cycle's own thread; the databases'
-   work is theirs). Also the first read the nova server itself logs.
+   work is theirs). Also the first read the nova server itself logs, and
+   its own cycles while it serves the rows (its /metrics).
 2. End to end over a private RabbitMQ, one ``scheduler-server`` per fleet
    (``--workers`` each, both up throughout): ``select_destinations`` of
    one m1.small at concurrency 1 and 8 through ``SchedulerAPI``, the two
@@ -88,6 +89,8 @@ BATCH = 2000
 #: sync cycle, which is not the steady state.
 STARTED_AGO = datetime.timedelta(hours=1)
 SOURCES = {"own": "own schema", "nova": "nova source, 2 cells"}
+#: The server's histogram of its sync cycles' seconds.
+SYNC_SECONDS = "scheduler_nova_sync_seconds"
 _FIRST_READ = re.compile(r"Nova's databases read in ([0-9.]+) s")
 
 
@@ -261,6 +264,10 @@ class SyncTimes:
     cpus: list[float]
     #: The first read as the nova server logged it at start.
     server_first: float | None = None
+    #: The server's own cycles while it served the rows: how many, and
+    #: their mean seconds (``scheduler_nova_sync_seconds``).
+    server_cycles: int = 0
+    server_mean: float | None = None
 
 
 def time_sync(conf, engine: sa.Engine, cycles: int) -> SyncTimes:
@@ -385,7 +392,14 @@ def run(args: argparse.Namespace, work_dir: Path
         # The mirror was bulk-loaded by the server's first sync.
         analyze(mirror.engine)
         log("measuring select_destinations, the servers taking turns")
-        return sync, measure(deployed, args.hosts, limits)
+        urls = deployed["nova"][2]
+        total, count = service_split.histogram(urls, SYNC_SECONDS)
+        rows = measure(deployed, args.hosts, limits)
+        after, after_count = service_split.histogram(urls, SYNC_SECONDS)
+        sync.server_cycles = int(after_count - count)
+        if sync.server_cycles:
+            sync.server_mean = (after - total) / sync.server_cycles
+        return sync, rows
 
 
 def _stop_once_started(starting: futures.Future) -> None:
@@ -440,6 +454,10 @@ def table(sync: SyncTimes, rows: list[Row], hosts: int) -> str:
                    f"({statistics.median(cpus):.1f} ms CPU), p99 "
                    f"{percentile(walls, 0.99):.1f} ms "
                    f"({percentile(cpus, 0.99):.1f} ms CPU)")
+    if sync.server_mean is not None:
+        out.append(f"  in the server, beside the rows: "
+                   f"{sync.server_cycles} cycles, mean "
+                   f"{sync.server_mean * 1000:.1f} ms")
     notes = [f"{row.measure}: {note}" for row in rows for note in row.notes]
     return "\n".join(out + notes)
 

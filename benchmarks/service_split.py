@@ -12,6 +12,7 @@ on both ends and the client took.
 """
 from __future__ import annotations
 
+from typing import Iterator
 import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -54,9 +55,8 @@ def scrape(urls: list[str], method: str = "select_destinations"
     :raises OSError: a server did not answer (URLError is one).
     """
     total: dict[str, float] = {}
-    for url in urls:
-        with urllib.request.urlopen(url, timeout=SCRAPE_TIMEOUT) as answer:
-            one = parse(answer.read().decode(), method)
+    for text in _texts(urls):
+        one = parse(text, method)
         for key, value in one.items():
             total[key] = total.get(key, 0.0) + value
     return total
@@ -73,3 +73,27 @@ def split(before: dict[str, float], after: dict[str, float]
         return None
     return {key: (after[key] - before[key]) / requests
             for key in (SERVICE, *STAGES)}
+
+
+def histogram(urls: list[str], name: str) -> tuple[float, float]:
+    """Sum and count of histogram ``name`` (every label) over every
+    server's ``/metrics`` at ``urls``.
+
+    :raises OSError: a server did not answer (URLError is one).
+    """
+    total, count = 0.0, 0.0
+    for text in _texts(urls):
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == f"{name}_sum":
+                    total += sample.value
+                elif sample.name == f"{name}_count":
+                    count += sample.value
+    return total, count
+
+
+def _texts(urls: list[str]) -> Iterator[str]:
+    """Each server's ``/metrics`` text."""
+    for url in urls:
+        with urllib.request.urlopen(url, timeout=SCRAPE_TIMEOUT) as answer:
+            yield answer.read().decode()

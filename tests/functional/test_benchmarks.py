@@ -133,5 +133,6 @@ def test_nova_source_benchmark_runs(tmp_path, nova_python):
         assert f"nova / own, c{concurrency}" in lines
     assert "first read, in process:" in result.stdout
     assert "a cycle, n=3: median" in result.stdout
+    assert "in the server, beside the rows:" in result.stdout
     # Every call placed its instance: no row has a note of failures.
     assert "failed, first" not in result.stdout

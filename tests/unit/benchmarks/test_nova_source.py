@@ -65,7 +65,8 @@ def test_the_table_puts_nova_beside_own_with_their_ratio():
             _row("select_c1_nova", [3.0] * 4, cpu_s=0.012),
             _row("select_c8_own", [8.0] * 4, wall=0.02),
             _row("select_c8_nova", [8.0] * 4, wall=0.04)]
-    sync = nova_source.SyncTimes(2.5, 2.0, [0.05, 0.07], [0.04, 0.05], 2.7)
+    sync = nova_source.SyncTimes(2.5, 2.0, [0.05, 0.07], [0.04, 0.05], 2.7,
+                                 server_cycles=30, server_mean=0.08)
 
     text = nova_source.table(sync, rows, 10000)
 
@@ -79,3 +80,4 @@ def test_the_table_puts_nova_beside_own_with_their_ratio():
     assert "first read, in process: 2.50 s (2.00 s CPU); in the server " \
         "at start: 2.70 s" in text
     assert "a cycle, n=2: median 60.0 ms (45.0 ms CPU)" in text
+    assert "in the server, beside the rows: 30 cycles, mean 80.0 ms" in text
