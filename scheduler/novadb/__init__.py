@@ -17,6 +17,7 @@ nova's hosts unchanged, and claims stay atomic in our own database.
 - ``included``: the one owner of "does a node's report include a claim".
 - ``mirror``: the writes into our own tables: a node's usage is its report
   plus our claims the report does not include yet.
-- ``source``: the sync loop that ties them, its liveness and cell answers.
+- ``source``: the sync loop that ties them, its liveness and cell answers;
+  ``cycle``: what one of its cycles reads and makes.
 - ``probe``: whether nova's databases answer, for ``/healthcheck``.
 """

@@ -178,8 +178,11 @@ def delete_nodes(engine: sa.Engine, node_ids: Iterable[int]) -> None:
                          .values(deleted=_N.c.id, deleted_at=clock.utcnow()))
 
 
-#: What our mirror of a compute service holds.
+#: What our mirror of a compute service holds: (disabled,
+#: disabled_reason, forced_down).
 ServiceState = tuple[bool, str | None, bool]
+#: A service enabled and not forced down.
+ENABLED: ServiceState = (False, None, False)
 
 
 def service_state(row: sa.Row) -> ServiceState:

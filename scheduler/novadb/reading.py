@@ -45,13 +45,22 @@ def nodes(conn: sa.Connection, since: datetime.datetime | None
     return conn.execute(query).all()
 
 
-def services(conn: sa.Connection) -> list[sa.Row]:
-    """The live compute services of a cell."""
+def services(conn: sa.Connection,
+             cutoff: datetime.datetime | None = None) -> list[sa.Row]:
+    """The live compute services of a cell; with ``cutoff``, only those
+    of note: disabled, forced down, or not heard from since ``cutoff``
+    (every other one is enabled and up). Heartbeats rewrite every row every
+    10 s, so nothing else tells which changed; the few of note are cheap
+    to read every time."""
     s = schema.services
-    return conn.execute(
-        sa.select(s.c.host, s.c.disabled, s.c.disabled_reason,
-                  s.c.forced_down, s.c.last_seen_up, s.c.created_at)
-        .where(s.c.binary == COMPUTE_BINARY, s.c.deleted == 0)).all()
+    query = (sa.select(s.c.host, s.c.disabled, s.c.disabled_reason,
+                       s.c.forced_down, s.c.last_seen_up, s.c.created_at)
+             .where(s.c.binary == COMPUTE_BINARY, s.c.deleted == 0))
+    if cutoff is not None:
+        query = query.where(sa.or_(
+            s.c.disabled == sa.true(), s.c.forced_down == sa.true(),
+            s.c.last_seen_up.is_(None), s.c.last_seen_up < cutoff))
+    return conn.execute(query).all()
 
 
 def _chunks(values: list[str]) -> Iterable[list[str]]:
@@ -97,6 +106,21 @@ def migrations(conn: sa.Connection, uuids: Iterable[str]
                 .order_by(m.c.id)):
             out[row.instance_uuid] = row
     return out
+
+
+def api_fingerprint(api_conn: sa.Connection) -> tuple:
+    """What changes whenever a host mapping, an aggregate, its hosts or
+    its metadata is written: each table's row count, highest id and
+    latest update, in one statement (nova deletes these rows for good,
+    and stamps every update)."""
+    parts = []
+    for t in (schema.host_mappings, schema.aggregates,
+              schema.aggregate_hosts, schema.aggregate_metadata):
+        parts += [sa.select(sa.func.count()).select_from(t)
+                  .scalar_subquery(),
+                  sa.select(sa.func.max(t.c.id)).scalar_subquery(),
+                  sa.select(sa.func.max(t.c.updated_at)).scalar_subquery()]
+    return tuple(api_conn.execute(sa.select(*parts)).one())
 
 
 def host_cells(api_conn: sa.Connection) -> dict[str, str]:

@@ -30,10 +30,13 @@ def _table(metadata: sa.MetaData, name: str, *columns: sa.Column
     return sa.Table(name, metadata, *columns)
 
 
-def _soft_deleted() -> list[sa.Column]:
+def _stamped() -> list[sa.Column]:
     return [sa.Column("created_at", sa.DateTime),
-            sa.Column("updated_at", sa.DateTime),
-            sa.Column("deleted_at", sa.DateTime),
+            sa.Column("updated_at", sa.DateTime)]
+
+
+def _soft_deleted() -> list[sa.Column]:
+    return [*_stamped(), sa.Column("deleted_at", sa.DateTime),
             sa.Column("deleted", sa.Integer)]
 
 
@@ -44,17 +47,20 @@ cell_mappings = _table(
     sa.Column("disabled", sa.Boolean))
 host_mappings = _table(
     api, "host_mappings", sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("cell_id", sa.Integer), sa.Column("host", sa.String(255)))
+    sa.Column("cell_id", sa.Integer), sa.Column("host", sa.String(255)),
+    *_stamped())
 aggregates = _table(
     api, "aggregates", sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("uuid", sa.String(36)), sa.Column("name", sa.String(255)))
+    sa.Column("uuid", sa.String(36)), sa.Column("name", sa.String(255)),
+    *_stamped())
 aggregate_hosts = _table(
     api, "aggregate_hosts", sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("host", sa.String(255)), sa.Column("aggregate_id", sa.Integer))
+    sa.Column("host", sa.String(255)), sa.Column("aggregate_id", sa.Integer),
+    *_stamped())
 aggregate_metadata = _table(
     api, "aggregate_metadata", sa.Column("id", sa.Integer, primary_key=True),
     sa.Column("aggregate_id", sa.Integer), sa.Column("key", sa.String(255)),
-    sa.Column("value", sa.String(255)))
+    sa.Column("value", sa.String(255)), *_stamped())
 api_version = _table(api, "alembic_version",
                      sa.Column("version_num", sa.String(32)))
 

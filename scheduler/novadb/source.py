@@ -35,10 +35,12 @@ import sqlalchemy as sa
 from scheduler import exception
 from scheduler import metrics
 from scheduler.hosts import liveness
-from scheduler.nova import primitives
 from scheduler.novadb import included
 from scheduler.novadb import mirror
 from scheduler.novadb import reading
+from scheduler.novadb.cycle import CellsRead
+from scheduler.novadb.cycle import Hosts
+from scheduler.novadb.cycle import Wanted
 from scheduler.novadb.databases import NovaDatabases
 from scheduler.novadb.databases import READ_ERRORS
 from scheduler.novadb.databases import why
@@ -84,6 +86,15 @@ class NovaSource:
         self._ours: dict[str, int] | None = None
         self._services: dict[str, mirror.ServiceState] | None = None
         self._aggregates: dict[str, reading.Aggregate] | None = None
+        #: The API database's fingerprint, host mappings and aggregates.
+        self._api: tuple[tuple, dict, dict] | None = None
+        #: Each cell's hosts and cell aggregates, made again when nodes
+        #: come or go.
+        self._hosts: Hosts | None = None
+        #: cell uuid -> its compute services' hosts at the last full read,
+        #: and when that was (monotonic).
+        self._cell_services: dict[str, set[str]] = {}
+        self._services_read_at: dict[str, float] = {}
 
     # -- what the rest of the service asks ------------------------------
 
@@ -161,87 +172,48 @@ class NovaSource:
 
     def _sync(self) -> None:
         databases = self.databases
-        if time.monotonic() - self._cells_read_at >= \
-                self.conf.nova.cell_refresh_interval:
+        refresh = self.conf.nova.cell_refresh_interval
+        if time.monotonic() - self._cells_read_at >= refresh:
             databases.read_cells()
             self._cells_read_at = time.monotonic()
-        with databases.api.connect() as api:
-            mapped = reading.host_cells(api)
-            aggregates = reading.aggregates(api)
+        mapped, aggregates = self._read_api()
         with self.engine.connect() as conn:
             if self._ours is None:
                 self._ours = mirror.our_nodes(conn)
                 self._services = mirror.our_services(conn)
             unseen = mirror.unseen_claims(conn)
         by_id = {i: u for u, i in self._ours.items()}
-        consumers = {c.consumer_uuid for c in unseen}
-        moving = {c.consumer_uuid for c in unseen
-                  if c.source_node_id is not None}
+        wanted = Wanted({c.consumer_uuid for c in unseen},
+                        {c.consumer_uuid for c in unseen
+                         if c.source_node_id is not None})
 
-        instances: dict[str, sa.Row] = {}
-        migrations: dict[str, sa.Row] = {}
         reports = dict(self._reports)
         changed: set[str] = set()        # node uuids
         deleted: set[str] = set()
-        down: set[str] = set()
-        services: dict[str, mirror.ServiceState] = {}
-        answered: set[str] = set()       # cell uuids
-        problems: dict[str, str] = {}
-        since: dict[str, datetime.datetime] = {}
-        # Once per cycle, not per service: an option's lookup costs more
-        # than the rule it feeds (two oslo.config lookups a row were 10 %
-        # of a cycle at 10,000 hosts).
-        down_time = self.conf.scheduler.service_down_time
         for node, (cell_uuid, _) in list(reports.items()):
             if cell_uuid not in databases.cells:     # a cell disabled
                 deleted.add(node)
                 del reports[node]
+        read = CellsRead()
         for uuid, cell in sorted(databases.cells.items()):
             try:
-                with databases.engines[uuid].connect() as conn:
-                    # Instances first, nodes after: a report read is never
-                    # older than the instance states that vouch for it.
-                    instances.update(reading.instances(conn, consumers))
-                    migrations.update(reading.migrations(conn, moving))
-                    now = reading.db_time(conn)
-                    node_rows = reading.nodes(conn, self._since.get(uuid))
-                    service_rows = reading.services(conn)
+                self._read_cell(uuid, wanted, reports, changed, deleted,
+                                read)
             except READ_ERRORS as e:
-                problems[uuid] = (f"cell {cell.label} is not answering "
-                                  f"({why(e)}): its hosts were skipped")
-                continue
-            answered.add(uuid)
-            since[uuid] = now - SLACK
-            for row in node_rows:
-                if row.uuid is None:
-                    continue
-                if row.deleted or row.free_disk_gb is None:
-                    # Deleted, or not reported yet: nova skips it too.
-                    if row.uuid in reports:
-                        deleted.add(row.uuid)
-                        del reports[row.uuid]
-                    continue
-                known = reports.get(row.uuid)
-                if known is None or known[1] != row:
-                    reports[row.uuid] = (uuid, row)
-                    changed.add(row.uuid)
-            for row in service_rows:
-                services[row.host] = mirror.service_state(row)
-                seen = row.last_seen_up or row.created_at
-                age = None if seen is None else (now - seen).total_seconds()
-                if not liveness.is_up(bool(row.forced_down), age,
-                                      down_time):
-                    down.add(row.host)
+                read.problems[uuid] = (f"cell {cell.label} is not "
+                                       f"answering ({why(e)}): its hosts "
+                                       f"were skipped")
 
-        cell_of = {row.host: cell for cell, row in reports.values()}
-        for host, cell in cell_of.items():
-            if cell in problems:
-                down.add(host)
-        # A host nova's conductor cannot find in its host mappings fails
-        # the build there: not placed on.
-        unmapped = sorted(h for h, c in cell_of.items()
-                          if mapped.get(h) != c)
+        if changed or deleted or self._hosts is None:
+            self._hosts = Hosts.of(reports, databases.cells)
+        hosts = self._hosts
+        down = read.down | {h for h, c in hosts.cell_of.items()
+                            if c in read.problems}
+        problems = dict(read.problems)
+        unmapped = hosts.unmapped(mapped)
         if unmapped:
+            # Nova's conductor cannot find such a host in its host
+            # mappings and fails the build there: not placed on.
             down.update(unmapped)
             problems["unmapped"] = (
                 f"{len(unmapped)} host(s) not mapped to their cell "
@@ -249,28 +221,84 @@ class NovaSource:
                 f"{', ...' if len(unmapped) > 3 else ''}): run "
                 f"'nova-manage cell_v2 discover_hosts'")
 
-        for uuid, cell in databases.cells.items():
-            # A request kept in one cell (a move's destination cell) asks
-            # for this aggregate (nova.primitives.cell_aggregate).
-            members = frozenset(h for h, c in cell_of.items() if c == uuid)
-            cell_agg = reading.Aggregate(primitives.cell_aggregate(uuid),
-                                         f"nova cell {cell.label}", members,
-                                         ())
-            aggregates[cell_agg.uuid] = cell_agg
-        arrived = self._arrived(unseen, by_id, reports, instances,
-                                migrations)
+        arrived = self._arrived(unseen, by_id, reports, read.instances,
+                                read.migrations)
         self._write(reports, changed, deleted, arrived, unseen)
-        self._write_services(services, answered, cell_of)
+        self._write_services(read.services, read.answered, hosts.cell_of)
+        aggregates = {**aggregates, **hosts.cell_aggregates}
         if aggregates != self._aggregates:
             mirror.write_aggregates(self.engine, self._aggregates or {},
                                     aggregates)
             self._aggregates = aggregates
         self._reports = reports
-        self._since.update(since)
-        self._answer = Answer(frozenset(down), cell_of,
+        self._since.update(read.since)
+        self._services_read_at.update(read.services_read_at)
+        self._answer = Answer(frozenset(down), hosts.cell_of,
                               tuple(problems.values()),
                               tuple(c for c in problems
                                     if c in databases.cells))
+
+    def _read_api(self) -> tuple[dict[str, str], dict]:
+        """The API database's host mappings and aggregates, read again
+        only when its fingerprint says they changed."""
+        with self.databases.api.connect() as api:
+            fingerprint = reading.api_fingerprint(api)
+            if self._api is None or self._api[0] != fingerprint:
+                self._api = (fingerprint, reading.host_cells(api),
+                             reading.aggregates(api))
+        return self._api[1], self._api[2]
+
+    def _read_cell(self, uuid: str, wanted: Wanted,
+                   reports: dict[str, tuple[str, sa.Row]],
+                   changed: set[str], deleted: set[str],
+                   read: CellsRead) -> None:
+        """One cell's part of a cycle, into ``reports``, ``changed``,
+        ``deleted`` and ``read``. :raises: what reading it raised."""
+        down_time = self.conf.scheduler.service_down_time
+        with self.databases.engines[uuid].connect() as conn:
+            # Instances first, nodes after: a report read is never older
+            # than the instance states that vouch for it.
+            instances = reading.instances(conn, wanted.consumers)
+            migrations = reading.migrations(conn, wanted.moving)
+            now = reading.db_time(conn)
+            node_rows = reading.nodes(conn, self._since.get(uuid))
+            new_host = any(r.host not in (self._services or {})
+                           for r in node_rows if not r.deleted)
+            # Every service now and then, and when a host is new: those
+            # not of note are enabled and up.
+            full = new_host or time.monotonic() - self._services_read_at.get(
+                uuid, float("-inf")) >= self.conf.nova.cell_refresh_interval
+            service_rows = reading.services(
+                conn, None if full else
+                now - datetime.timedelta(seconds=down_time))
+        read.instances.update(instances)
+        read.migrations.update(migrations)
+        read.answered.add(uuid)
+        read.since[uuid] = now - SLACK
+        for row in node_rows:
+            if row.uuid is None:
+                continue
+            if row.deleted or row.free_disk_gb is None:
+                # Deleted, or not reported yet: nova skips it too.
+                if row.uuid in reports:
+                    deleted.add(row.uuid)
+                    del reports[row.uuid]
+                continue
+            known = reports.get(row.uuid)
+            if known is None or known[1] != row:
+                reports[row.uuid] = (uuid, row)
+                changed.add(row.uuid)
+        if full:
+            read.services_read_at[uuid] = time.monotonic()
+            self._cell_services[uuid] = {r.host for r in service_rows}
+        read.services.update(dict.fromkeys(
+            self._cell_services.get(uuid, ()), mirror.ENABLED))
+        for row in service_rows:
+            read.services[row.host] = mirror.service_state(row)
+            seen = row.last_seen_up or row.created_at
+            age = None if seen is None else (now - seen).total_seconds()
+            if not liveness.is_up(bool(row.forced_down), age, down_time):
+                read.down.add(row.host)
 
     def _arrived(self, unseen: list[sa.Row], by_id: dict[int, str],
                  reports: dict[str, tuple[str, sa.Row]],

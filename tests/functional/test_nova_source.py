@@ -263,6 +263,20 @@ def test_hosts_nova_says_are_down_or_disabled_are_not_placed_on(
     assert "ComputeFilter removed 2 (service down or disabled)" in \
         answer["message"], answer
 
+    # Enabled again, heard from again: placed on again, and disabled now.
+    nova_cloud.update_service("cell1", "c2", disabled=False,
+                              disabled_reason=None)
+    nova_cloud.heartbeat("cell1", "c3")
+    nova_cloud.update_service("cell1", "c1", disabled=True,
+                              disabled_reason="maintenance")
+    for host, ignored in (("c2", ["c1", "c3"]), ("c3", ["c1", "c2"])):
+        wait_until(lambda: "selections" in nova(
+            "select", flavor=SMALL, ignore_hosts=ignored,
+            instance_uuids=[str(uuid.uuid4())]), f"{host} placed on")
+    answer = nova("select", flavor=SMALL, ignore_hosts=["c2", "c3"],
+                  instance_uuids=[str(uuid.uuid4())])
+    assert "ComputeFilter removed 1" in answer["message"], answer
+
 
 def test_a_cell_that_stops_answering_has_its_hosts_skipped_and_said(
         nova, nova_cloud, scheduler):
