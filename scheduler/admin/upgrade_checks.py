@@ -120,8 +120,8 @@ class Checks(upgradecheck.UpgradeCommands):
         every enabled cell's are nova's, at nova 34's schema or later, and
         answer."""
         if not self.conf.nova.api_database_connection:
-            return Result(Code.SUCCESS, "not used: hosts come from this "
-                                        "service's own tables")
+            return Result(Code.SUCCESS,
+                          "not used: hosts from this service's tables")
         databases = NovaDatabases(self.conf)
         try:
             labels = databases.check()

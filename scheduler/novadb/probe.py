@@ -15,6 +15,7 @@ from oslo_config import cfg
 import sqlalchemy as sa
 
 from scheduler import exception
+from scheduler.db import fork_guard
 from scheduler.db import response
 from scheduler.novadb import cells
 from scheduler.novadb import schema
@@ -58,9 +59,9 @@ class NovaProbe:
     def check(self) -> str | None:
         """Check now: the databases not answering, in one line."""
         try:
-            with self._engine(self.conf.nova.api_database_connection,
-                              "[nova] api_database_connection"
-                              ).connect() as conn:
+            with fork_guard.held(), self._engine(
+                    self.conf.nova.api_database_connection,
+                    "[nova] api_database_connection").connect() as conn:
                 found = cells.enabled_cells(
                     conn, self.conf.nova.cell_database_username,
                     self.conf.nova.cell_database_password)
@@ -69,8 +70,8 @@ class NovaProbe:
         problems = []
         for cell in found:
             try:
-                with self._engine(cell.url, f"cell {cell.label}"
-                                  ).connect() as conn:
+                with fork_guard.held(), self._engine(
+                        cell.url, f"cell {cell.label}").connect() as conn:
                     # A table, not SELECT 1: SQLite answers that without
                     # reading the file (and its locks).
                     conn.execute(sa.select(schema.services.c.id).limit(1))

@@ -21,6 +21,7 @@ from sqlalchemy import pool
 
 from scheduler import errors
 from scheduler.service import sd_notify
+from scheduler.db import fork_guard
 from scheduler.db.engine import engine_url
 from scheduler.service.worker_state import WorkerStates
 
@@ -62,7 +63,8 @@ class DatabaseProbe:
                 not os.path.exists(self._sqlite):
             return f"database file {self._sqlite} does not exist"
         try:
-            with self._engine.connect() as conn:
+            # A worker forked meanwhile would inherit the driver's locks.
+            with fork_guard.held(), self._engine.connect() as conn:
                 conn.execute(sa.text("SELECT 1"))
         except (ValueError, TypeError, LookupError, AttributeError) as e:
             # Not a DBAPI error: the driver refused an argument before

@@ -362,7 +362,7 @@ def nova_cells(nova_python, tmp_path_factory) -> Iterator[dict]:
 
 @pytest.fixture
 def nova_cloud(request, database_url, nova_python, nova_cells,
-               tmp_path) -> Iterator[NovaCloud]:
+               tmp_path, tmp_path_factory) -> Iterator[NovaCloud]:
     """A nova deployment of the test's own on the database kind the test
     runs on (``database_url``'s: SQLite unless ``@every_database`` or
     ``@pytest.mark.databases``): API database, cell0, cell1, cell2 with
@@ -374,8 +374,16 @@ def nova_cloud(request, database_url, nova_python, nova_cells,
     if templates is None:
         server = (request.getfixturevalue(DATABASE_SERVERS[kind])
                   if kind in DATABASE_SERVERS else None)
-        work_dir = nova_cells["dir"] / kind
-        work_dir.mkdir()
+        if kind == "sqlite":
+            # Files: shared by every pytest worker of the run (built by
+            # the first, under a lock, in the run's own directory).
+            base = tmp_path_factory.getbasetemp()
+            work_dir = (base.parent if os.environ.get("PYTEST_XDIST_WORKER")
+                        else base) / "nova-sqlite-templates"
+            work_dir.mkdir(exist_ok=True)
+        else:
+            work_dir = nova_cells["dir"] / kind
+            work_dir.mkdir()
         templates = NovaTemplates(kind, nova_python, server, work_dir)
         nova_cells["templates"][kind] = templates
     if nova_cells["driver"] is None or nova_cells["driver"].proc.poll() \

@@ -32,7 +32,7 @@ def test_all_green_on_a_synced_database_and_a_running_broker(
         "Database": 0, "Schema revision": 0, "Message broker": 0,
         "Configuration": 0, "Nova databases": 0}
     assert checks["Nova databases"]["details"] == (
-        "not used: hosts come from this service's own tables")
+        "not used: hosts from this service's tables")
     assert checks["Schema revision"]["details"] == \
         f"schema at revision {migration.head()} (head)"
 
