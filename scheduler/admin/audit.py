@@ -24,11 +24,6 @@ from scheduler.db import models
 from scheduler.novadb import mirror
 from scheduler.progress import Start
 
-#: A node's usage as its nova compute reported it, by resource (the
-#: ``*_used`` columns of nova's compute_nodes row).
-_REPORTED = {"vcpus": "vcpus_used", "memory_mb": "memory_mb_used",
-             "disk_gb": "local_gb_used"}
-
 
 def audit_allocations(engine: sa.Engine, default_ratios: capacity.Ratios,
                       enabled_filters: Sequence[str] = (),
@@ -94,7 +89,8 @@ def audit_allocations(engine: sa.Engine, default_ratios: capacity.Ratios,
             checks = [
                 (r["resource"], r["used"],
                  int(getattr(row, "a_" + r["resource"]) or 0)
-                 + (getattr(nova_row, _REPORTED[r["resource"]]) or 0
+                 # Nova's compute_nodes has our usage columns' names.
+                 + (getattr(nova_row, res.node_used) or 0
                     if nova_row is not None else 0), r["capacity"],
                  capacity.unjudged(res, r["total"]))
                 for res, r in zip(capacity.RESOURCES,

@@ -13,7 +13,6 @@ from typing import Iterable
 
 import sqlalchemy as sa
 
-from scheduler.db import clock
 from scheduler.novadb import schema
 
 #: The binary of nova's compute service.
@@ -24,11 +23,6 @@ ENDED = frozenset(("confirmed", "reverted", "error", "failed", "completed",
                    "cancelled", "done"))
 #: At most this many uuids in one ``IN``.
 CHUNK = 500
-
-
-def db_time(conn: sa.Connection) -> datetime.datetime:
-    """The cell database's clock now (naive UTC)."""
-    return clock.db_time(conn)
 
 
 def nodes(conn: sa.Connection, since: datetime.datetime | None

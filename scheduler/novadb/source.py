@@ -34,6 +34,7 @@ import sqlalchemy as sa
 
 from scheduler import exception
 from scheduler import metrics
+from scheduler.db import clock
 from scheduler.hosts import liveness
 from scheduler.novadb import included
 from scheduler.novadb import mirror
@@ -260,7 +261,7 @@ class NovaSource:
             # than the instance states that vouch for it.
             instances = reading.instances(conn, wanted.consumers)
             migrations = reading.migrations(conn, wanted.moving)
-            now = reading.db_time(conn)
+            now = clock.db_time(conn)
             node_rows = reading.nodes(conn, self._since.get(uuid))
             new_host = any(r.host not in (self._services or {})
                            for r in node_rows if not r.deleted)
