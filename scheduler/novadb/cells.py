@@ -54,7 +54,7 @@ def enabled_cells(api_conn: sa.Connection, username: str = "",
             try:
                 url = sa.engine.make_url(cell.url)
             except sa.exc.ArgumentError:
-                pass        # reader_engine names the cell and the problem
+                pass        # foreign.reader_engine names the cell and the problem
             else:
                 if url.get_backend_name() != "sqlite":   # a file: no user
                     url = url.set(username=username,
@@ -69,48 +69,3 @@ def enabled_cells(api_conn: sa.Connection, username: str = "",
                 f"--cell_uuid {cell.uuid} --database_connection URL)")
         cells.append(cell)
     return cells
-
-
-def reader_engine(url: str, what: str, timeout: float,
-                  pooled: bool = True) -> sa.Engine:
-    """A read-only-use engine for one of nova's databases whose every
-    connect and answer waits at most ``timeout`` seconds: a cell database
-    that stops answering ends a read as an error, never a hang. Not
-    ``pooled``: it keeps no connection (a process that forks).
-
-    :raises ConfigError: the URL cannot be used (not a URL, no such
-        dialect, driver not installed), naming ``what``, never the
-        password.
-    """
-    try:
-        parsed = sa.engine.make_url(url)
-    except sa.exc.ArgumentError:
-        raise exception.ConfigError(
-            f"{what}: not a database URL") from None
-    shown = parsed.render_as_string(hide_password=True)
-    args: dict = {}
-    backend = parsed.get_backend_name()
-    seconds = max(1, int(timeout))
-    if backend == "mysql":
-        args = {"connect_timeout": seconds, "read_timeout": seconds,
-                "write_timeout": seconds}
-    elif backend == "postgresql":
-        args = {"connect_timeout": seconds,
-                "options": f"-c statement_timeout={seconds * 1000}"}
-    elif backend == "sqlite":
-        args = {"timeout": seconds, "check_same_thread": False}
-    pool: dict = ({"pool_pre_ping": True, "pool_size": 2, "max_overflow": 2}
-                  if pooled else {"poolclass": sa.pool.NullPool})
-    try:
-        return sa.create_engine(parsed, connect_args=args, **pool)
-    except sa.exc.NoSuchModuleError:
-        raise exception.ConfigError(
-            f"{what}: {shown}: SQLAlchemy has no dialect "
-            f"{backend!r}") from None
-    except ImportError as e:
-        raise exception.ConfigError(
-            f"{what}: {shown}: its driver is not installed ({e})") from None
-    except TypeError:
-        # SQLite's in-memory pool takes no pool_size.
-        return sa.create_engine(parsed, connect_args=args,
-                                pool_pre_ping=True)

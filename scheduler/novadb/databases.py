@@ -11,11 +11,13 @@ the database counts as not answering.
 from __future__ import annotations
 
 from oslo_config import cfg
-from oslo_db import exception as db_exc
 from oslo_log import log as logging
 import sqlalchemy as sa
 
 from scheduler import exception
+from scheduler.db import foreign
+from scheduler.db.foreign import READ_ERRORS
+from scheduler.db.foreign import why
 from scheduler.db import response
 from scheduler.novadb import cells
 from scheduler.novadb import reading
@@ -24,19 +26,6 @@ from scheduler.novadb.cells import Cell
 
 LOG = logging.getLogger(__name__)
 
-#: What a read of nova's databases can fail with, for reasons outside the
-#: code: a server away, a lost connection, a timeout.
-READ_ERRORS = (sa.exc.SQLAlchemyError, db_exc.DBError, OSError)
-
-
-def why(exc: BaseException) -> str:
-    """The first line of a database error (or a refusal), without
-    SQLAlchemy's background link."""
-    inner = getattr(exc, "orig", None) or exc
-    first = (str(inner).strip().splitlines() or [""])[0]
-    return f"{type(inner).__name__}: {first[:200]}"
-
-
 class NovaDatabases:
     """The API database's engine (:attr:`api`), and the enabled cells
     (:attr:`cells`, by uuid) with theirs (:attr:`engines`)."""
@@ -44,9 +33,9 @@ class NovaDatabases:
     def __init__(self, conf: cfg.ConfigOpts) -> None:
         self.conf = conf
         self.timeout = response.timeout(conf)
-        self.api = cells.reader_engine(conf.nova.api_database_connection,
-                                       "[nova] api_database_connection",
-                                       self.timeout)
+        self.api = foreign.reader_engine(conf.nova.api_database_connection,
+                                         "[nova] api_database_connection",
+                                         self.timeout)
         self.cells: dict[str, Cell] = {}
         self.engines: dict[str, sa.Engine] = {}
 
@@ -113,7 +102,7 @@ class NovaDatabases:
 
     def _open(self, cell: Cell, strict: bool) -> None:
         try:
-            engine = cells.reader_engine(cell.url, f"cell {cell.label}",
+            engine = foreign.reader_engine(cell.url, f"cell {cell.label}",
                                          self.timeout)
             with engine.connect() as conn:
                 schema.check(conn, f"cell {cell.label}", schema.CELL_TABLES,

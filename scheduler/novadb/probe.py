@@ -15,12 +15,13 @@ from oslo_config import cfg
 import sqlalchemy as sa
 
 from scheduler import exception
+from scheduler.db import foreign
 from scheduler.db import fork_guard
 from scheduler.db import response
 from scheduler.novadb import cells
 from scheduler.novadb import schema
-from scheduler.novadb.databases import READ_ERRORS
-from scheduler.novadb.databases import why
+from scheduler.db.foreign import READ_ERRORS
+from scheduler.db.foreign import why
 
 #: Seconds between checks.
 INTERVAL = 5.0
@@ -82,7 +83,7 @@ class NovaProbe:
 
     def _engine(self, url: str, what: str) -> sa.Engine:
         if url not in self._engines:
-            self._engines[url] = cells.reader_engine(url, what,
+            self._engines[url] = foreign.reader_engine(url, what,
                                                      self._timeout,
                                                      pooled=False)
         return self._engines[url]

@@ -43,8 +43,8 @@ from scheduler.novadb.cycle import CellsRead
 from scheduler.novadb.cycle import Hosts
 from scheduler.novadb.cycle import Wanted
 from scheduler.novadb.databases import NovaDatabases
-from scheduler.novadb.databases import READ_ERRORS
-from scheduler.novadb.databases import why
+from scheduler.db.foreign import READ_ERRORS
+from scheduler.db.foreign import why
 
 LOG = logging.getLogger(__name__)
 
