@@ -9,7 +9,9 @@
   select_destinations never took; every RPC method reads ids here so that
   none accepts an id another refuses. Nova sends instance uuids in the
   canonical form, which is one of them.
-- A **host** name compares without regard to case (:func:`host_key`).
+- A **host** name is text of 1 to MAX_HOST characters, UTF-8 and no NUL
+  (:func:`check_host`); it compares without regard to case
+  (:func:`host_key`). A flag is a bool (:func:`check_bool`).
 """
 from __future__ import annotations
 
@@ -51,3 +53,32 @@ def host_key(host: str) -> str:
     host_manager lower-cases ``ignore_hosts`` and ``force_hosts``); node
     names match exactly."""
     return host.lower()
+
+
+#: The longest host name (the ``services.host`` column).
+MAX_HOST = 255
+
+
+def check_host(what: str, host: Any) -> str:
+    """``host``, a compute host name a request may carry.
+    :raises InvalidRequest: naming ``what``: not text, empty, longer
+        than the column, or holding NUL or bytes not UTF-8."""
+    if not isinstance(host, str) or not 1 <= len(host) <= MAX_HOST:
+        raise exception.InvalidRequest(
+            f"{what}: expected a host name of 1 to {MAX_HOST} characters, "
+            f"got {host!r}"[:200])
+    try:
+        host.encode("utf-8")
+    except UnicodeEncodeError:
+        raise exception.InvalidRequest(
+            f"{what}: {host!r} is not UTF-8 text"[:200]) from None
+    if "\x00" in host:
+        raise exception.InvalidRequest(f"{what}: {host!r} holds NUL"[:200])
+    return host
+
+
+def check_bool(what: str, value: Any) -> None:
+    """:raises InvalidRequest: ``value`` is not a bool, naming ``what``."""
+    if not isinstance(value, bool):
+        raise exception.InvalidRequest(
+            f"{what}: expected true or false, got {value!r}"[:200])
