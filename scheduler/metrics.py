@@ -115,6 +115,13 @@ class _Instruments:
             "Reads of a nova cell's database that failed (the cell's hosts "
             "were skipped until it answered again), by cell uuid.",
             ["cell"], registry=r)
+        self.heat_boots = prometheus_client.Counter(
+            "scheduler_heat_boots",
+            "Nova's boots of Heat's servers (their hints name a stack): "
+            "planned (the server's claim in its stack's plan taken over), "
+            "refused (the stack does not fit), one_by_one (placed as any "
+            "request: no plan, or the plan cannot be read or used).",
+            ["outcome"], registry=r)
         self.db_transient_errors = prometheus_client.Counter(
             "scheduler_db_transient_errors",
             "Transient database errors (deadlock, lost or refused "
@@ -204,6 +211,13 @@ def nova_sync(seconds: float, failed_cells: list[str]) -> None:
     m.nova_sync_seconds.observe(seconds)
     for cell in failed_cells:
         m.child(m.nova_cell_failures, cell).inc()
+
+
+def heat_boot(outcome: str) -> None:
+    """A boot of a Heat server was ``planned``, ``refused`` or placed
+    ``one_by_one``."""
+    m = _get()
+    m.child(m.heat_boots, outcome).inc()
 
 
 def replan() -> None:

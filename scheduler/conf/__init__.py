@@ -15,6 +15,7 @@ from oslo_db import options as db_options
 
 from scheduler.conf import default
 from scheduler.conf import filter_scheduler
+from scheduler.conf import heat
 from scheduler.conf import metrics
 from scheduler.conf import nova
 from scheduler.conf import scheduler
@@ -23,13 +24,14 @@ from scheduler.conf import upgrade_levels
 #: The embedded default: a SQLite file in the state directory.
 DEFAULT_CONNECTION = "sqlite:///$state_path/scheduler.sqlite"
 
-_MODULES = (default, scheduler, filter_scheduler, metrics, nova,
-            upgrade_levels)
+#: One module per option group: registered here, listed by ``opts``.
+MODULES = (default, scheduler, filter_scheduler, metrics, nova, heat,
+           upgrade_levels)
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
     """Register every option this service owns, plus oslo.db's, on ``conf``."""
-    for module in _MODULES:
+    for module in MODULES:
         module.register_opts(conf)
     db_options.set_defaults(conf, connection=DEFAULT_CONNECTION)
     # oslo.messaging 18.x reads [oslo_messaging_tracing] and

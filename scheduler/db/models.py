@@ -212,6 +212,15 @@ class Stack(Base):
                            server_default=sa.func.now())
 
 
+class StackInstance(Base):
+    """A consumer of a stack whose claim nova's instance took over (a boot
+    of the stack's server for Heat; migration 0013)."""
+    __tablename__ = "stack_instances"
+    consumer_uuid = sa.Column(sa.String(36), primary_key=True)
+    stack_id = sa.Column(sa.String(36), nullable=False, index=True)
+    instance_uuid = sa.Column(sa.String(36), nullable=False, unique=True)
+
+
 class Drain(Base):
     """One row per host being drained (``plan_drain`` with ``apply``): the
     plan it applied, as the JSON of its moves, so the same drain applied
@@ -253,6 +262,7 @@ aggregate_metadata = AggregateMetadata.__table__
 allocations = Allocation.__table__
 claim_groups = ClaimGroup.__table__
 stacks = Stack.__table__
+stack_instances = StackInstance.__table__
 drains = Drain.__table__
 drain_moves = DrainMove.__table__
 change_counter = ChangeCounter.__table__

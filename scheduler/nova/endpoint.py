@@ -92,7 +92,7 @@ class NovaSchedulerEndpoint:
                     "need the cell of the hosts this service places on")
             spec = self._parse(request_spec, filter_properties, spec_obj,
                                instance_uuids, bool(return_alternates))
-            result = self.manager.driver.select_destinations(spec)
+            result = self.manager.place(spec)
             trace.placed(result)
         except primitives.Unsupported as e:
             LOG.info("Nova request refused: %s", e)

@@ -61,6 +61,15 @@ aggregate_metadata = _table(
     api, "aggregate_metadata", sa.Column("id", sa.Integer, primary_key=True),
     sa.Column("aggregate_id", sa.Integer), sa.Column("key", sa.String(255)),
     sa.Column("value", sa.String(255)), *_stamped())
+flavors = _table(
+    api, "flavors", sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("name", sa.String(255)), sa.Column("flavorid", sa.String(255)),
+    *[sa.Column(name, sa.Integer) for name in (
+        "memory_mb", "vcpus", "root_gb", "ephemeral_gb", "swap")])
+flavor_extra_specs = _table(
+    api, "flavor_extra_specs", sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("flavor_id", sa.Integer), sa.Column("key", sa.String(255)),
+    sa.Column("value", sa.String(255)))
 api_version = _table(api, "alembic_version",
                      sa.Column("version_num", sa.String(32)))
 

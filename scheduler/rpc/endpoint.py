@@ -28,6 +28,8 @@ from scheduler import trace
 from scheduler.db import retry as db_retry
 from scheduler.hosts.manager import HostManager
 from scheduler.request.names import canonical_uuid
+from scheduler.request.names import check_bool
+from scheduler.request.names import check_host
 from scheduler.request.names import is_uuid
 from scheduler.request.schema import check_depth
 from scheduler.request.spec import RequestSpec
@@ -40,8 +42,6 @@ from scheduler.stacks.stack import Stack
 LOG = logging.getLogger(__name__)
 
 MAX_RANK_LIMIT = 1000
-#: The longest host name (the ``services.host`` column).
-MAX_HOST = 255
 
 
 class SchedulerManager:
@@ -65,6 +65,9 @@ class SchedulerManager:
         self._retry = db_retry.for_conf(conf)
         #: None unless a notification driver is configured.
         self.notifier = notifications.notifier(conf)
+        #: Set by the worker: the destinations a request has in a plan
+        #: made before it (a Heat stack's, ``heat.boots``), or None.
+        self.planned: Callable[[RequestSpec], list | None] | None = None
 
     def take_place(self, server: int, servers: int) -> None:
         """This server is ``server`` of the ``servers`` up on its topic (the
@@ -111,7 +114,7 @@ class SchedulerManager:
         """
         parsed = self._parse(spec, request_spec, filter_properties)
         try:
-            result = self.driver.select_destinations(parsed)
+            result = self.place(parsed)
         except exception.NoValidHost as e:
             LOG.info("Request for %d instance(s) refused: %s",
                      parsed.num_instances, e)
@@ -121,6 +124,16 @@ class SchedulerManager:
         LOG.debug("Placed %s", ", ".join(
             f"{d['uuid']} on {d['host']}" for d in result))
         return result
+
+    def place(self, spec: RequestSpec) -> list[dict[str, Any]]:
+        """The destinations of ``spec``, claimed: those a plan made before
+        holds for it (:attr:`planned`), else the driver's.
+        :raises NoValidHost: as the driver, or the plan refuses it."""
+        if self.planned is not None:
+            result = self.planned(spec)
+            if result is not None:
+                return result
+        return self.driver.select_destinations(spec)
 
     @messaging.expose
     @messaging.expected_exceptions(exception.InvalidRequest)
@@ -249,9 +262,9 @@ class SchedulerManager:
         :raises NoValidHost: names the instance that cannot move and why;
             nothing was claimed.
         """
-        host = _check_host("host", host)
-        _check_bool("apply", apply)
-        _check_bool("same_aggregate", same_aggregate)
+        host = check_host("host", host)
+        check_bool("apply", apply)
+        check_bool("same_aggregate", same_aggregate)
         trace.parsed({"host": host, "apply": apply,
                       "same_aggregate": same_aggregate})
         try:
@@ -271,7 +284,7 @@ class SchedulerManager:
         """End the drain of ``host``: release its moves not yet begun and
         enable the host again; idempotent.
         :returns: how many planned moves were released."""
-        host = _check_host("host", host)
+        host = check_host("host", host)
         trace.parsed({"host": host})
         released = drain.cancel_drain(self.driver, host)
         metrics.drain("cancelled", released)
@@ -298,7 +311,7 @@ class SchedulerManager:
         if len(without_hosts) > drain_capacity.MAX_WITHOUT:
             raise exception.InvalidRequest(
                 f"without_hosts: at most {drain_capacity.MAX_WITHOUT} hosts")
-        hosts = [_check_host("without_hosts", h) for h in without_hosts]
+        hosts = [check_host("without_hosts", h) for h in without_hosts]
         parsed = self._parse(spec, None, None)
         return drain_capacity.capacity(self.driver, parsed, hosts)
 
@@ -369,27 +382,3 @@ class SchedulerManager:
         trace.parsed(parsed, started)
         return parsed
 
-
-def _check_host(what: str, host: Any) -> str:
-    """``host``, a compute host name a request may carry.
-    :raises InvalidRequest: naming ``what``: not text, empty, longer
-        than the column, or holding NUL or bytes not UTF-8."""
-    if not isinstance(host, str) or not 1 <= len(host) <= MAX_HOST:
-        raise exception.InvalidRequest(
-            f"{what}: expected a host name of 1 to {MAX_HOST} characters, "
-            f"got {host!r}"[:200])
-    try:
-        host.encode("utf-8")
-    except UnicodeEncodeError:
-        raise exception.InvalidRequest(
-            f"{what}: {host!r} is not UTF-8 text"[:200]) from None
-    if "\x00" in host:
-        raise exception.InvalidRequest(f"{what}: {host!r} holds NUL"[:200])
-    return host
-
-
-def _check_bool(what: str, value: Any) -> None:
-    """:raises InvalidRequest: ``value`` is not a bool, naming ``what``."""
-    if not isinstance(value, bool):
-        raise exception.InvalidRequest(
-            f"{what}: expected true or false, got {value!r}"[:200])

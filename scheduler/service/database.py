@@ -161,6 +161,7 @@ def _write_probes(postgresql: bool) -> list[tuple[str, sa.Executable, bool]]:
         (models.allocations, ("UPDATE", "INSERT", "DELETE")),
         (models.claim_groups, ("UPDATE", "INSERT")),
         (models.stacks, ("UPDATE", "INSERT", "DELETE")),
+        (models.stack_instances, ("INSERT", "DELETE")),
         (models.drains, ("INSERT", "DELETE")),
         (models.drain_moves, ("UPDATE", "INSERT", "DELETE")),
     ]

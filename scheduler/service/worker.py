@@ -28,6 +28,7 @@ from scheduler.db import retry as db_retry
 from scheduler.rpc.endpoint import SchedulerManager
 from scheduler.nova.endpoint import NovaSchedulerEndpoint
 from scheduler.novadb.source import NovaSource
+from scheduler.heat.boots import HeatBoots
 
 LOG = logging.getLogger(__name__)
 
@@ -55,6 +56,7 @@ class SchedulerWorker(cotyledon.Service):
         self._transport = None
         self._engine = None
         self._source: NovaSource | None = None
+        self._heat: HeatBoots | None = None
 
     def run(self) -> None:
         """Start, then heartbeat until stopped; exit 1 if start fails."""
@@ -94,6 +96,9 @@ class SchedulerWorker(cotyledon.Service):
                      time.monotonic() - started)
             manager.host_manager.external = self._source
             cell_of = self._source.cell_of
+        # Nova's boots of a Heat stack's servers land on the stack's plan.
+        self._heat = HeatBoots(self.conf, manager.driver, self._engine)
+        manager.planned = self._heat.select
         # Before consuming: otherwise the first request pays for the load
         # (seconds at 100,000 hosts) and READY=1 would be a lie.
         started = time.monotonic()
@@ -223,5 +228,7 @@ class SchedulerWorker(cotyledon.Service):
             self._manager.close()
         if self._source is not None:
             self._source.close()
+        if self._heat is not None:
+            self._heat.close()
         if self._engine is not None:
             self._engine.dispose()

@@ -43,6 +43,7 @@ from scheduler.decide.selection import held_destination
 from scheduler.request.spec import InstanceGroup
 from scheduler.request.spec import RequestSpec
 from scheduler.stacks import definition
+from scheduler.stacks import instances
 from scheduler.stacks import planner
 from scheduler.stacks import store
 from scheduler.stacks.stack import Stack
@@ -83,16 +84,29 @@ def select(driver, stack: Stack,
                 f"stack_id: stack {stack.stack_id} is already placed with "
                 f"another definition (release it first): "
                 + "; ".join(definition.changes(stored, stack.definition)))
-        held = retry(allocations.placements)(driver.engine, consumers)
+        # Each consumer as the uuid holding its claim now: nova's instance
+        # for a server of the stack nova booted (stacks.instances).
+        now = dict(zip(consumers, retry(instances.current)(
+            driver.engine, stack.stack_id, consumers)))
+        held = retry(allocations.placements)(driver.engine,
+                                             list(now.values()))
         if stored is not None and allocations.holds_all(held, len(consumers)):
             if not dry_run:
                 # Handed out again: the caller's time to build restarts.
-                retry(lifecycle.renew)(driver.engine, consumers,
+                retry(lifecycle.renew)(driver.engine, list(held),
                                        conf.scheduler.unconfirmed_claim_ttl)
             return _result(stack, {
-                name: [held_destination(held[u])
+                name: [held_destination(held[now[u]])
                        for u in r.spec.instance_uuids]
                 for name, r in stack.placed.items()}, dry_run)
+        if any(now[u] != u for u in consumers):
+            # Its servers are nova's now: planning the stack again would
+            # claim beside them.
+            gone = [u for u in consumers if now[u] not in held]
+            raise exception.InvalidRequest(
+                f"stack_id: stack {stack.stack_id} has servers booted by "
+                f"nova and {len(gone)} of its claims are gone (release it "
+                f"first)")
         if lost > conf.scheduler.claim_retries:
             break
         if stored is None and not _unclaimed(driver, stack, held, retry):

@@ -20,6 +20,7 @@ from scheduler.claims.refusals import ConsumerExists
 from scheduler.hosts.capacity import Ratios
 from scheduler.hosts.planned import Claim
 from scheduler.db import models
+from scheduler.stacks import instances
 from scheduler.stacks.definition import consumers_of
 from scheduler.stacks.stack import Stack
 
@@ -98,7 +99,9 @@ def release(engine: sa.Engine, stack_id: str) -> int:
     transaction; an unknown or released stack is not an error.
 
     The stack's claims are the claims its consumers hold: the consumer
-    uuids of its stored definition, whichever request made each claim.
+    uuids of its stored definition (or nova's instances that took them
+    over, :mod:`scheduler.stacks.instances`), whichever request made each
+    claim.
     The schema records membership no other way (an allocation names its
     consumer, not the request that claimed it; the ``stacks`` row names
     the uuids), so a claim another request made for one of those uuids,
@@ -114,4 +117,8 @@ def release(engine: sa.Engine, stack_id: str) -> int:
                            .returning(t.c.definition)).first()
         if row is None:
             return 0
-        return lifecycle.release_in(conn, consumers_of(row.definition))
+        taken = instances.holders(conn, stack_id)
+        it = models.stack_instances
+        conn.execute(it.delete().where(it.c.stack_id == stack_id))
+        return lifecycle.release_in(conn, [
+            taken.get(u, u) for u in consumers_of(row.definition)])

@@ -1,0 +1,84 @@
+"""A root stack as Heat's database holds it, read and never written.
+
+Heat writes a stack's ``stack`` row and its ``raw_template`` (the template,
+its environment, and the files its nested templates come from, in
+``raw_template_files``) before it creates the stack's first resource: the
+whole stack is there when its first server boots. Heat stores each as a
+JSON text; only the columns read here are declared.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import sqlalchemy as sa
+
+from scheduler.db import foreign
+
+_heat = sa.MetaData()
+stack = sa.Table(
+    "stack", _heat, sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("name", sa.String(255)),
+    sa.Column("raw_template_id", sa.Integer),
+    sa.Column("owner_id", sa.String(36)), sa.Column("tenant", sa.String(256)),
+    sa.Column("deleted_at", sa.DateTime))
+raw_template = sa.Table(
+    "raw_template", _heat, sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("template", sa.Text), sa.Column("files", sa.Text),
+    sa.Column("files_id", sa.Integer), sa.Column("environment", sa.Text))
+raw_template_files = sa.Table(
+    "raw_template_files", _heat, sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("files", sa.Text))
+
+
+@dataclasses.dataclass(frozen=True)
+class HeatStack:
+    """A root stack of Heat's: what its creation was given."""
+    stack_id: str
+    name: str
+    project_id: str | None
+    template: dict[str, Any]
+    files: dict[str, str]
+    environment: dict[str, Any]
+
+
+class NotRoot(Exception):
+    """The stack id is no live root stack of Heat's database."""
+
+
+def engine(url: str, timeout: float) -> sa.Engine:
+    """The engine reading Heat's database at ``url``.
+    :raises ConfigError: the URL cannot be used, naming the option."""
+    return foreign.reader_engine(url, "[heat] database_connection", timeout)
+
+
+def read_root(conn: sa.Connection, stack_id: str) -> HeatStack:
+    """Root stack ``stack_id``: its name, project, template, files and
+    environment.
+
+    :raises NotRoot: no such stack, deleted, or nested in another.
+    :raises ValueError: a JSON column that is not JSON.
+    """
+    s, r, f = stack, raw_template, raw_template_files
+    row = conn.execute(
+        sa.select(s.c.id, s.c.name, s.c.tenant, s.c.owner_id,
+                  s.c.deleted_at, r.c.template, r.c.files, r.c.environment,
+                  f.c.files.label("files_row"))
+        .select_from(s.join(r, r.c.id == s.c.raw_template_id)
+                     .outerjoin(f, f.c.id == r.c.files_id))
+        .where(s.c.id == stack_id)).first()
+    if row is None or row.deleted_at is not None:
+        raise NotRoot(f"Heat has no stack {stack_id}")
+    if row.owner_id is not None:
+        raise NotRoot(f"Heat's stack {stack_id} is nested in {row.owner_id}")
+    # Heat keeps files in raw_template_files since Newton; rows written
+    # before have them in raw_template.files.
+    files = _json(row.files_row) or _json(row.files) or {}
+    return HeatStack(stack_id=row.id, name=row.name or row.id,
+                     project_id=row.tenant, template=_json(row.template),
+                     files=files, environment=_json(row.environment) or {})
+
+
+def _json(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
