@@ -170,7 +170,7 @@ def test_a_schema_behind_head_is_named_with_both_revisions(sqlite_config,
     config = str(sqlite_config(db))
     engine = create_engine(sched_conf.load(["--config-file", config]))
     # A revision behind head (the chain is 0004 -> 0006 -> 0005 -> 0007
-    # -> 0008 -> 0009 -> 0010 -> 0011 -> 0012).
+    # -> 0008 -> 0009 -> 0010 -> 0011 -> 0012 -> 0013).
     migration.upgrade(engine, "0005")
     engine.dispose()
     expected = (f"ERROR: schema in {db} is at revision 0005, head is "

@@ -42,13 +42,13 @@ def test_schema_behind_head_is_a_failure_naming_both_revisions(
         make_deployment):
     deployment = make_deployment(sync_schema=False)
     # The revision just before head (the chain is 0004 -> 0006 -> 0005
-    # -> 0007 -> 0008 -> 0009 -> 0010 -> 0011 -> 0012).
-    migration.upgrade(deployment.engine, "0011")
+    # -> 0007 -> 0008 -> 0009 -> 0010 -> 0011 -> 0012 -> 0013).
+    migration.upgrade(deployment.engine, "0012")
     code, checks = upgrade_check(deployment)
     assert code == 2
     schema = checks["Schema revision"]
     assert schema["result"] == 2
-    assert "is at revision 0011, head is 0012" in schema["details"]
+    assert "is at revision 0012, head is 0013" in schema["details"]
     assert "scheduler-manage db sync" in schema["details"]
     assert checks["Database"]["result"] == 0
 

@@ -65,9 +65,9 @@ def test_db_sync_and_version(config, capsys, tmp_path):
                f"[database] connection at the right file\n")
     assert not db_file.exists()
     assert _run(capsys, args + ["db", "sync"]) == (
-        0, "database at revision 0012\n", "")
+        0, "database at revision 0013\n", "")
     assert (tmp_path / "scheduler.sqlite").exists()
-    assert _run(capsys, args + ["db", "version"]) == (0, "0012\n", "")
+    assert _run(capsys, args + ["db", "version"]) == (0, "0013\n", "")
     # re-running sync is safe
     assert _run(capsys, args + ["db", "sync"])[0] == 0
 
