@@ -1011,3 +1011,27 @@ def test_a_log_format_no_line_can_be_written_with_is_named(sqlite_config,
                               timeout=20))
     assert line.startswith(f"ERROR: [DEFAULT] {option} in {config}: "), line
     assert "nosuch" in line, line
+
+
+def test_heats_database_without_a_flavors_source_is_one_line(
+        sqlite_config, rabbitmq, tmp_path):
+    config = sqlite_config(**{
+        "transport_url": rabbitmq.transport_url,
+        "heat.database_connection": f"sqlite:///{tmp_path}/heat.sqlite"})
+    sync_schema(config)
+    line = one_line_error(run("server", "--config-file", str(config)))
+    assert line.endswith(
+        "[heat] database_connection: the flavors Heat's templates name come "
+        "from nova's API database or a file: set [nova] "
+        "api_database_connection or [heat] flavors_file"), line
+
+
+def test_heats_database_url_that_is_none_is_one_line(sqlite_config, rabbitmq):
+    config = sqlite_config(**{
+        "transport_url": rabbitmq.transport_url,
+        "heat.database_connection": "heat-db-please",
+        "heat.flavors_file": "/etc/scheduler/flavors.yaml"})
+    sync_schema(config)
+    line = one_line_error(run("server", "--config-file", str(config)))
+    assert line.endswith("[heat] database_connection: not a database URL"), \
+        line
