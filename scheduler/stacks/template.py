@@ -333,15 +333,13 @@ def _stack(name: str, where: str, kind: Kind, group: Group | None,
     :returns: their paths (none for any other resource)."""
     if group is not None and (group.kind.type == RESOURCE_GROUP
                               or _is_template(group.kind, reading)):
+        # Heat checks the definition whatever the count.
+        _check_readable(group.kind, f"{where}.properties.resource_def",
+                        reading)
         return _members(name, where, group, names, scope, reading, needs)
     if not _is_template(kind, reading):
         return set()
-    if kind.type not in reading.files:
-        mapped = (f" (resource_registry maps {kind.entry!r} to it)"
-                  if kind.entry else "")
-        raise exception.InvalidRequest(
-            f"{where}.type: template {kind.type!r}{mapped} is not among "
-            f"the stack's files")
+    _check_readable(kind, where, reading)
     path = scope.path(name)
     inner = scope.nested(name, f"{where}.type", reading.stack_id, needs,
                          label=f"template {kind.type} (resource {path}): ",
@@ -376,3 +374,16 @@ def _is_template(kind: Kind, reading: Reading) -> bool:
     """Whether a resource of ``kind`` is a template resource (one not
     among the files is refused: it cannot be read)."""
     return kind.type in reading.files or is_template_name(kind.type)
+
+
+def _check_readable(kind: Kind, where: str, reading: Reading) -> None:
+    """That a template resource of ``kind``, at ``where``, is among the
+    stack's files.
+    :raises InvalidRequest: naming it (and the registry entry naming
+        it)."""
+    if _is_template(kind, reading) and kind.type not in reading.files:
+        mapped = (f" (resource_registry maps {kind.entry!r} to it)"
+                  if kind.entry else "")
+        raise exception.InvalidRequest(
+            f"{where}.type: template {kind.type!r}{mapped} is not among "
+            f"the stack's files")

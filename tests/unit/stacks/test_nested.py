@@ -349,6 +349,9 @@ def test_a_template_that_nests_itself_ends_at_the_depth_limit():
     (_TIER.replace("app.yaml", "app.yml"), {},
      "resources.tier.properties.resource_def.type: template 'app.yml' is "
      "not among the stack's files"),
+    (_TIER.replace("count: 2", "count: 0"), {},
+     "resources.tier.properties.resource_def.type: template 'app.yaml' is "
+     "not among the stack's files"),
     (ROOT, {"app.yaml": APP.replace(
         "default: m1.tiny", "constraints: [allowed_values: [m1.tiny]]")},
      "template app.yaml (resource app): parameters.size: 'm1.small' is not "
@@ -369,7 +372,8 @@ def test_a_template_that_nests_itself_ends_at_the_depth_limit():
      "template app.yaml (resource app): template: expected a mapping"),
     (ROOT, {"app.yaml": "heat_template_version: [2018\n"},
      "template app.yaml: not valid YAML (line 2: "),
-], ids=["missing", "missing .template", "missing in a group", "parameter",
+], ids=["missing", "missing .template", "missing in a group",
+        "missing in a group of none", "parameter",
         "no such parameter", "nested field", "member's field", "not HOT",
         "not a mapping", "not YAML"])
 def test_nested_mistakes_are_named_after_their_template(text, files,
