@@ -218,6 +218,12 @@ def _stack_commands(commands) -> None:
     common.add_argument("--parameter", "-P", type=parsing.key_value,
                         action="append", default=[], metavar="KEY=VALUE",
                         help="template parameter (repeatable)")
+    common.add_argument("--environment", "-e", action="append",
+                        default=[], metavar="FILE",
+                        help="Heat environment file (repeatable, merged "
+                             "in order); templates it or the template "
+                             "names are read relative to the file naming "
+                             "them")
     common.add_argument("--project-id", metavar="ID")
     common.add_argument("--user-id", metavar="ID")
     stack = commands.add_parser(
@@ -242,7 +248,7 @@ def _stack_commands(commands) -> None:
 #: The arguments that are file paths (the template's stands for the
 #: stack's name only through :func:`~scheduler.cmd.client_request.
 #: stack_name`, which checks it).
-PATHS = parsing.PATHS | {"template", "flavors"}
+PATHS = parsing.PATHS | {"template", "flavors", "environment"}
 
 
 def check_text(args: argparse.Namespace) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 from scheduler.admin import validation
 from scheduler import exception
 from scheduler.stacks import files
+from scheduler.stacks import nested_files
 from scheduler.stacks import template
 
 #: Where the flavors file is looked for without --flavors: the system's
@@ -107,15 +108,21 @@ def flavors_file(args: argparse.Namespace) -> str:
 
 
 def stack_request(args: argparse.Namespace) -> dict[str, Any]:
-    """The ``select_stack`` request for the ``stack`` command's template.
-    :raises InvalidRequest: the template, flavors or parameters are at
-        fault (naming the field or file)."""
+    """The ``select_stack`` request for the ``stack`` command's template,
+    with the nested templates it names and the ``--environment`` files
+    (and the templates they name), read as python-heatclient reads them
+    (:mod:`scheduler.stacks.nested_files`).
+    :raises InvalidRequest: the template, an environment, flavors or
+        parameters are at fault (naming the field or file)."""
+    heat_template, heat_files = nested_files.load_template(args.template)
+    environment = nested_files.load_environments(args.environment,
+                                                 heat_files)
     return template.to_stack(
-        files.load_yaml(args.template, "template"),
-        stack_id=stack_id(args),
+        heat_template, stack_id=stack_id(args),
         flavors=files.load_flavors(flavors_file(args)),
         parameters=dict(args.parameter), project_id=args.project_id,
-        user_id=args.user_id, stack_name=stack_name(args))
+        user_id=args.user_id, stack_name=stack_name(args),
+        files=heat_files, environment=environment)
 
 
 def stack_name(args: argparse.Namespace) -> str:

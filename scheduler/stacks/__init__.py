@@ -12,9 +12,17 @@
 - ``store``: the ``stacks`` table and the one transaction that claims a
   whole stack.
 - ``placement``: select / rank / release, idempotent, retried on races.
-- ``template``: a HOT template (what ``scheduler-client stack`` reads) as a
-  ``select_stack`` request: its resources and what depends on what.
-- ``files``: reading the template's YAML and the flavors file.
+- ``template``: a HOT template (what ``scheduler-client stack`` reads, or
+  Heat keeps) as a ``select_stack`` request: its resources, nested
+  templates' too, and what depends on what.
+- ``nested``: nested stacks (template resources, ResourceGroups of them),
+  their resources named by their path from the root (``tier/0/web``).
+- ``environment``: a stack's environment: parameters, parameter_defaults,
+  the resource registry.
+- ``files``: reading YAML (a template, an environment, a nested
+  template's text) and the flavors file.
+- ``nested_files``: a template's nested templates and environment files
+  read from disk, as python-heatclient reads them.
 - ``limits``: how large a template may be, and how many values and how
   deep once its aliases and get_params are expanded.
 - ``functions``: Heat's functions in values (get_param, if, get_resource,

@@ -1,7 +1,9 @@
 """The files ``scheduler-client stack`` reads: a YAML document (the
-template) and the flavors file, each mistake named with its file, each
-held to the limits of :mod:`scheduler.stacks.limits` (size before it is
-parsed; values and depth, aliases expanded, once it is)."""
+template, an environment) and the flavors file, each mistake named with
+its file, each held to the limits of :mod:`scheduler.stacks.limits`
+(size before it is parsed; values and depth, aliases expanded, once it
+is); and YAML text (a nested template as Heat keeps it) held to the same
+limits."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -59,13 +61,29 @@ def load_yaml(path: str | Path, what: str) -> Any:
             # One byte past the limit tells all: a 50 MB file is neither
             # read whole nor parsed.
             data = f.read(limits.MAX_BYTES + 1)
-        if len(data) > limits.MAX_BYTES:
-            raise exception.InvalidRequest(
-                f"{name}: larger than the {limits.MAX_BYTES} bytes "
-                f"allowed")
-        doc = yaml.load(data.decode("utf-8"), Loader=_Loader)
     except OSError as e:
         raise exception.InvalidRequest(f"{name}: {e.strerror}") from None
+    return parse_yaml(data, name)
+
+
+def parse_yaml(data: bytes | str, name: str) -> Any:
+    """The YAML document ``data`` (a file's bytes, or text such as a
+    nested template Heat keeps in a stack's ``files``), held to the
+    limits as :func:`load_yaml` holds a file.
+    :raises InvalidRequest: as :func:`load_yaml`, naming ``name`` (what
+        the document is and where it comes from)."""
+    if isinstance(data, str):
+        try:
+            data = data.encode("utf-8")
+        except UnicodeEncodeError:
+            # A lone surrogate: no file's text, nor JSON's.
+            raise exception.InvalidRequest(
+                f"{name}: not UTF-8 text") from None
+    if len(data) > limits.MAX_BYTES:
+        raise exception.InvalidRequest(
+            f"{name}: larger than the {limits.MAX_BYTES} bytes allowed")
+    try:
+        doc = yaml.load(data.decode("utf-8"), Loader=_Loader)
     except UnicodeDecodeError:
         # Its offset is in bytes, which a reader of the file as text does
         # not count in: not shown.

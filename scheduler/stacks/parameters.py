@@ -14,12 +14,18 @@ from typing import Any
 from scheduler import exception
 
 
-def parameter_values(declared: Any, given: dict[str, str]) -> dict[str, Any]:
-    """The template's parameter values: ``given`` (``--parameter``), else
+def parameter_values(declared: Any, given: dict[str, Any],
+                     defaults: dict[str, Any] | None = None
+                     ) -> dict[str, Any]:
+    """The template's parameter values: ``given`` (``--parameter``, the
+    environment's ``parameters``, a nested template's properties), else
+    the environment's ``defaults`` (Heat's ``parameter_defaults``: they
+    replace a template's default, in every template of the stack), else
     each ``declared`` parameter's default, read as its ``type`` and checked
-    against its constraints; a parameter with neither has no value.
-    :raises InvalidRequest: naming the parameter (one not declared, text
-        not of its type, a value outside its constraints)."""
+    against its constraints; a parameter with none of them has no value.
+    :raises InvalidRequest: naming the parameter (one given not declared,
+        text not of its type, a value outside its constraints)."""
+    defaults = defaults or {}
     if not isinstance(declared, dict):
         raise exception.InvalidRequest("parameters: expected a mapping")
     for name in given:
@@ -30,6 +36,8 @@ def parameter_values(declared: Any, given: dict[str, str]) -> dict[str, Any]:
     for name, decl in declared.items():
         if name in given:
             values[name] = _typed(name, decl, given[name])
+        elif name in defaults:
+            values[name] = _typed(name, decl, defaults[name])
         elif isinstance(decl, dict) and "default" in decl:
             values[name] = _typed(name, decl, decl["default"])
         else:

@@ -9,7 +9,7 @@ only those are relations within the stack.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 import uuid as uuidlib
 
 from scheduler import exception
@@ -29,12 +29,14 @@ RELATIONS = ("same_host", "different_host")
 def server_group(name: str, body: dict, types: dict[str, str],
                  values: dict[str, Any], stack_id: str,
                  truth: Truth | None = None,
-                 budget: Budget | None = None) -> dict[str, Any]:
+                 budget: Budget | None = None,
+                 path: str | None = None) -> dict[str, Any]:
     """The instance_group of the servers in group resource ``name``: its
-    uuid derived from the stack and the name, its policy from
-    ``policies`` (or the newer ``policy``); neither is anti-affinity, as
-    Heat's ``policies`` default. Its properties are resolved within
-    ``budget`` (the template's).
+    uuid derived from the stack and the group's ``path`` (its name from
+    the root, ``app/group`` in nested template resource ``app``; default
+    ``name``), its policy from ``policies`` (or the newer ``policy``);
+    neither is anti-affinity, as Heat's ``policies`` default. Its
+    properties are resolved within ``budget`` (the template's).
     :raises InvalidRequest: naming the property at fault."""
     where = f"resources.{name}.properties"
     props = mapping(resolve(body.get("properties") or {}, where, values,
@@ -47,19 +49,23 @@ def server_group(name: str, body: dict, types: dict[str, str],
         raise exception.InvalidRequest(
             f"{where}.policies: expected one policy")
     return {"uuid": str(uuidlib.uuid5(CONSUMER_NAMESPACE,
-                                      f"{stack_id}/group/{name}")),
+                                      f"{stack_id}/group/{path or name}")),
             "policies": policies}
 
 
-def placement(props: dict, count: int, where: str, types: dict[str, str],
+def placement(props: dict, count: int, where: str,
+              types: Mapping[str, str],
               flavors: dict[str, dict[str, Any]],
-              groups: dict[str, dict[str, Any]],
+              groups: Mapping[str, dict[str, Any]],
               refs: set[str]) -> dict[str, Any]:
     """What the request places for a server of ``count`` instances whose
     properties, at ``where``, are ``props``: its ``spec`` and its
     ``same_host`` / ``different_host`` relations to servers of the stack.
     The resources those relations name are taken out of ``refs`` (the
-    resources it depends on): a relation is a dependency already."""
+    resources it depends on): a relation is a dependency already.
+    ``types`` and ``groups`` are by the names the properties give: the
+    template's own, and those of other templates a nested template is
+    passed (:func:`scheduler.stacks.nested.outer_references`)."""
     out: dict[str, Any] = {}
     hints = dict(mapping(props.get("scheduler_hints") or {},
                          f"{where}.scheduler_hints"))
@@ -122,7 +128,7 @@ def _zone(value: Any, where: str) -> dict[str, Any]:
 
 
 def _split(value: Any, where: str,
-           types: dict[str, str]) -> tuple[list[str], list[Any]]:
+           types: Mapping[str, str]) -> tuple[list[str], list[Any]]:
     """A same_host/different_host hint: the resources of the template it
     names by their id (:func:`_id_of`), and anything else (instance
     uuids, kept as the spec's own hint).
@@ -153,7 +159,7 @@ def _split(value: Any, where: str,
 _SHOWN_BY_NOVA = (SERVER, SERVER_GROUP)
 
 
-def _id_of(value: Any, types: dict[str, str]) -> str | None:
+def _id_of(value: Any, types: Mapping[str, str]) -> str | None:
     """The resource of the template whose id ``value`` is, as Heat
     resolves it, else None: ``{get_resource: R}`` (R's reference id) and
     ``{get_attr: [R, show, id]}`` of an ``OS::Nova::Server`` or
@@ -161,13 +167,17 @@ def _id_of(value: Any, types: dict[str, str]) -> str | None:
 
     No other get_attr of a server gives its id: OS::Nova::Server has no
     ``id`` attribute (Heat refuses ``[R, id]``), and its others are
-    addresses, names and consoles. :func:`resolve` has checked R exists.
+    addresses, names and consoles. :func:`resolve` has checked that R
+    exists where the template names it; one a parameter's value names
+    (JSON given as such) need not: it is no server of ``types``.
     """
     if _is_get_resource(value):
         return value["get_resource"]
     if isinstance(value, dict) and list(value) == ["get_attr"]:
         arg = value["get_attr"]
-        if arg[1:] == ["show", "id"] and types[arg[0]] in _SHOWN_BY_NOVA:
+        if isinstance(arg, list) and arg[1:] == ["show", "id"] \
+                and isinstance(arg[0], str) \
+                and types.get(arg[0]) in _SHOWN_BY_NOVA:
             return arg[0]
     return None
 

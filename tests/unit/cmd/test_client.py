@@ -479,6 +479,54 @@ def test_stack_place_sends_the_template_and_prints_order_then_hosts(
                               UUID1, "2", "2048", "21"]
 
 
+def test_stack_place_reads_environments_and_nested_templates(tmp_path):
+    # As python-heatclient sends them: -e files merged in order, each
+    # template named relative to the file naming it.
+    (tmp_path / "lib").mkdir()
+    path = tmp_path / "shop.yaml"
+    path.write_text("heat_template_version: 2018-08-31\nresources:\n"
+                    "  tier:\n    type: OS::Heat::ResourceGroup\n"
+                    "    properties: {count: 2, resource_def: "
+                    "{type: My::App}}\n")
+    (tmp_path / "lib" / "app.yaml").write_text(
+        "heat_template_version: 2018-08-31\n"
+        "parameters: {size: {type: string, default: m1.tiny}}\n"
+        "resources:\n  web: {type: server.yaml}\n")
+    (tmp_path / "lib" / "server.yaml").write_text(
+        TEMPLATE.replace("resources:", "parameters: {size: {type: string, "
+                         "default: m1.tiny}}\nresources:").replace(
+            "m1.small", "{get_param: size}"))
+    (tmp_path / "lib" / "env.yaml").write_text(
+        "resource_registry: {My::App: app.yaml}\n"
+        "parameter_defaults: {size: m1.large}\n")
+    (tmp_path / "more.yaml").write_text(
+        "parameter_defaults: {size: m1.small}\n")
+    api = FakeStackAPI({"rank_stack": STACK_RESULT})
+    code, api = run(["stack", "rank", str(path), "-e",
+                     str(tmp_path / "lib" / "env.yaml"),
+                     "--environment", str(tmp_path / "more.yaml")], api)
+    assert code == 0
+    resources = api.calls[0][1][1]["resources"]
+    assert sorted(resources) == ["tier", "tier/0", "tier/0/web",
+                                 "tier/0/web/web", "tier/1", "tier/1/web",
+                                 "tier/1/web/web"]
+    assert resources["tier/1/web/web"]["spec"]["flavor"]["name"] == \
+        "m1.small"
+
+
+def test_stack_with_an_environment_missing_is_one_error_line(tmp_path,
+                                                             capsys):
+    path = tmp_path / "shop.yaml"
+    path.write_text(TEMPLATE)
+    code, api = run(["stack", "place", str(path), "-e",
+                     str(tmp_path / "none.yaml")], FakeStackAPI())
+    assert code == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"ERROR: environment {tmp_path / 'none.yaml'}: No such file or "
+        f"directory"]
+    assert api.calls == []
+
+
 def test_a_resource_of_several_instances_has_a_row_per_index():
     # A ResourceGroup's rows were all labelled "web", as its one server.
     rows = client_output.render_stack({

@@ -141,3 +141,18 @@ def test_a_yaml_error_says_what_is_wrong_on_its_line(tmp_path, text, line,
         files.load_yaml(path, "template")
     assert e.value.message == (f"template {path}: not valid YAML (line "
                                f"{line}: {problem})")
+
+
+def test_text_is_held_to_the_limits_of_a_file():
+    # A nested template as Heat keeps it: text, not a file.
+    assert files.parse_yaml("a: [1]\n", "template app.yaml") == {"a": [1]}
+    for text, problem in (
+            ("#" * (512 * 1024) + "\n", "larger than the 524288 bytes "
+                                        "allowed"),
+            ("deep: " + "[" * 101 + "]" * 101, "nested more than 100 deep"),
+            ("x: \udc80\n", "not UTF-8 text"),
+            ("a: [1,\n", "not valid YAML (line 2: expected the node "
+                         "content, but found '<stream end>')")):
+        with pytest.raises(exception.InvalidRequest) as e:
+            files.parse_yaml(text, "template app.yaml")
+        assert e.value.message == f"template app.yaml: {problem}"

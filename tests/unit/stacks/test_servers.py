@@ -150,3 +150,24 @@ def test_a_get_attr_that_is_not_a_server_s_id_is_refused_naming_it(arg):
         f"get_attr {yaml.safe_load(arg)!r} is not a server's id (name a "
         f"server of the stack with {{get_resource: NAME}} or "
         f"{{get_attr: [NAME, show, id]}})")
+
+
+def test_a_get_attr_a_parameter_gives_of_no_resource_is_named():
+    # A json parameter's value is not resolved: its get_attr may name no
+    # resource, which was looked up as one (KeyError).
+    with pytest.raises(exception.InvalidRequest) as e:
+        stack_request("""
+heat_template_version: 2018-08-31
+parameters:
+  near: {type: json, default: {get_attr: [nope, show, id]}}
+resources:
+  s:
+    type: OS::Nova::Server
+    properties:
+      flavor: m1.small
+      scheduler_hints: {different_host: {get_param: near}}
+""")
+    assert e.value.message == (
+        "resources.s.properties.scheduler_hints.different_host: get_attr "
+        "['nope', 'show', 'id'] is not a server's id (name a server of the "
+        "stack with {get_resource: NAME} or {get_attr: [NAME, show, id]})")

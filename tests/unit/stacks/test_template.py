@@ -230,3 +230,44 @@ resources:
                                                       sid, FLAVORS))
               for sid in written]
     assert {s.definition for s in stacks} == {stacks[0].definition}
+
+
+def test_a_resource_group_s_index_may_name_its_servers_not_place_them():
+    # One spec places the group's servers: %index% in a hint would make
+    # each another, and all were placed by the first's.
+    raw = stack_request(_GROUPED.replace("flavor: m1.small",
+                                         "flavor: m1.small\n"
+                                         "          metadata: {i: '%index%'}"))
+    assert raw["resources"]["workers"]["spec"]["num_instances"] == 3
+    with pytest.raises(exception.InvalidRequest) as e:
+        stack_request(_GROUPED.replace(
+            "different_host: {get_resource: db}",
+            "build_near_host_ip: 10.0.0.%index%"))
+    assert e.value.message == (
+        "resources.workers.properties.resource_def.properties: %index% in "
+        "what places a server (its flavor, image, zone or hints) would make "
+        "the group's servers differ, but they are placed alike, as one "
+        "resource")
+    # One server: nothing to tell apart.
+    raw = stack_request(_GROUPED.replace(
+        "different_host: {get_resource: db}",
+        "build_near_host_ip: 10.0.0.%index%"), parameters={"workers": "1"})
+    assert raw["resources"]["workers"]["spec"]["scheduler_hints"] == {
+        "build_near_host_ip": "10.0.0.0"}
+
+
+def test_a_resource_group_without_a_type_to_make_is_named():
+    with pytest.raises(exception.InvalidRequest) as e:
+        stack_request(_GROUPED.replace("type: OS::Nova::Server\n        ",
+                                       ""))
+    assert e.value.message == \
+        "resources.workers.properties.resource_def.type: missing"
+
+
+def test_a_resource_name_holding_a_slash_is_refused():
+    # Heat forbids it; here it would be taken for a nested resource.
+    with pytest.raises(exception.InvalidRequest) as e:
+        stack_request("heat_template_version: 2018-08-31\nresources:\n"
+                      "  app/web: {type: OS::Nova::Server}\n")
+    assert e.value.message == ("resources.app/web: a resource's name cannot "
+                               "hold '/' (Heat's cannot either)")
