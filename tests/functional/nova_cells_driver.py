@@ -57,6 +57,9 @@ Ops (and their answers):
 - ``add_server_group {policy, rules?, members?, name?, project_id?,
   user_id?, uuid?}`` -> ``{"id", "uuid"}``; ``server_group_add_members
   {uuid, members}``; ``delete_server_group {uuid}``.
+- ``add_flavor {name, memory_mb, vcpus, root_gb, ephemeral_gb?, swap?,
+  flavorid?, extra_specs?}`` -> ``{"id", "flavorid"}``: as
+  ``openstack flavor create`` makes it (``Flavor.create``).
 """
 from __future__ import annotations
 
@@ -384,6 +387,17 @@ def _api_op(ctxt, op: str, req: dict) -> dict | None:
     if op == "delete_server_group":
         objects.InstanceGroup.get_by_uuid(ctxt, req["uuid"]).destroy()
         return {}
+    if op == "add_flavor":
+        flavor = objects.Flavor(
+            ctxt, name=req["name"], memory_mb=req["memory_mb"],
+            vcpus=req["vcpus"], root_gb=req["root_gb"],
+            ephemeral_gb=req.get("ephemeral_gb", 0),
+            swap=req.get("swap", 0),
+            flavorid=req.get("flavorid") or str(uuidlib.uuid4()),
+            extra_specs=req.get("extra_specs", {}), rxtx_factor=1.0,
+            vcpu_weight=0, disabled=False, is_public=True)
+        flavor.create()
+        return {"id": flavor.id, "flavorid": flavor.flavorid}
     return None
 
 
