@@ -99,6 +99,7 @@ from heat.engine import api as engine_api
 from heat.engine import environment
 from heat.engine import resource
 from heat.engine import resources
+from heat.engine import scheduler
 from heat.engine import service
 from heat.engine import stack as parser
 from heat.engine import stk_defn
@@ -367,6 +368,10 @@ def main() -> None:
     # Notifications and the workers' casts stay in this process.
     heat_messaging.setup("fake://", optional=True)
     resources.initialise()
+    # The convergence engine waits a second after each cast that starts
+    # a resource; no worker takes them here. Heat's own tests switch the
+    # wait off by this flag.
+    scheduler.ENABLE_SLEEP = False
     # There is no keystone to ask for its catalog: every service a
     # resource type needs is taken to be there.
     resource.Resource.is_service_available = classmethod(
