@@ -166,9 +166,10 @@ class _Engine:
 
     def create(self, stack_name: str, tmpl: templatem.Template,
                args: dict, **kwargs) -> parser.Stack:
-        """As ``EngineService.create_stack`` (convergence): checks, parse,
-        store, converge; the template validated as ``template-validate``
-        does (no nova or glance to look flavors and images up in)."""
+        """As ``EngineService.create_stack`` (convergence): the engine's
+        own checks, parse, validate, store, converge; validation leaves
+        values unchecked (no nova or glance to look flavors and images
+        up in)."""
         svc = self.service
         svc._validate_new_stack(self.ctxt, stack_name, tmpl)
         stack = parser.Stack(self.ctxt, stack_name, tmpl,
