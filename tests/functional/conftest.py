@@ -33,6 +33,8 @@ from scheduler.rpc.client import SchedulerAPI
 from tests.conftest import DATABASE_SERVERS
 from tests.fixtures.availability import require
 from tests.fixtures.config import write_config
+from tests.fixtures.heat import HeatEngine
+from tests.fixtures.heat import read_only_url
 from tests.fixtures.nova_cloud import NovaCloud
 from tests.fixtures.nova_cloud import NovaDriver
 from tests.fixtures.nova_cloud import NovaTemplates
@@ -394,6 +396,67 @@ def nova_cloud(request, database_url, nova_python, nova_cells,
     cloud = templates.copy(tmp_path, nova_cells["driver"])
     yield cloud
     cloud.close()
+
+
+@pytest.fixture(scope="session")
+def heat_python() -> str:
+    """The python of the openstack-heat==27.0.1 virtualenv, built on
+    first use."""
+    try:
+        built = subprocess.run([str(ROOT / "tools" / "heat-venv")],
+                               capture_output=True, text=True, timeout=1200)
+    except subprocess.TimeoutExpired:
+        require("openstack-heat==27.0.1 virtualenv",
+                "tools/heat-venv timed out")
+    if built.returncode != 0:
+        require("openstack-heat==27.0.1 virtualenv",
+                f"tools/heat-venv failed: {built.stderr[-2000:]}")
+    venv = Path(built.stdout.strip().splitlines()[-1])
+    if not venv.is_absolute():
+        venv = ROOT / venv
+    return str(venv / "bin" / "python")
+
+
+@pytest.fixture(scope="session")
+def heat_engines(heat_python, tmp_path_factory) -> Iterator[dict]:
+    """The session's heat_driver.py process (``{"engine": HeatEngine or
+    None}``), started by the first test that asks for ``heat``."""
+    shared: dict = {"engine": None, "started": 0,
+                    "dir": tmp_path_factory.mktemp("heat")}
+    yield shared
+    if shared["engine"] is not None:
+        shared["engine"].close()
+
+
+@pytest.fixture
+def heat(heat_engines, heat_python) -> HeatEngine:
+    """Heat's own code writing stacks (tests/functional/heat_driver.py in
+    the Heat venv): one process for the session, started again if an
+    earlier test's stopped answering (and was killed)."""
+    engine = heat_engines["engine"]
+    if engine is None or engine.proc.poll() is not None:
+        heat_engines["started"] += 1
+        engine = heat_engines["engine"] = HeatEngine(
+            heat_python,
+            heat_engines["dir"] / f"heat-driver-{heat_engines['started']}.log")
+    return engine
+
+
+@pytest.fixture
+def new_heat_database(request, tmp_path):
+    """Factory: ``new_heat_database(kind)`` is ``(admin_url,
+    read_only_url)`` of a new empty database for Heat, of kind ``sqlite``,
+    ``postgresql`` or ``mysql`` (a database of its own on the session's
+    server): Heat writes with the first (``heat.store`` makes Heat's
+    schema), the scheduler reads with the second, a user who may read
+    every table and write none (on SQLite, the file opened read-only)."""
+    def factory(kind: str) -> tuple[str, str]:
+        admin = _new_database(request, kind, tmp_path,
+                              name=f"heat-{uuid.uuid4().hex[:8]}")
+        server = (request.getfixturevalue(DATABASE_SERVERS[kind])
+                  if kind in DATABASE_SERVERS else None)
+        return admin, read_only_url(kind, admin, server)
+    return factory
 
 
 def continued_lines(log: str) -> list[str]:

@@ -22,14 +22,23 @@ on stdout. Requests are ``{"op": ..., ...}``:
   fanout casts, sent by nova's client as a compute or the API sends them.
 - ``request_id``: the request id of the context every call is sent with
   (nova's RequestContext makes one up).
+- ``select_concurrently``: ``requests``, a list of ``select`` requests
+  (same fields, without ``op``), all sent at once, each from a thread of
+  its own with a context of its own (a request id each, as separate
+  boots through nova's API), as the conductor's threads send a stack's
+  boots (nova 34's conductor runs on native threads, unpatched, as this
+  process does). Answers ``{"answers": [...]}``, each as ``select``'s
+  (an error as ``{"error", "message"}``), in the order of ``requests``.
 - ``time_select``: ``n`` select/answer round trips of a 1-instance boot,
   without claims piling up (each boot is its own instance, released by
   the caller afterwards); answers the seconds of each round trip.
 """
 from __future__ import annotations
 
+from concurrent import futures
 import json
 import sys
+import threading
 import time
 
 from nova import config
@@ -130,20 +139,47 @@ def _instances(ctxt, host: str, uuids: list[str], vm_state: str | None,
         objects.Instance(ctxt, uuid=u, host=host, **state) for u in uuids])
 
 
+def _select(ctxt, client, req: dict) -> dict:
+    spec = _spec(ctxt, req)
+    result = client.select_destinations(
+        ctxt, spec, req["instance_uuids"],
+        return_objects=req.get("return_objects", True),
+        return_alternates=req.get("return_alternates", True))
+    if req.get("return_objects", True):
+        return {"selections": [[_selection(s) for s in per_instance]
+                               for per_instance in result]}
+    return {"destinations": result}
+
+
+def _select_concurrently(requests: list[dict]) -> dict:
+    # Clients first, one by one: each reads the version cap from the
+    # global config as it is made.
+    clients = [_client(req) for req in requests]
+    contexts = [_context() for _ in requests]
+    # No call starts before every thread is ready to make its own.
+    start = threading.Barrier(len(requests))
+
+    def one(i: int) -> dict:
+        start.wait()
+        try:
+            return _select(contexts[i], clients[i], requests[i])
+        except Exception as e:  # noqa: BLE001 - answered, as select's
+            return _error(e)
+
+    with futures.ThreadPoolExecutor(max_workers=len(requests)) as pool:
+        return {"answers": list(pool.map(one, range(len(requests))))}
+
+
 def handle(ctxt, req: dict) -> dict:
     op = req["op"]
     if op == "request_id":
         return {"request_id": ctxt.request_id}
     if op == "select":
-        spec = _spec(ctxt, req)
-        result = _client(req).select_destinations(
-            ctxt, spec, req["instance_uuids"],
-            return_objects=req.get("return_objects", True),
-            return_alternates=req.get("return_alternates", True))
-        if req.get("return_objects", True):
-            return {"selections": [[_selection(s) for s in per_instance]
-                                   for per_instance in result]}
-        return {"destinations": result}
+        return _select(ctxt, _client(req), req)
+    if op == "select_concurrently":
+        if not req["requests"]:
+            return {"answers": []}
+        return _select_concurrently(req["requests"])
     if op == "time_select":
         client = _client(req)
         times = []
@@ -178,25 +214,32 @@ def handle(ctxt, req: dict) -> dict:
     return {"sent": op}
 
 
+def _error(e: Exception) -> dict:
+    # oslo.messaging re-raises a remote exception as a subclass of nova's
+    # own (``NoValidHost_Remote``), which the conductor's ``except
+    # exception.NoValidHost`` catches: report that class.
+    cls = next(c for c in type(e).__mro__
+               if not c.__module__.endswith("_Remote"))
+    return {"error": f"{cls.__module__}.{cls.__name__}", "message": str(e)}
+
+
+def _context():
+    return nova_context.RequestContext(user_id="u", project_id="p",
+                                       is_admin=True)
+
+
 def main() -> None:
     objects.register_all()
     config.parse_args(["nova_driver", "--config-file", sys.argv[1]],
                       configure_db=False)
-    ctxt = nova_context.RequestContext(user_id="u", project_id="p",
-                                       is_admin=True)
+    ctxt = _context()
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         req = json.loads(line)
         try:
             answer = handle(ctxt, req)
         except Exception as e:  # noqa: BLE001 - the test reads the class
-            # oslo.messaging re-raises a remote exception as a subclass of
-            # nova's own (``NoValidHost_Remote``), which the conductor's
-            # ``except exception.NoValidHost`` catches: report that class.
-            cls = next(c for c in type(e).__mro__
-                       if not c.__module__.endswith("_Remote"))
-            answer = {"error": f"{cls.__module__}.{cls.__name__}",
-                      "message": str(e)}
+            answer = _error(e)
         print(json.dumps(answer), flush=True)
 
 
