@@ -171,6 +171,12 @@ def holdings(engine: sa.Engine, consumer_uuids: list[str]
 
 
 def _placements_statement() -> sa.Select:
+    return _claims_with_nodes().where(models.allocations.c.consumer_uuid.in_(
+        sa.bindparam("uuids", expanding=True)))
+
+
+def _claims_with_nodes() -> sa.Select:
+    """Every claim with its node: what :func:`placements` reads of one."""
     allocs = models.allocations
     nodes = models.compute_nodes
     return (sa.select(allocs.c.consumer_uuid, allocs.c.vcpus,
@@ -183,12 +189,41 @@ def _placements_statement() -> sa.Select:
                       nodes.c.hypervisor_hostname,
                       nodes.c.uuid.label("node_uuid"),
                       (nodes.c.deleted != 0).label("node_deleted"))
-            .join(nodes, nodes.c.id == allocs.c.compute_node_id)
-            .where(allocs.c.consumer_uuid.in_(
-                sa.bindparam("uuids", expanding=True))))
+            .join(nodes, nodes.c.id == allocs.c.compute_node_id))
 
 
 _PLACEMENTS = _placements_statement()
+
+
+def _stack_placements_statement() -> sa.Select:
+    """:data:`_PLACEMENTS` of a stack's consumers, each as whoever holds
+    its claim now: itself, or nova's instance that took it over
+    (``stack_instances``), in one statement, so that a take-over is seen
+    whole or not at all."""
+    allocs = models.allocations
+    taken = models.stack_instances
+    return (_claims_with_nodes()
+            .add_columns(sa.func.coalesce(taken.c.consumer_uuid,
+                                          allocs.c.consumer_uuid)
+                         .label("stack_consumer"))
+            .outerjoin(taken, taken.c.instance_uuid == allocs.c.consumer_uuid)
+            .where(sa.or_(allocs.c.consumer_uuid.in_(
+                              sa.bindparam("uuids", expanding=True)),
+                          taken.c.stack_id == sa.bindparam("stack_id"))))
+
+
+_STACK_PLACEMENTS = _stack_placements_statement()
+
+
+def stack_placements(engine: sa.Engine, stack_id: str,
+                     consumer_uuids: list[str]) -> dict[str, sa.Row]:
+    """The claims of stack ``stack_id``'s consumers: consumer uuid -> row
+    as :func:`placements` reads it, whose ``consumer_uuid`` is who holds
+    the claim now (nova's instance, for a consumer it took over)."""
+    with engine.connect() as conn:
+        return {row.stack_consumer: row for row in conn.execute(
+            _STACK_PLACEMENTS, {"uuids": list(consumer_uuids),
+                                "stack_id": stack_id})}
 
 
 def placements(engine: sa.Engine, consumer_uuids: list[str]

@@ -149,8 +149,11 @@ class HeatBoots:
                 project_id=spec.project_id, user_id=spec.user_id,
                 ttl=self.conf.scheduler.unconfirmed_claim_ttl):
             return _by_itself()
-        metrics.heat_boot("planned")
         placed = retry(allocations.placements)(self.engine, [instance])
+        if instance not in placed:
+            # Released at once (the stack released, the instance deleted).
+            return _by_itself()
+        metrics.heat_boot("planned")
         destination = held_destination(placed[instance])
         LOG.debug("Heat stack %s: %s lands on its planned host %s",
                   stack_id, instance, destination["host"])
@@ -192,6 +195,7 @@ class HeatBoots:
         except exception.InvalidRequest as e:
             self._remember(stack_id, str(e))
             return None
+        # Concurrent first boots each say so; the stack holds one plan.
         LOG.info("Heat stack %s (%s) placed whole: %d servers",
                  heat_stack.name, stack_id, len(stack.consumers))
         return stack.definition

@@ -27,13 +27,12 @@ def holders(conn: sa.Connection, stack_id: str) -> dict[str, str]:
                              .where(t.c.stack_id == stack_id)).all())
 
 
-def current(engine: sa.Engine, stack_id: str,
-            consumers: list[str]) -> list[str]:
-    """``consumers`` of stack ``stack_id``, each as the uuid that holds its
-    claim now: nova's instance for one taken over, else itself."""
+def any_taken(engine: sa.Engine, stack_id: str) -> bool:
+    """Whether nova's instances took over any of the stack's consumers."""
+    t = models.stack_instances
     with engine.connect() as conn:
-        taken = holders(conn, stack_id)
-    return [taken.get(u, u) for u in consumers]
+        return conn.execute(sa.select(t.c.consumer_uuid).where(
+            t.c.stack_id == stack_id).limit(1)).first() is not None
 
 
 def take_over(engine: sa.Engine, stack_id: str, consumer_uuid: str,
@@ -49,17 +48,28 @@ def take_over(engine: sa.Engine, stack_id: str, consumer_uuid: str,
     where the stack planned with a group derived from its id): the claim
     joins it, under its rule.
     :returns: whether the claim was taken over; False, with nothing
-        written, when the consumer holds no claim (expired, released,
+        written, when the stack is not placed (released), the consumer
+        holds no claim (expired, released,
         taken over by another instance), the instance holds one already,
         or joining ``group`` would break its rule.
     """
     allocs = models.allocations
     nodes = models.compute_nodes
     t = models.stack_instances
+    stacks = models.stacks
     try:
         with engine.begin() as conn:
-            # First: of two instances taking over one consumer, the second
-            # waits here and fails on the key.
+            # The stack's row first, locked, as a placement of the stack
+            # locks it (stacks.store.claim): one that planned before this
+            # take-over sees it and plans again (a released stack has no
+            # row: nothing to take over).
+            if conn.execute(stacks.update()
+                            .where(stacks.c.stack_id == stack_id)
+                            .values(stack_id=stacks.c.stack_id)
+                            ).rowcount != 1:
+                raise _NotTaken
+            # Of two instances taking over one consumer, the second waits
+            # here and fails on the key.
             conn.execute(t.insert().values(
                 consumer_uuid=consumer_uuid, stack_id=stack_id,
                 instance_uuid=instance_uuid))

@@ -84,29 +84,28 @@ def select(driver, stack: Stack,
                 f"stack_id: stack {stack.stack_id} is already placed with "
                 f"another definition (release it first): "
                 + "; ".join(definition.changes(stored, stack.definition)))
-        # Each consumer as the uuid holding its claim now: nova's instance
-        # for a server of the stack nova booted (stacks.instances).
-        now = dict(zip(consumers, retry(instances.current)(
-            driver.engine, stack.stack_id, consumers)))
-        held = retry(allocations.placements)(driver.engine,
-                                             list(now.values()))
+        # Each consumer's claim, under whoever holds it now: nova's
+        # instance for a server of the stack nova booted (stacks.instances).
+        held = retry(allocations.stack_placements)(
+            driver.engine, stack.stack_id, consumers)
         if stored is not None and allocations.holds_all(held, len(consumers)):
             if not dry_run:
                 # Handed out again: the caller's time to build restarts.
-                retry(lifecycle.renew)(driver.engine, list(held),
-                                       conf.scheduler.unconfirmed_claim_ttl)
+                retry(lifecycle.renew)(
+                    driver.engine, [r.consumer_uuid for r in held.values()],
+                    conf.scheduler.unconfirmed_claim_ttl)
             return _result(stack, {
-                name: [held_destination(held[now[u]])
+                name: [held_destination(held[u])
                        for u in r.spec.instance_uuids]
                 for name, r in stack.placed.items()}, dry_run)
-        if any(now[u] != u for u in consumers):
+        if stored is not None and retry(instances.any_taken)(
+                driver.engine, stack.stack_id):
             # Its servers are nova's now: planning the stack again would
             # claim beside them.
-            gone = [u for u in consumers if now[u] not in held]
             raise exception.InvalidRequest(
-                f"stack_id: stack {stack.stack_id} has servers booted by "
-                f"nova and {len(gone)} of its claims are gone (release it "
-                f"first)")
+                f"stack_id: stack {stack.stack_id} has servers nova booted "
+                f"and {len(consumers) - len(held)} of its claims are gone "
+                f"(release it first)")
         if lost > conf.scheduler.claim_retries:
             break
         if stored is None and not _unclaimed(driver, stack, held, retry):
@@ -116,9 +115,18 @@ def select(driver, stack: Stack,
             continue
         # What is left of an earlier placement of this stack is replaced in
         # the same transaction.
-        replace = list(held)
-        result = _place(driver, stack, replace, usage.freed_by(
-            held.values()), stored is not None, dry_run, retry)
+        replace = [r.consumer_uuid for r in held.values()]
+        try:
+            result = _place(driver, stack, replace, usage.freed_by(
+                held.values()), stored is not None, dry_run, retry)
+        except exception.NoValidHost:
+            # A concurrent send of this new stack may have claimed it since
+            # it was read: its claims then fill the hosts (and its server
+            # groups) this plan looked for. What it holds answers this one.
+            if stored is not None or dry_run or retry(store.definition)(
+                    driver.engine, stack.stack_id) is None:
+                raise
+            result = None
         if result is not None:
             return result
         # A concurrent send of this stack (or of its consumers) won: look

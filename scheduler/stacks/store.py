@@ -67,9 +67,9 @@ def claim(engine: sa.Engine, stack: Stack, to_claim: list[Claim], *,
     expected) and all of ``to_claim``, or nothing.
 
     :raises ClaimConflict, NoRoom, GroupConflict: as consume.claim.
-    :raises ConsumerExists: a consumer already holds a claim, or the
-        stack's row appeared, changed or went since it was read; nothing
-        was written.
+    :raises ConsumerExists: a consumer already holds a claim, the
+        stack's row appeared, changed or went since it was read, or nova
+        took over one of its claims since; nothing was written.
     """
     t = models.stacks
     with engine.begin() as conn:
@@ -82,6 +82,13 @@ def claim(engine: sa.Engine, stack: Stack, to_claim: list[Claim], *,
             if found != 1:
                 raise ConsumerExists(
                     f"stack {stack.stack_id} changed concurrently")
+            # Planned while none of its servers was nova's: one taken over
+            # since (stacks.instances.take_over locks this row too) would
+            # be claimed again beside its instance.
+            if instances.holders(conn, stack.stack_id):
+                raise ConsumerExists(
+                    f"stack {stack.stack_id}: nova booted its servers "
+                    f"concurrently")
         else:
             try:
                 conn.execute(t.insert().values(
