@@ -326,3 +326,33 @@ def test_flavors_are_read_from_novas_api_database(nova_cloud):
         "name": "m1.heat", "flavorid": "h1", "memory_mb": 3072, "vcpus": 3,
         "root_gb": 30, "ephemeral_gb": 5, "swap": 1024,
         "extra_specs": {"hw:cpu_policy": "dedicated"}}
+
+
+def test_with_novas_databases_the_stack_is_sized_by_novas_flavors(
+        nova, heat, nova_cloud, make_deployment, new_heat_database):
+    """Hosts and flavors from nova's databases, not ours nor a file."""
+    for i in range(3):
+        nova_cloud.add_compute("cell1", f"n{i}", vcpus=16, memory_mb=32768,
+                               local_gb=500, free_ram_mb=32768,
+                               free_disk_gb=500)
+    nova_cloud.add_flavor("m1.small", flavorid="2", **{
+        k: FLAVORS["m1.small"][k] for k in ("memory_mb", "vcpus",
+                                            "root_gb")})
+    admin_url, read_only_url = new_heat_database("sqlite")
+    deployment = make_deployment(
+        DEFAULT__control_exchange=EXCHANGE, scheduler__topic="scheduler",
+        nova__api_database_connection=nova_cloud.api_url,
+        nova__sync_interval=0.2, heat__database_connection=read_only_url)
+    deployment.start_server()
+    cloud = Cloud(deployment, admin_url)
+    stack = _store(heat, cloud, "anti-affinity-group", stack_name="spread")
+
+    stack.boot(nova)
+
+    assert stack.refusals == []
+    assert sorted(stack.landed.values()) == ["n0", "n1", "n2"]
+    assert cloud.held() == stack.landed
+    assert set(cloud.taken_over().values()) == set(stack.landed)
+    deployment.stop_servers()
+    log = deployment.server_log()
+    assert " ERROR " not in log and "Traceback" not in log, log[-3000:]
