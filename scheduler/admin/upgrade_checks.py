@@ -23,6 +23,8 @@ from scheduler.db.engine import create_engine
 from scheduler.db import migration
 from scheduler.decide.filter import Pipeline
 from scheduler.novadb.databases import NovaDatabases
+from scheduler.heat.boots import HeatBoots
+from scheduler.heat import database as heat_database
 
 Code = upgradecheck.Code
 Result = upgradecheck.Result
@@ -133,12 +135,29 @@ class Checks(upgradecheck.UpgradeCommands):
         return Result(Code.SUCCESS, f"nova's API database and cells "
                       f"{', '.join(labels)}: nova 34's schema, answering")
 
+    @_failure_for_operator_errors
+    def check_heat(self) -> Result:
+        """With ``[heat] database_connection``: Heat's database answers
+        and holds Heat's tables, and the flavors its templates name can
+        be found."""
+        if not self.conf.heat.database_connection:
+            return Result(Code.SUCCESS,
+                          "not used: stacks placed with select_stack only")
+        boots = HeatBoots(self.conf, None, None)
+        try:
+            stacks = heat_database.check(boots.heat)
+        finally:
+            boots.close()
+        return Result(Code.SUCCESS, f"Heat's database answers: {stacks} "
+                      f"root stack(s)")
+
     _upgrade_checks = (
         ("Database", check_database),
         ("Schema revision", check_schema),
         ("Message broker", check_broker),
         ("Configuration", check_config),
         ("Nova databases", check_nova),
+        ("Heat database", check_heat),
     )
 
 

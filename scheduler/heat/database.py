@@ -14,6 +14,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from scheduler import exception
 from scheduler.db import foreign
 
 _heat = sa.MetaData()
@@ -51,6 +52,27 @@ def engine(url: str, timeout: float) -> sa.Engine:
     """The engine reading Heat's database at ``url``.
     :raises ConfigError: the URL cannot be used, naming the option."""
     return foreign.reader_engine(url, "[heat] database_connection", timeout)
+
+
+def check(engine: sa.Engine) -> int:
+    """That ``engine``'s database holds Heat's tables, as read here.
+
+    :returns: how many root stacks it holds (deleted ones not counted).
+    :raises ConfigError: one line naming the database (not its password)
+        and what failed.
+    """
+    try:
+        with engine.connect() as conn:
+            for table in (raw_template, raw_template_files):
+                conn.execute(sa.select(*table.c).limit(1)).all()
+            return conn.execute(sa.select(sa.func.count()).where(
+                stack.c.owner_id.is_(None), stack.c.deleted_at.is_(None))
+            ).scalar_one()
+    except foreign.READ_ERRORS as e:
+        shown = engine.url.render_as_string(hide_password=True)
+        raise exception.ConfigError(
+            f"[heat] database_connection: {shown}: Heat's tables cannot be "
+            f"read ({foreign.why(e)})") from None
 
 
 def read_root(conn: sa.Connection, stack_id: str) -> HeatStack:

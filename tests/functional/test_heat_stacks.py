@@ -26,6 +26,7 @@ from tests.fixtures.heat import stack_files
 from tests.functional.conftest import every_database
 from tests.functional.conftest import node
 from tests.functional.test_nova_interop import NovaClient
+from tests.functional.test_upgrade_check import upgrade_check
 from tests.functional.waits import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -309,6 +310,25 @@ def test_heats_delete_frees_the_stacks_claims(nova, heat, cloud):
     wait_until(lambda: cloud.deployment.allocations() == [],
                "the deleted servers' claims released")
     _audit_clean(cloud)
+
+
+def test_the_upgrade_check_reads_heats_database(heat, cloud,
+                                                make_deployment, tmp_path):
+    _store(heat, cloud, "anti-affinity-group", stack_name="one")
+    code, checks = upgrade_check(cloud.deployment)
+    assert checks["Heat database"] == {
+        "check": "Heat database", "result": 0,
+        "details": "Heat's database answers: 1 root stack(s)"}
+
+    # Any other database: our own, say.
+    ours = cloud.deployment.conf.database.connection
+    code, checks = upgrade_check(make_deployment(
+        heat__database_connection=ours,
+        heat__flavors_file=str(FLAVORS_FILE)))
+    assert code == 2
+    assert checks["Heat database"]["details"].startswith(
+        f"[heat] database_connection: {ours}: Heat's tables cannot be "
+        f"read (OperationalError: no such table: raw_template"), checks
 
 
 def test_flavors_are_read_from_novas_api_database(nova_cloud):

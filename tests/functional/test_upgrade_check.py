@@ -30,9 +30,11 @@ def test_all_green_on_a_synced_database_and_a_running_broker(
     assert code == 0, checks
     assert {name: c["result"] for name, c in checks.items()} == {
         "Database": 0, "Schema revision": 0, "Message broker": 0,
-        "Configuration": 0, "Nova databases": 0}
+        "Configuration": 0, "Nova databases": 0, "Heat database": 0}
     assert checks["Nova databases"]["details"] == (
         "not used: hosts from this service's tables")
+    assert checks["Heat database"]["details"] == (
+        "not used: stacks placed with select_stack only")
     assert checks["Schema revision"]["details"] == \
         f"schema at revision {migration.head()} (head)"
 
