@@ -35,18 +35,11 @@ from benchmarks import servers  # noqa: E402
 from benchmarks.stages import FLAVOR  # noqa: E402
 from scheduler import conf as sched_conf  # noqa: E402
 from scheduler.rpc.client import SchedulerAPI  # noqa: E402
+from tests.fixtures.venvs import venv_python  # noqa: E402
 
 CELL = "8f1b1c52-6c2d-4f0e-9d51-3c1e8f0a7b21"
 DRIVER = servers.ROOT / "tests" / "functional" / "nova_driver.py"
 START_TIMEOUT = 120
-
-
-def nova_python() -> str:
-    out = subprocess.run([str(servers.ROOT / "tools" / "nova-venv")],
-                         check=True, capture_output=True, text=True).stdout
-    venv = Path(out.strip().splitlines()[-1])
-    return str((venv if venv.is_absolute() else servers.ROOT / venv)
-               / "bin" / "python")
 
 
 class NovaDriver:
@@ -88,7 +81,7 @@ def _wait_until_serving(api: SchedulerAPI, server: servers.Process) -> None:
 
 
 def run(hosts: int, calls: int, rounds: int, workdir: Path) -> list[tuple]:
-    python = nova_python()
+    python = venv_python("nova-venv")
     broker = servers.start_rabbitmq()
     exchange = f"nova-bench-{uuidlib.uuid4().hex[:8]}"
     fleet = cluster_mod.build(hosts, "sqlite",

@@ -59,7 +59,6 @@ import sqlalchemy as sa  # noqa: E402
 from benchmarks import cluster  # noqa: E402
 from benchmarks import cpu  # noqa: E402
 from benchmarks import machine  # noqa: E402
-from benchmarks.nova_rtt import nova_python  # noqa: E402
 from benchmarks import rpc  # noqa: E402
 from benchmarks.rounds import percentile  # noqa: E402
 from benchmarks import servers  # noqa: E402
@@ -74,6 +73,7 @@ from scheduler.rpc.client import SchedulerAPI  # noqa: E402
 from scheduler.sim import fleet  # noqa: E402
 from tests.fixtures.nova_cloud import CELLS  # noqa: E402
 from tests.fixtures.nova_cloud import NovaTemplates  # noqa: E402
+from tests.fixtures.venvs import venv_python  # noqa: E402
 
 DEFAULTS = {"hosts": 10000, "requests": 1000, "budget": 20.0, "cycles": 20}
 QUICK = {"hosts": 200, "requests": 20, "budget": 2.0, "cycles": 3}
@@ -348,7 +348,7 @@ def run(args: argparse.Namespace, work_dir: Path
     them; stop everything."""
     limits = Limits(args.requests, args.budget)
     nodes = fleet.make_nodes(args.hosts, cluster.SEED)
-    python = nova_python()
+    python = venv_python("nova-venv")
     with contextlib.ExitStack() as stack:
         log("starting RabbitMQ and PostgreSQL")
         # The broker starts while nova-manage runs: seconds of each, and

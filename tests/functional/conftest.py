@@ -33,6 +33,8 @@ from scheduler.rpc.client import SchedulerAPI
 from tests.conftest import DATABASE_SERVERS
 from tests.fixtures.availability import require
 from tests.fixtures.config import write_config
+from tests.fixtures.venvs import venv_python
+from tests.fixtures.venvs import VenvError
 from tests.fixtures.heat import HeatEngine
 from tests.fixtures.heat import read_only_url
 from tests.fixtures.nova_cloud import NovaCloud
@@ -336,17 +338,9 @@ _LOG_LINE = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
 def nova_python() -> str:
     """The python of the nova==34.0.0 virtualenv, built on first use."""
     try:
-        built = subprocess.run([str(ROOT / "tools" / "nova-venv")],
-                               capture_output=True, text=True, timeout=1200)
-    except subprocess.TimeoutExpired:
-        require("nova==34.0.0 virtualenv", "tools/nova-venv timed out")
-    if built.returncode != 0:
-        require("nova==34.0.0 virtualenv",
-                f"tools/nova-venv failed: {built.stderr[-2000:]}")
-    venv = Path(built.stdout.strip().splitlines()[-1])
-    if not venv.is_absolute():
-        venv = ROOT / venv
-    return str(venv / "bin" / "python")
+        return venv_python("nova-venv")
+    except VenvError as e:
+        require("nova==34.0.0 virtualenv", str(e))
 
 
 @pytest.fixture(scope="session")
@@ -403,18 +397,9 @@ def heat_python() -> str:
     """The python of the openstack-heat==27.0.1 virtualenv, built on
     first use."""
     try:
-        built = subprocess.run([str(ROOT / "tools" / "heat-venv")],
-                               capture_output=True, text=True, timeout=1200)
-    except subprocess.TimeoutExpired:
-        require("openstack-heat==27.0.1 virtualenv",
-                "tools/heat-venv timed out")
-    if built.returncode != 0:
-        require("openstack-heat==27.0.1 virtualenv",
-                f"tools/heat-venv failed: {built.stderr[-2000:]}")
-    venv = Path(built.stdout.strip().splitlines()[-1])
-    if not venv.is_absolute():
-        venv = ROOT / venv
-    return str(venv / "bin" / "python")
+        return venv_python("heat-venv")
+    except VenvError as e:
+        require("openstack-heat==27.0.1 virtualenv", str(e))
 
 
 @pytest.fixture(scope="session")

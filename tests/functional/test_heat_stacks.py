@@ -21,11 +21,10 @@ import sqlalchemy as sa
 from scheduler.db import models
 from scheduler.heat.flavors import nova_flavors
 from scheduler.stacks import files
-from tests.fixtures.config import write_config
 from tests.fixtures.heat import stack_files
 from tests.functional.conftest import every_database
 from tests.functional.conftest import node
-from tests.functional.test_nova_interop import NovaClient
+from tests.fixtures.nova_client import NovaClient
 from tests.functional.test_upgrade_check import upgrade_check
 from tests.functional.waits import wait_until
 
@@ -40,12 +39,8 @@ EXCHANGE = f"heat-{uuid.uuid4().hex[:8]}"
 @pytest.fixture(scope="module")
 def nova(nova_python, rabbitmq, tmp_path_factory):
     """Nova's client, configured as a nova deployment would be."""
-    path = tmp_path_factory.mktemp("nova")
-    config_file = write_config(path, {
-        "transport_url": rabbitmq.transport_url,
-        "control_exchange": EXCHANGE, "rpc_response_timeout": 30,
-        "long_rpc_timeout": 60}, name="nova.conf")
-    client = NovaClient(nova_python, config_file, path / "nova-driver.log")
+    client = NovaClient.configured(nova_python, rabbitmq.transport_url,
+                                   EXCHANGE, tmp_path_factory.mktemp("nova"))
     yield client
     client.close()
 

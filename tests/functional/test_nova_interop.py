@@ -9,44 +9,28 @@ topic ``scheduler`` on the control exchange both are configured with.
 from __future__ import annotations
 
 import datetime
-from pathlib import Path
 import uuid
 
 import pytest
 
 from scheduler.claims import lifecycle
 from scheduler.db import models
-from tests.fixtures.config import write_config
-from tests.fixtures.jsonlines import JsonLinesProcess
+from tests.fixtures.nova_client import NovaClient
 from tests.functional.conftest import every_database
 from tests.functional.conftest import node
 from tests.functional.waits import wait_until
 
-DRIVER = Path(__file__).with_name("nova_driver.py")
 CELL = "8f1b1c52-6c2d-4f0e-9d51-3c1e8f0a7b21"
 EXCHANGE = f"nova-interop-{uuid.uuid4().hex[:8]}"
 SMALL = {"memory_mb": 1024, "vcpus": 1, "root_gb": 10}
 BIG = {"memory_mb": 3072, "vcpus": 2, "root_gb": 20}
 
 
-class NovaClient(JsonLinesProcess):
-    """nova_driver.py in the nova virtualenv, one JSON line each way."""
-
-    def __init__(self, python: str, config_file: Path, log: Path):
-        super().__init__([python, str(DRIVER), str(config_file)], log)
-
-
 @pytest.fixture(scope="module")
 def nova(nova_python, rabbitmq, tmp_path_factory):
     """Nova's client, configured as a nova deployment would be."""
-    path = tmp_path_factory.mktemp("nova")
-    config_file = write_config(path, {
-        "transport_url": rabbitmq.transport_url,
-        "control_exchange": EXCHANGE,
-        "rpc_response_timeout": 30,
-        "long_rpc_timeout": 60,
-    }, name="nova.conf")
-    client = NovaClient(nova_python, config_file, path / "nova-driver.log")
+    client = NovaClient.configured(nova_python, rabbitmq.transport_url,
+                                   EXCHANGE, tmp_path_factory.mktemp("nova"))
     yield client
     client.close()
 

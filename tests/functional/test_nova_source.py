@@ -15,10 +15,9 @@ import pytest
 import sqlalchemy as sa
 
 from tests.fixtures import _net
-from tests.fixtures.config import write_config
 from tests.functional.conftest import every_database
 from tests.functional.conftest import run_command
-from tests.functional.test_nova_interop import NovaClient
+from tests.fixtures.nova_client import NovaClient
 from tests.functional.test_telemetry import scrape
 from tests.functional.test_telemetry import value
 from tests.functional.waits import wait_until
@@ -32,12 +31,8 @@ RESERVED = 512
 @pytest.fixture(scope="module")
 def nova(nova_python, rabbitmq, tmp_path_factory):
     """Nova's client, configured as a nova deployment would be."""
-    path = tmp_path_factory.mktemp("nova")
-    config_file = write_config(path, {
-        "transport_url": rabbitmq.transport_url,
-        "control_exchange": EXCHANGE, "rpc_response_timeout": 30,
-        "long_rpc_timeout": 60}, name="nova.conf")
-    client = NovaClient(nova_python, config_file, path / "nova-driver.log")
+    client = NovaClient.configured(nova_python, rabbitmq.transport_url,
+                                   EXCHANGE, tmp_path_factory.mktemp("nova"))
     yield client
     client.close()
 

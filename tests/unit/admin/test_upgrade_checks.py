@@ -54,7 +54,7 @@ def test_a_value_that_does_not_read_fails_the_config_check_naming_it(
 def test_checks_are_named_in_order():
     assert [name for name, _ in upgrade_checks.Checks._upgrade_checks] == [
         "Database", "Schema revision", "Message broker", "Configuration",
-        "Nova databases"]
+        "Nova databases", "Heat database"]
 
 
 def test_the_config_check_names_the_filters_that_run_added_ones_too():
