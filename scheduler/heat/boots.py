@@ -28,6 +28,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 import sqlalchemy as sa
 
+from scheduler.claims import lifecycle
 from scheduler.claims.groups import GroupRule
 from scheduler.db import allocations
 from scheduler.db import foreign
@@ -113,11 +114,21 @@ class HeatBoots:
             stored = self._place(stack_id)
             if stored is None:
                 return _by_itself()
-        consumer = _consumer(stored, server)
+        consumers = _consumers(stored)
+        consumer = _consumer(consumers, server)
         if consumer is None:
             self._remember(stack_id, f"its plan has no server {server.key!r}")
             return _by_itself()
-        return self._take_over(spec, stack_id, consumer, instance)
+        destination = self._take_over(spec, stack_id, consumer, instance)
+        if destination is not None:
+            # Heat creates a stack's servers batch after batch, each once
+            # the one before is built: the plan's other claims get the
+            # whole TTL again from every boot that lands on it.
+            retry(lifecycle.renew)(
+                self.engine, [u for uuids in consumers.values()
+                              for u in uuids if u != consumer],
+                self.conf.scheduler.unconfirmed_claim_ttl)
+        return destination
 
     def _take_over(self, spec: RequestSpec, stack_id: str, consumer: str,
                    instance: str) -> list[dict[str, Any]] | None:
@@ -230,10 +241,16 @@ def _by_itself() -> None:
     return None
 
 
-def _consumer(definition: str, server: hints.HeatServer) -> str | None:
-    """The consumer uuid of ``server`` in a stored stack ``definition``."""
-    resources = {name: r["spec"]["instance_uuids"] for name, r in
-                 json.loads(definition)["resources"].items() if r["spec"]}
+def _consumers(definition: str) -> dict[str, list[str]]:
+    """Each placed resource's consumer uuids, in a stored stack
+    ``definition``."""
+    return {name: r["spec"]["instance_uuids"] for name, r in
+            json.loads(definition)["resources"].items() if r["spec"]}
+
+
+def _consumer(consumers: dict[str, list[str]],
+              server: hints.HeatServer) -> str | None:
+    """The consumer uuid of ``server`` among a stack's ``consumers``."""
     found = hints.instance_of(server, {n: len(u)
-                                       for n, u in resources.items()})
-    return None if found is None else resources[found[0]][found[1]]
+                                       for n, u in consumers.items()})
+    return None if found is None else consumers[found[0]][found[1]]

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import uuid
 
+import sqlalchemy as sa
+
+from scheduler.db import clock
+from scheduler.db import models
 from tests.functional.conftest import every_database
 from tests.functional.conftest import node
 
@@ -153,3 +157,28 @@ def test_a_boot_naming_no_placed_stack_is_placed_as_any(make_deployment):
 
     assert placed["host"] == "h0"
     assert len(deployment.allocations()) == 1
+
+
+def test_each_boot_on_the_plan_gives_the_plans_other_claims_the_ttl_again(
+        make_deployment):
+    """Heat boots a stack batch after batch, each once the one before is
+    built: the claims still waiting must not run out meanwhile."""
+    deployment = make_deployment()
+    deployment.add_nodes([node(f"h{i}") for i in range(4)])
+    deployment.start_server()
+    deployment.api.select_stack({}, _stack())
+    allocs = models.allocations
+    with deployment.engine.begin() as conn:
+        # As if the stack was placed almost a TTL ago.
+        conn.execute(allocs.update().values(
+            expires_at=clock.utcnow_plus(
+                sa.bindparam("b_ttl", 60, type_=sa.Integer))))
+
+    _boot(deployment, ["web"], "db", str(uuid.uuid4()))
+
+    with deployment.engine.connect() as conn:
+        now = conn.execute(sa.select(clock.utcnow())).scalar()
+        left = [(a.expires_at - now).total_seconds()
+                for a in conn.execute(sa.select(allocs))]
+    ttl = deployment.conf.scheduler.unconfirmed_claim_ttl
+    assert len(left) == 5 and all(s > ttl - 600 for s in left), left
