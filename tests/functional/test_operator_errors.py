@@ -624,9 +624,9 @@ def test_a_broker_option_the_connection_cannot_use_is_named(
 
 #: Every table of the schema, to grant on one by one.
 _SERVER_TABLES = ("services", "compute_nodes", "allocations", "claim_groups",
-                  "stacks", "drains", "drain_moves", "change_counter",
-                  "aggregates", "aggregate_hosts", "aggregate_metadata",
-                  "alembic_version")
+                  "stacks", "stack_instances", "drains", "drain_moves",
+                  "change_counter", "aggregates", "aggregate_hosts",
+                  "aggregate_metadata", "alembic_version")
 
 
 def _user_granted(kind: str, server, database: str,
@@ -877,6 +877,7 @@ def test_start_check_passes_a_user_with_every_write_grant(
                    "allocations": _EVERY,
                    "claim_groups": "SELECT, INSERT, UPDATE",
                    "stacks": _EVERY,
+                   "stack_instances": "SELECT, INSERT, DELETE",
                    "drains": "SELECT, INSERT, DELETE",
                    "drain_moves": _EVERY,
                    # MariaDB's triggers update it as their definer.
