@@ -160,12 +160,9 @@ class HeatBoots:
                 project_id=spec.project_id, user_id=spec.user_id,
                 ttl=self.conf.scheduler.unconfirmed_claim_ttl):
             return _by_itself()
-        placed = retry(allocations.placements)(self.engine, [instance])
-        if instance not in placed:
-            # Released at once (the stack released, the instance deleted).
-            return _by_itself()
         metrics.heat_boot("planned")
-        destination = held_destination(placed[instance])
+        # The claim moved as it was, on its node, to the instance.
+        destination = {**held_destination(row), "uuid": instance}
         LOG.debug("Heat stack %s: %s lands on its planned host %s",
                   stack_id, instance, destination["host"])
         return [destination]
