@@ -81,6 +81,8 @@ class HeatBoots:
             else None)
         self._one_by_one: collections.OrderedDict[str, str] = \
             collections.OrderedDict()
+        self._said: collections.OrderedDict[tuple[str, str], None] = \
+            collections.OrderedDict()
 
     def close(self) -> None:
         for engine in (self.heat, self.nova_api):
@@ -110,14 +112,16 @@ class HeatBoots:
         stored = retry(store.definition)(self.engine, stack_id)
         if stored is None:
             if self.heat is None:
-                return None
+                return _by_itself()
             stored = self._place(stack_id)
             if stored is None:
                 return _by_itself()
         consumers = _consumers(stored)
         consumer = _consumer(consumers, server)
         if consumer is None:
-            self._remember(stack_id, f"its plan has no server {server.key!r}")
+            # A server the stack gained since it was placed (an update).
+            self._say_once(stack_id, f"its plan has no server "
+                                     f"{server.key!r}")
             return _by_itself()
         destination = self._take_over(spec, stack_id, consumer, instance)
         if destination is not None:
@@ -136,17 +140,18 @@ class HeatBoots:
         taken over by ``instance``; None if it cannot be."""
         retry = self._retry
         held = retry(allocations.placements)(self.engine, [consumer])
-        if consumer not in held:
+        if consumer not in held or held[consumer].node_deleted:
             # Expired, released, or another instance of this server took
-            # it (Heat replaced a server that failed to build).
+            # it (Heat replaced a server that failed to build); or its node
+            # is gone.
             LOG.info("Heat stack %s: the plan's claim for %s is gone; "
                      "placing it by itself", stack_id, instance)
             return _by_itself()
         row, flavor = held[consumer], spec.flavor
         if (row.vcpus, row.memory_mb, row.disk_gb) != (
                 flavor.vcpus, flavor.memory_mb, flavor.disk_gb):
-            self._remember(stack_id, (
-                f"nova's boot of {instance} asks for {flavor.vcpus} vCPUs, "
+            self._say_once(stack_id, (
+                f"a boot asks for {flavor.vcpus} vCPUs, "
                 f"{flavor.memory_mb} MB, {flavor.disk_gb} GB where the plan "
                 f"claimed {row.vcpus}, {row.memory_mb}, {row.disk_gb} (the "
                 f"template's flavor read differently?)"))
@@ -222,14 +227,22 @@ class HeatBoots:
             files=heat_stack.files, environment=heat_stack.environment)
 
     def _remember(self, stack_id: str, why: str) -> None:
-        """Place stack ``stack_id``'s boots by themselves from now on,
-        saying ``why`` once."""
-        if stack_id not in self._one_by_one:
-            LOG.warning("Heat stack %s is placed boot by boot: %s",
-                        stack_id, why)
-            self._one_by_one[stack_id] = why
-            while len(self._one_by_one) > MAX_REMEMBERED:
-                self._one_by_one.popitem(last=False)
+        """Place stack ``stack_id``'s boots by themselves from now on (it
+        has no plan and cannot have one), saying ``why`` once."""
+        self._one_by_one[stack_id] = why
+        self._say_once(stack_id, why)
+
+    def _say_once(self, stack_id: str, why: str) -> None:
+        """Log that a boot of stack ``stack_id`` is placed by itself, and
+        ``why``, once per stack and reason in this worker."""
+        if (stack_id, why) in self._said:
+            return
+        LOG.warning("Heat stack %s is placed boot by boot: %s", stack_id,
+                    why)
+        self._said[(stack_id, why)] = None
+        for remembered in (self._said, self._one_by_one):
+            while len(remembered) > MAX_REMEMBERED:
+                remembered.popitem(last=False)
 
 
 def _by_itself() -> None:

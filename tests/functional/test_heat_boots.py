@@ -125,6 +125,9 @@ def test_a_boot_of_a_server_the_plan_lacks_is_placed_by_itself(
 
     assert placed["uuid"] == instance
     assert len(deployment.allocations()) == 6
+    # The stack's own servers still land on its plan.
+    _boot(deployment, ["web"], "db", str(uuid.uuid4()))
+    assert len(deployment.allocations()) == 6
     deployment.stop_servers()
     assert "Heat stack %s is placed boot by boot: its plan has no server " \
         "'cache'" % ROOT in deployment.server_log()
