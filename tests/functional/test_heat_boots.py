@@ -44,6 +44,15 @@ def _boot(deployment, path: list[str], name: str, instance: str,
         "scheduler_hints": hints, **spec})
 
 
+def with_stack(make_deployment):
+    """A server on four hosts, the stack of :func:`_stack` placed."""
+    deployment = make_deployment()
+    deployment.add_nodes([node(f"h{i}") for i in range(4)])
+    deployment.start_server()
+    deployment.api.select_stack({}, _stack())
+    return deployment
+
+
 def _planned(placed: dict) -> dict[str, list[str]]:
     return {name: [d["host"] for d in dests]
             for name, dests in placed["resources"].items()}
@@ -99,10 +108,7 @@ def test_a_second_instance_of_one_server_is_placed_by_itself(
         make_deployment):
     """Heat replaced a server that failed to build: the plan's claim is
     the first instance's; the new one gets a claim of its own."""
-    deployment = make_deployment()
-    deployment.add_nodes([node(f"h{i}") for i in range(4)])
-    deployment.start_server()
-    deployment.api.select_stack({}, _stack())
+    deployment = with_stack(make_deployment)
     first, second = str(uuid.uuid4()), str(uuid.uuid4())
     _boot(deployment, ["web"], "db", first)
 
@@ -115,10 +121,7 @@ def test_a_second_instance_of_one_server_is_placed_by_itself(
 
 def test_a_boot_of_a_server_the_plan_lacks_is_placed_by_itself(
         make_deployment):
-    deployment = make_deployment()
-    deployment.add_nodes([node(f"h{i}") for i in range(4)])
-    deployment.start_server()
-    deployment.api.select_stack({}, _stack())
+    deployment = with_stack(make_deployment)
     instance = str(uuid.uuid4())
 
     [placed] = _boot(deployment, ["web"], "cache", instance)
@@ -135,10 +138,7 @@ def test_a_boot_of_a_server_the_plan_lacks_is_placed_by_itself(
 
 def test_a_boot_asking_other_sizes_than_the_plan_is_placed_by_itself(
         make_deployment):
-    deployment = make_deployment()
-    deployment.add_nodes([node(f"h{i}") for i in range(4)])
-    deployment.start_server()
-    deployment.api.select_stack({}, _stack())
+    deployment = with_stack(make_deployment)
     instance = str(uuid.uuid4())
 
     _boot(deployment, ["web"], "db", instance,
@@ -166,10 +166,7 @@ def test_each_boot_on_the_plan_gives_the_plans_other_claims_the_ttl_again(
         make_deployment):
     """Heat boots a stack batch after batch, each once the one before is
     built: the claims still waiting must not run out meanwhile."""
-    deployment = make_deployment()
-    deployment.add_nodes([node(f"h{i}") for i in range(4)])
-    deployment.start_server()
-    deployment.api.select_stack({}, _stack())
+    deployment = with_stack(make_deployment)
     allocs = models.allocations
     with deployment.engine.begin() as conn:
         # As if the stack was placed almost a TTL ago.
