@@ -23,7 +23,6 @@ from scheduler.db.engine import create_engine
 from scheduler.db import migration
 from scheduler.decide.filter import Pipeline
 from scheduler.novadb.databases import NovaDatabases
-from scheduler.heat.boots import HeatBoots
 from scheduler.heat import database as heat_database
 
 Code = upgradecheck.Code
@@ -143,11 +142,11 @@ class Checks(upgradecheck.UpgradeCommands):
         if not self.conf.heat.database_connection:
             return Result(Code.SUCCESS,
                           "not used: stacks placed with select_stack only")
-        boots = HeatBoots(self.conf, None, None)
+        engine = heat_database.engine(self.conf)
         try:
-            stacks = heat_database.check(boots.heat)
+            stacks = heat_database.check(engine)
         finally:
-            boots.close()
+            engine.dispose()
         return Result(Code.SUCCESS, f"Heat's database answers: {stacks} "
                       f"root stack(s)")
 

@@ -59,24 +59,16 @@ class HeatBoots:
     """Boots of Heat's servers for one worker's ``driver``."""
 
     def __init__(self, conf: cfg.ConfigOpts, driver, engine: sa.Engine):
-        """:raises ConfigError: ``[heat] database_connection`` (or nova's
-        API database, read for flavors) is not a usable URL."""
-        if conf.heat.database_connection and not (
-                conf.nova.api_database_connection or conf.heat.flavors_file):
-            raise exception.ConfigError(
-                "[heat] database_connection: the flavors Heat's templates "
-                "name come from nova's API database or a file: set [nova] "
-                "api_database_connection or [heat] flavors_file")
+        """:raises ConfigError: as :func:`scheduler.heat.database.engine`,
+        or nova's API database (read for flavors) is not a usable URL."""
         self.conf = conf
         self.driver = driver
         self.engine = engine
         self._retry = db_retry.for_conf(conf)
-        timeout = response.timeout(conf)
-        self.heat = (database.engine(conf.heat.database_connection, timeout)
-                     if conf.heat.database_connection else None)
+        self.heat = database.engine(conf)
         self.nova_api = (foreign.reader_engine(
             conf.nova.api_database_connection,
-            "[nova] api_database_connection", timeout)
+            "[nova] api_database_connection", response.timeout(conf))
             if self.heat is not None and conf.nova.api_database_connection
             else None)
         self._one_by_one: collections.OrderedDict[str, str] = \

@@ -12,10 +12,12 @@ import dataclasses
 import json
 from typing import Any
 
+from oslo_config import cfg
 import sqlalchemy as sa
 
 from scheduler import exception
 from scheduler.db import foreign
+from scheduler.db import response
 
 _heat = sa.MetaData()
 stack = sa.Table(
@@ -48,10 +50,23 @@ class NotRoot(Exception):
     """The stack id is no live root stack of Heat's database."""
 
 
-def engine(url: str, timeout: float) -> sa.Engine:
-    """The engine reading Heat's database at ``url``.
-    :raises ConfigError: the URL cannot be used, naming the option."""
-    return foreign.reader_engine(url, "[heat] database_connection", timeout)
+def engine(conf: cfg.ConfigOpts) -> sa.Engine | None:
+    """The engine reading Heat's database (``[heat]
+    database_connection``), or None when none is set.
+
+    :raises ConfigError: the URL cannot be used, or no source of the
+        flavors Heat's templates name is set, naming the options.
+    """
+    url = conf.heat.database_connection
+    if not url:
+        return None
+    if not (conf.nova.api_database_connection or conf.heat.flavors_file):
+        raise exception.ConfigError(
+            "[heat] database_connection: the flavors Heat's templates name "
+            "come from nova's API database or a file: set [nova] "
+            "api_database_connection or [heat] flavors_file")
+    return foreign.reader_engine(url, "[heat] database_connection",
+                                 response.timeout(conf))
 
 
 def check(engine: sa.Engine) -> int:

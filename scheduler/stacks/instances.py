@@ -106,4 +106,5 @@ def take_over(engine: sa.Engine, stack_id: str, consumer_uuid: str,
 
 
 class _NotTaken(Exception):
-    """The consumer holds no claim: roll the record back."""
+    """The stack is not placed or the consumer holds no claim: roll the
+    record back."""
