@@ -24,15 +24,13 @@ DATABASE_SERVERS = {"postgresql": "postgresql", "mysql": "mariadb"}
 
 def database_of(item: pytest.Item) -> str:
     """The database a collected test runs on: its ``database_url`` param,
-    else the database whose server it asks for or it is marked with (a
-    test that starts servers of its own, as a PostgreSQL primary and
-    standby), else ``sqlite`` (SQLite, or no database at all)."""
+    else the database server it asks for, else ``sqlite`` (SQLite, or no
+    database at all)."""
     callspec = getattr(item, "callspec", None)
     if callspec is not None and "database_url" in callspec.params:
         return callspec.params["database_url"]
     return next((kind for kind, server in DATABASE_SERVERS.items()
-                 if item.get_closest_marker(kind)
-                 or server in item.fixturenames), "sqlite")
+                 if server in item.fixturenames), "sqlite")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

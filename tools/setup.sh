@@ -4,9 +4,9 @@
 #
 #   tools/setup.sh [--with-tests | --with-unit-tests]
 #
-# --with-tests adds what the whole suite needs (PostgreSQL, MariaDB and the
-# test, benchmark and documentation requirements); --with-unit-tests only
-# the test requirements.
+# --with-tests adds what the whole suite needs (PostgreSQL, MariaDB, a
+# Galera cluster behind HAProxy, and the test, benchmark and documentation
+# requirements); --with-unit-tests only the test requirements.
 # Needs root, or sudo, to install the Debian packages the first time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +14,9 @@ cd "$(dirname "$0")/.."
 with=${1:-}
 packages=(rabbitmq-server python3-venv)
 if [[ "$with" == "--with-tests" ]]; then
-    packages+=(postgresql mariadb-server)
+    # galera-4, rsync (its state transfers, which look for their daemon
+    # with iproute2's ss) and haproxy: tests/fixtures/galera.py.
+    packages+=(postgresql mariadb-server galera-4 rsync iproute2 haproxy)
 fi
 
 missing=()
