@@ -1,10 +1,8 @@
 """The scheduler on a Galera cluster with one writer behind HAProxy
 (tests/fixtures/galera.py): its schema fits Galera, and its engine writes
 again, with nothing committed lost, once the writer has been killed.
-
-Its own cluster (three nodes, HAProxy), so it runs in the ``mysql``
-phase of the suite.
-"""
+The cluster is the phase's (tests/machines/conftest.py), on the bridge's
+address, fresh for this test: it kills a node."""
 from __future__ import annotations
 
 import time
@@ -20,36 +18,14 @@ from scheduler.db import models
 from scheduler.db import retry
 from scheduler.db.engine import create_engine
 from scheduler.sim import fleet
-from tests.fixtures.availability import require
 from tests.fixtures.config import write_config
 from tests.fixtures.galera import GaleraCluster
 from tests.fixtures.galera import GaleraNode
 from tests.functional.waits import wait_until
 
-pytestmark = pytest.mark.mysql
-
 #: What a failover may take: ``[scheduler] db_outage_timeout``'s default,
 #: the time the service goes on retrying a database it cannot reach.
 FAILOVER_BOUND = 30
-
-
-@pytest.fixture
-def galera() -> Iterator[GaleraCluster]:
-    """A started cluster of its own: the test kills its nodes."""
-    reason = GaleraCluster.unavailable_reason()
-    if reason:
-        require("Galera", reason)
-    cluster = GaleraCluster()
-    started = time.monotonic()
-    try:
-        cluster.start()
-    except GaleraCluster.Error as exc:   # start() cleaned up after itself
-        require("Galera", f"could not start: {exc}")
-    print(f"Galera cluster started in {time.monotonic() - started:.1f} s")
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 import sqlalchemy as sa
@@ -20,7 +19,6 @@ from scheduler.db import models
 from scheduler.db import retry
 from scheduler.db.engine import create_engine
 from scheduler.sim import fleet
-from tests.fixtures.availability import require
 from tests.fixtures.config import write_config
 from tests.fixtures.postgres import STANDBY_NAME
 from tests.fixtures.postgres_standby import PostgreSQLPair
@@ -29,35 +27,16 @@ from tests.fixtures.postgres_standby import PostgreSQLPair
 #: standby: it took 0.16-0.35 s with the promotion issued at once.
 FAILOVER_BOUND = 30
 
-pytestmark = pytest.mark.postgresql
-
-
-@pytest.fixture
-def pair() -> Iterator[PostgreSQLPair]:
-    """A started primary and standby, of this test alone: it kills one."""
-    pair = PostgreSQLPair()
-    reason = pair.unavailable_reason()
-    if reason:
-        require("PostgreSQL", reason)
-    try:
-        pair.start()
-    except PostgreSQLPair.Error as exc:  # start() cleaned up after itself
-        require("PostgreSQL", f"could not start a primary and standby: {exc}")
-    try:
-        yield pair
-    finally:
-        pair.stop()
-
 
 def _hosts(engine: sa.Engine) -> set[str]:
     with engine.connect() as conn:
         return set(conn.scalars(sa.select(models.compute_nodes.c.host)))
 
 
-def test_the_engine_writes_on_the_promoted_standby(pair: PostgreSQLPair,
+def test_the_engine_writes_on_the_promoted_standby(postgres: PostgreSQLPair,
                                                    tmp_path: Path) -> None:
     config = write_config(tmp_path, {"state_path": tmp_path,
-                                     "database.connection": pair.url})
+                                     "database.connection": postgres.url})
     engine = create_engine(sched_conf.load(["--config-file", str(config)]))
     try:
         migration.upgrade(engine)
@@ -66,7 +45,7 @@ def test_the_engine_writes_on_the_promoted_standby(pair: PostgreSQLPair,
         with engine.connect() as conn:
             # The session the service writes in waits for the standby.
             assert conn.exec_driver_sql("SHOW synchronous_commit").scalar() == "on"
-        assert pair.primary.execute(
+        assert postgres.primary.execute(
             "SELECT sync_state FROM pg_stat_replication"
             " WHERE application_name = %s", [STANDBY_NAME]) == [("sync",)]
         # Connections to the primary in the pool when it dies, as a busy
@@ -77,13 +56,13 @@ def test_the_engine_writes_on_the_promoted_standby(pair: PostgreSQLPair,
             conn.close()
 
         killed = time.monotonic()
-        pair.kill_primary()
+        postgres.kill_primary()
         # No server takes writes until the promotion: the write fails at
         # once with an error the service's retries wait out.
         with pytest.raises(sa.exc.OperationalError) as refused:
             fleet.register(engine, [after])
         assert retry.is_away(refused.value)
-        pair.promote()
+        postgres.promote()
 
         errors: list[Exception] = []
         while True:
@@ -98,6 +77,6 @@ def test_the_engine_writes_on_the_promoted_standby(pair: PostgreSQLPair,
         assert _hosts(engine) == {before.host, after.host}
         with engine.connect() as conn:
             assert conn.exec_driver_sql("SELECT inet_server_port()").scalar() == \
-                pair.standby.port
+                postgres.standby.port
     finally:
         engine.dispose()

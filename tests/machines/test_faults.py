@@ -1,0 +1,42 @@
+"""Under load (callers placing and releasing, three schedulers of two
+workers each on three machines), each fault a several-machine deployment
+meets loses no claim a caller was told of, doubles none, overcommits no
+node, and placements succeed again by themselves.
+
+What each fault cost (recovery time, what callers saw) is measured, not
+judged, here: ``benchmarks/machines.py`` tabulates it.
+"""
+from __future__ import annotations
+
+from tests.fixtures import faults
+
+
+def assert_books_balance(result: faults.Result, bed) -> None:
+    verdict = result.verdict
+    assert verdict.lost == [], "claims callers were told of are gone"
+    assert verdict.moved == [], "claims are not where callers were told"
+    assert verdict.kept == [], "claims callers were told are released remain"
+    assert verdict.usage_mismatch == [], "nodes' usage is not their claims"
+    assert verdict.overcommit == [], "nodes hold more than they have"
+    assert bed.tracebacks() == {}, "an unexpected error in a scheduler"
+
+
+def test_broker_node_leading_the_queue_dies(bed, rabbit):
+    assert rabbit.queue_type(bed.topic) == "quorum"
+    result = faults.broker_node_dies(bed, rabbit)
+    assert_books_balance(result, bed)
+
+
+def test_scheduler_machine_cut_off_mid_claim(bed):
+    result = faults.machine_cut_off(bed)
+    assert_books_balance(result, bed)
+
+
+def test_postgresql_primary_dies_and_standby_takes_over(bed, postgres):
+    result = faults.primary_dies(bed, postgres)
+    assert_books_balance(result, bed)
+
+
+def test_galera_writer_dies(galera_bed, galera):
+    result = faults.galera_writer_dies(galera_bed, galera)
+    assert_books_balance(result, galera_bed)
