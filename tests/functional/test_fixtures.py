@@ -1,4 +1,5 @@
-"""Checks that the real-server fixtures give working RabbitMQ, PostgreSQL and
+"""Checks that the real-server fixtures give working RabbitMQ (one node, and
+a cluster whose quorum queues survive a node's crash), PostgreSQL and
 MariaDB."""
 
 from __future__ import annotations
@@ -6,17 +7,19 @@ from __future__ import annotations
 import importlib
 import time
 import uuid
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 import oslo_messaging
+import oslo_messaging.opts
 import pytest
 import sqlalchemy
 from oslo_config import cfg
 
-from tests.fixtures import availability
+from tests.fixtures import _net, availability
 from tests.fixtures.mariadb import MariaDBServer
 from tests.fixtures.postgres import PostgreSQLServer
 from tests.fixtures.rabbitmq import RabbitMQServer
+from tests.fixtures.rabbitmq_cluster import RabbitMQCluster
 
 
 def _register_global_only_opts(conf: cfg.ConfigOpts) -> None:
@@ -50,14 +53,23 @@ class EchoEndpoint:
 class RpcPair:
     """An oslo.messaging RPC server (threading executor) plus a client to it."""
 
-    def __init__(self, transport_url: str) -> None:
+    def __init__(self, transport_url: str,
+                 rabbit_options: Optional[dict[str, Any]] = None) -> None:
+        """``rabbit_options``: ``[oslo_messaging_rabbit]`` settings."""
         # A private ConfigOpts keeps driver options out of the global CONF.
         self.conf = cfg.ConfigOpts()
         self.conf([], project="schedtest-fixtures", default_config_files=[],
                   default_config_dirs=[])
         _register_global_only_opts(self.conf)
+        # Registered ahead of the driver, which would register them itself,
+        # so that they can be set before any connection reads them.
+        for group, opts in oslo_messaging.opts.list_opts():
+            if group == "oslo_messaging_rabbit":
+                self.conf.register_opts(opts, group=group)
+        for name, value in (rabbit_options or {}).items():
+            self.conf.set_override(name, value, group="oslo_messaging_rabbit")
         self.transport = oslo_messaging.get_rpc_transport(self.conf, url=transport_url)
-        topic = f"schedtest-echo-{uuid.uuid4().hex[:8]}"
+        self.topic = topic = f"schedtest-echo-{uuid.uuid4().hex[:8]}"
         self.server = oslo_messaging.get_rpc_server(
             self.transport,
             oslo_messaging.Target(topic=topic, server="echo-1"),
@@ -72,6 +84,19 @@ class RpcPair:
 
     def call(self, value: Any, timeout: float = 10) -> Any:
         return self.client.prepare(timeout=timeout).call({}, "echo", value=value)
+
+    def call_until_answered(self, value: Any, within: float) -> Any:
+        """Call until a call is answered; re-raise the last error after
+        ``within`` seconds.  After a broker restart or failover, server
+        and client reconnect with oslo.messaging's own back-off, so the
+        first calls may be lost and time out."""
+        deadline = time.monotonic() + within
+        while True:
+            try:
+                return self.call(value, timeout=5)
+            except oslo_messaging.MessagingException:
+                if time.monotonic() > deadline:
+                    raise
 
     def close(self) -> None:
         self.server.stop()
@@ -136,16 +161,72 @@ def test_rabbitmq_restart_then_rpc_works(rabbitmq: RabbitMQServer, rpc: RpcPair)
     port = rabbitmq.port
     rabbitmq.restart()
     assert rabbitmq.port == port
-    # Server and client reconnect with oslo.messaging's own back-off, so the
-    # first calls after the restart may time out.
-    deadline = time.monotonic() + 90
+    assert rpc.call_until_answered("after", within=90) == "after"
+
+
+def _leader_other_than(cluster: RabbitMQCluster, queue: str, old: int,
+                       within: float) -> int:
+    """The leader of quorum ``queue`` once it is no longer node ``old``."""
+    deadline = time.monotonic() + within
     while True:
         try:
-            assert rpc.call("after", timeout=5) == "after"
-            break
-        except oslo_messaging.MessagingException:
+            leader = cluster.leader_of(queue)
+        except RabbitMQCluster.Error:  # no leader while the survivors vote
             if time.monotonic() > deadline:
                 raise
+        else:
+            if leader != old:
+                return leader
+            assert time.monotonic() < deadline, f"node {old} still leads {queue}"
+        time.sleep(0.2)
+
+
+def test_rabbitmq_cluster_rpc_survives_the_quorum_leader_killed() -> None:
+    # 127.0.0.2: a loopback address that is not the distribution's, so
+    # the AMQP listeners are seen to take the address they are given.
+    cluster = RabbitMQCluster(address="127.0.0.2")
+    reason = cluster.unavailable_reason()
+    if reason:
+        availability.require("RabbitMQ cluster", reason)
+    cluster.start()
+    nodes = list(cluster.nodes)
+    dirs = [node.base_dir for node in nodes]
+    rpc = None
+    try:
+        assert cluster.running_nodes() == [0, 1, 2]
+        for node in nodes:
+            assert _listen_addresses(node.port) == {"127.0.0.2"}
+            assert _listen_addresses(node.dist_port) == {"127.0.0.1"}
+        rpc = RpcPair(cluster.transport_url,
+                      rabbit_options={"rabbit_quorum_queue": True})
+        assert rpc.call("before") == "before"
+        queues = cluster.queues()
+        assert queues[rpc.topic] == "quorum"
+        assert queues[f"{rpc.topic}.echo-1"] == "quorum"
+        # Reply and fanout queues are transient: quorum only with
+        # rabbit_transient_quorum_queue.
+        transient = {name: kind for name, kind in queues.items()
+                     if name.startswith(("reply_", f"{rpc.topic}_fanout_"))}
+        assert sorted(transient.values()) == ["classic", "classic"], transient
+
+        leader = cluster.leader_of(rpc.topic)
+        cluster.kill(leader)
+        _leader_other_than(cluster, rpc.topic, leader, within=60)
+        assert rpc.call_until_answered("after the kill", within=120) == "after the kill"
+
+        cluster.start_node(leader)
+        assert cluster.running_nodes() == [0, 1, 2]
+        assert rpc.call_until_answered("rejoined", within=60) == "rejoined"
+    finally:
+        if rpc is not None:
+            rpc.close()
+        cluster.stop()
+    assert not any(d is None or d.exists() for d in dirs)
+    for node in nodes:
+        assert not node.is_running
+        assert not _net.port_open(node.port, "127.0.0.2")
+    assert not _net.port_open(nodes[0].epmd_port)
+    cluster.stop()                # idempotent
 
 
 # -- PostgreSQL -------------------------------------------------------------
