@@ -37,3 +37,10 @@ class ServiceUnavailable(SchedulerException):
     """The scheduler cannot answer now for a reason outside the request
     (its database is read-only, gone, or without a schema); the message
     names it and the fix. Nothing was claimed."""
+
+
+class CallerGone(ServiceUnavailable):
+    """The caller of a request stopped waiting for its reply (its RPC
+    timeout, ``[DEFAULT] rpc_response_timeout``, passed) before the
+    request began a database transaction: the request is dropped, nothing
+    claimed. The caller has re-sent it (answered there) or given up."""

@@ -61,6 +61,10 @@ def create_engine(conf: cfg.ConfigOpts) -> sa.Engine:
         # A SQLite file has no connection to lose (and oslo.db's SQLite
         # rollback listener fails on an invalidated one).
         _lost_is_disconnect(engine)
+    # A request's transaction held up past its caller's patience (a lock,
+    # a network cut) does not commit: the caller has re-sent the request,
+    # been answered, and may have released what it was told since.
+    sa.event.listen(engine, "commit", retry.refuse_if_caller_gone)
     lock_timeout = int(conf.scheduler.db_lock_timeout)
     if engine.dialect.name == "mysql" and not engine.dialect.delete_returning:
         # Release and expiry give usage back exactly once by deleting with
@@ -100,6 +104,9 @@ def create_engine(conf: cfg.ConfigOpts) -> sa.Engine:
                 "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
             cursor.execute(
                 f"SET SESSION innodb_lock_wait_timeout = {lock_timeout}")
+            # MariaDB's; see _postgresql_session for why.
+            cursor.execute(
+                f"SET SESSION idle_transaction_timeout = {answer_timeout}")
             cursor.close()
 
         # PyMySQL's socket timeouts: it waits in recv() for ever by
@@ -127,12 +134,23 @@ def create_engine(conf: cfg.ConfigOpts) -> sa.Engine:
         # psycopg2 prepares nothing else; plan_cache_mode is PostgreSQL
         # 12's.
         #
-        # A SET is undone with its transaction, so the two are committed,
+        # A scheduler cut off the network mid-claim (its machine gone, a
+        # partition) leaves its transaction open on the server, holding
+        # the node rows it updated: without a bound, until the server's
+        # TCP keepalive gives up (hours), every claim on those nodes fails
+        # its lock timeout. None of our transactions waits between two
+        # statements longer than one round trip may take, so the server
+        # ends one idle for that long and lets its locks go. (The
+        # scheduler's side dropped the connection by then: response.)
+        #
+        # A SET is undone with its transaction, so these are committed,
         # once.
         @sa.event.listens_for(engine, "connect")
         def _postgresql_session(dbapi_connection, record):
             with dbapi_connection.cursor() as cursor:
                 cursor.execute(f"SET lock_timeout = '{lock_timeout}s'")
+                cursor.execute("SET idle_in_transaction_session_timeout = "
+                               f"'{answer_timeout}s'")
                 if generic_plans and \
                         dbapi_connection.server_version >= 120000:
                     cursor.execute("SET plan_cache_mode = force_generic_plan")

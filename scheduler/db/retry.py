@@ -25,6 +25,20 @@ takes, however many attempts that is. Within an RPC request or cast
 (:func:`serving`) those seconds are one window for all its transactions,
 counted from its start: neither its steps nor its wait behind another
 request's each get a window of their own.
+
+Nor does a request begin or commit a transaction, first or retried, once
+its caller has stopped waiting for the reply (``[DEFAULT]
+rpc_response_timeout``, :func:`serving`): it raises
+:class:`~scheduler.exception.CallerGone` instead
+(:func:`refuse_if_caller_gone`). The caller has re-sent
+the request by then, or given up. A scheduler cut off the network in the
+middle of a request would otherwise claim when the network came back —
+after the re-sent request was answered, and perhaps after the caller
+released what it was told: a claim nobody holds. (A transaction begun in
+time and held up by the cut is either ended by the server, its locks
+with it — ``idle_in_transaction_session_timeout``, set by
+:mod:`scheduler.db.engine` — or commits while the re-sent request still
+waits on those locks, and then answers it.)
 """
 from __future__ import annotations
 
@@ -39,6 +53,7 @@ from typing import Any, Callable, Iterator, TypeVar
 from oslo_db import exception as db_exc
 from sqlalchemy import exc as sa_exc
 
+from scheduler import exception
 from scheduler import metrics
 
 LOG = logging.getLogger(__name__)
@@ -109,19 +124,52 @@ _request = threading.local()
 
 
 @contextlib.contextmanager
-def serving() -> Iterator[None]:
+def serving(patience: float | None = None) -> Iterator[None]:
     """This thread serves one RPC request or cast until the block ends:
     the ``outage`` window of every :func:`retrying` call in it counts from
     now, not from each call's first error, so the request or cast waits
     for a database that cannot be reached ``db_outage_timeout`` seconds
     in all — however many transactions it runs, and however long it
-    queued behind other requests waiting for the same database."""
+    queued behind other requests waiting for the same database.
+
+    :param patience: seconds the caller waits for the reply (its RPC
+        timeout); once they have passed since now, no transaction of the
+        request begins or commits
+        (:class:`~scheduler.exception.CallerGone`).
+    """
     outer = getattr(_request, "since", None)
+    outer_patience = getattr(_request, "patience", None)
     _request.since = time.monotonic() if outer is None else outer
+    if outer is None:
+        _request.patience = patience
     try:
         yield
     finally:
         _request.since = outer
+        _request.patience = outer_patience
+
+
+def refuse_if_caller_gone(conn: Any = None) -> None:
+    """Raise :class:`~scheduler.exception.CallerGone` if the caller of the
+    request this thread serves has stopped waiting for its reply: before a
+    transaction begins (:func:`retrying`) and before it commits (the
+    engine's ``commit`` event, :mod:`scheduler.db.engine`)."""
+    gone = _caller_gone(time.monotonic())
+    if gone is not None:
+        raise exception.CallerGone(
+            f"the caller stopped waiting for this request {gone:.0f} s "
+            f"ago ([DEFAULT] rpc_response_timeout); nothing was claimed")
+
+
+def _caller_gone(now: float) -> float | None:
+    """Seconds since the caller of the request this thread serves stopped
+    waiting for its reply, or None while it waits (or outside a
+    request)."""
+    since = getattr(_request, "since", None)
+    patience = getattr(_request, "patience", None)
+    if since is None or patience is None or now - since <= patience:
+        return None
+    return now - since - patience
 
 
 def stop() -> None:
@@ -243,6 +291,7 @@ def retrying(attempts: int, outage: float = 0.0
             # runs for one (serving), else this call's first error.
             window_from = float("inf")
             while True:
+                refuse_if_caller_gone()
                 began = time.monotonic()
                 try:
                     result = func(*args, **kwargs)

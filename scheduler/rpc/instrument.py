@@ -6,8 +6,8 @@
   ``user``, ``project`` from the RPC context dict) as oslo.context's
   current context, so every log line of that request carries its ids;
 - one window for a database that cannot be reached, counted from its
-  start and shared by all its transactions
-  (:func:`scheduler.db.retry.serving`);
+  start and shared by all its transactions, and no retry once the caller
+  of a call has stopped waiting (:func:`scheduler.db.retry.serving`);
 - database failures the operator must fix (read-only, no schema, gone)
   turned into one ``ServiceUnavailable`` line on both sides instead of a
   traceback with SQL;
@@ -76,10 +76,18 @@ def outcome_of(exc: BaseException | None,
     return "error"
 
 
+#: Nova's casts: no caller waits for their reply, so their database work
+#: is retried for as long as it is bounded (db_retry.serving).
+CASTS = frozenset({"update_aggregates", "delete_aggregate",
+                   "update_instance_info", "sync_instance_info",
+                   "delete_instance_info"})
+
+
 def rpc_method(func: Callable[..., Any]) -> Callable[..., Any]:
     """Decorate an endpoint method ``func(self, ctxt, ...)``."""
     method = func.__name__
     notifies = method not in notifications.QUIET
+    waited_for = method not in CASTS
 
     @functools.wraps(func)
     def wrapper(self, ctxt: Any, *args: Any, **kwargs: Any) -> Any:
@@ -94,7 +102,14 @@ def rpc_method(func: Callable[..., Any]) -> Callable[..., Any]:
         failure: BaseException | None = None
         try:
             try:
-                with db_retry.serving():
+                # A call's caller stops waiting after its RPC timeout:
+                # this server's, which an operator sets to the callers'
+                # (oslo.messaging registers it with the transport: an
+                # endpoint called without one has no caller).
+                with db_retry.serving(
+                        self.conf.rpc_response_timeout
+                        if waited_for and "rpc_response_timeout" in self.conf
+                        else None):
                     result = func(self, ctxt, *args, **kwargs)
             except _DB_ERRORS as e:
                 message = errors.describe(e, self.conf)
@@ -107,6 +122,11 @@ def rpc_method(func: Callable[..., Any]) -> Callable[..., Any]:
                     # message, rpc.transport.Dispatcher) and logs no
                     # traceback.
                     raise rpc_dispatcher.ExpectedException()
+            except exception.CallerGone as e:
+                # Nobody reads the reply: one line for the operator.
+                LOG.warning("%s dropped: %s", method, e)
+                failure = e
+                raise rpc_dispatcher.ExpectedException()
             except BaseException as e:
                 failure = e
                 raise
