@@ -15,6 +15,7 @@ from oslo_db import exception as db_exc
 import pytest
 import sqlalchemy as sa
 
+from scheduler import exception
 from scheduler.db.engine import create_engine
 from scheduler.db import models
 from scheduler.db import retry
@@ -423,3 +424,44 @@ def test_a_lost_connection_is_lost(orig):
 ])
 def test_other_errors_are_not_a_lost_connection(error):
     assert not retry.is_lost(error)
+
+
+def test_no_transaction_of_a_request_begins_once_its_caller_stopped_waiting(
+        clock):
+    """A scheduler cut off mid-request would otherwise claim once the
+    network is back: after the caller re-sent the request, was answered,
+    and perhaps released it."""
+    work, calls = _flaky(1, db_exc.DBConnectionError)
+    with retry.serving(patience=10):
+        clock.now += 4
+        retried = retry.retrying(5, outage=30)(work)
+        # The first attempt fails; the retry would begin 10.05 s in.
+        clock.now += 6
+        with pytest.raises(exception.CallerGone) as gone:
+            retried()
+    assert len(calls) == 1
+    assert "stopped waiting for this request 0 s ago" in str(gone.value)
+    # Outside a request (a periodic task), or for a cast: no patience.
+    work, calls = _flaky(1, db_exc.DBConnectionError)
+    clock.now += 60
+    assert retry.retrying(5, outage=30)(work)() == "done"
+    with retry.serving(patience=None):
+        clock.now += 60
+        assert retry.retrying(5, outage=30)(_flaky(0, None)[0])() == "done"
+
+
+def test_no_transaction_of_a_request_commits_once_its_caller_stopped_waiting(
+        engine, clock):
+    """One begun in time and held up past the caller's patience (a lock,
+    a network cut) is rolled back, not committed."""
+    with retry.serving(patience=10):
+        with pytest.raises(exception.CallerGone):
+            with engine.begin() as conn:
+                _insert_group(conn, "late")
+                clock.now += 11
+    with retry.serving(patience=10):
+        with engine.begin() as conn:
+            _insert_group(conn, "in time")
+    with engine.connect() as conn:
+        assert set(conn.execute(sa.select(models.claim_groups.c.uuid))
+                   .scalars()) == {"in time"}

@@ -6,6 +6,7 @@ import re
 import time
 
 from oslo_messaging.rpc import dispatcher as rpc_dispatcher
+from oslo_config import cfg
 import pytest
 from sqlalchemy import exc as sa_exc
 
@@ -13,6 +14,7 @@ from scheduler import conf as sched_conf
 from scheduler import exception
 from scheduler.rpc import instrument
 from scheduler import trace
+from scheduler.db import retry as db_retry
 from tests.unit.rpc.test_notifications import Recorder
 
 
@@ -136,3 +138,35 @@ def test_one_debug_line_with_the_stage_timings(caplog):
               if r.name == "scheduler.rpc.instrument"]
     assert re.fullmatch(r"select_destinations ok in [\d.]+ ms: "
                         r"parse [\d.]+ ms", line)
+
+
+class Patient(Endpoint):
+    """An endpoint whose transport registered rpc_response_timeout."""
+
+    def __init__(self):
+        super().__init__()
+        self.conf.register_opts([cfg.IntOpt("rpc_response_timeout",
+                                            default=60)])
+        self.seen: list = []
+
+    @instrument.rpc_method
+    def call(self, ctxt, value=None):
+        self.seen.append(db_retry._request.patience)
+        raise exception.CallerGone("the caller stopped waiting")
+
+    @instrument.rpc_method
+    def update_instance_info(self, ctxt):
+        self.seen.append(db_retry._request.patience)
+
+
+def test_a_request_whose_caller_is_gone_is_dropped_in_one_line(caplog):
+    endpoint = Patient()
+    with pytest.raises(rpc_dispatcher.ExpectedException) as raised:
+        endpoint.call({})
+    assert isinstance(raised.value.exc_info[1], exception.CallerGone)
+    [line] = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert line.getMessage() == "call dropped: the caller stopped waiting"
+    assert line.exc_info is None
+    # A cast has no caller waiting: its work has no such bound.
+    endpoint.update_instance_info({})
+    assert endpoint.seen == [60, None]
