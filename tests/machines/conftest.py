@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.fixtures import faults
 from tests.fixtures.availability import require
 from tests.fixtures.galera import GaleraCluster
 from tests.fixtures.netns import Network
@@ -21,9 +22,20 @@ from tests.fixtures.rabbitmq_cluster import RabbitMQCluster
 from tests.fixtures.testbed import TestBed
 from tests.fixtures.testbed import fleet_nodes
 
-#: The fleet every fault runs on: 12 nodes of 8 places, 96 in all, of
+#: The fleet every fault runs on: 24 nodes of 8 places, 192 in all, of
 #: which the callers hold about 60 (tests.fixtures.load.Load's ``live``).
-NODES = 12
+NODES = 24
+
+
+#: The rows of the faults run in this session, printed at its end.
+FAULTS: list[dict[str, object]] = []
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """The fault table of the faults run (what each cost), for CI's log."""
+    if FAULTS:
+        terminalreporter.section("several machines: what each fault cost")
+        terminalreporter.write_line(faults.table(FAULTS))
 
 
 def _started(component: str, server) -> Iterator:

@@ -9,20 +9,24 @@ judged, here: ``benchmarks/machines.py`` tabulates it.
 from __future__ import annotations
 
 from tests.fixtures import faults
+from tests.machines.conftest import FAULTS
 
 
 def assert_books_balance(result: faults.Result, bed) -> None:
+    FAULTS.append(result.row())
     verdict = result.verdict
     assert verdict.lost == [], "claims callers were told of are gone"
     assert verdict.moved == [], "claims are not where callers were told"
-    assert verdict.kept == [], "claims callers were told are released remain"
+    # Released, then claimed again by a request that outlived its caller
+    # may happen (counted: "orphaned"), but only provisionally.
+    assert verdict.kept == [], "released claims came back for good"
     assert verdict.usage_mismatch == [], "nodes' usage is not their claims"
     assert verdict.overcommit == [], "nodes hold more than they have"
     assert bed.tracebacks() == {}, "an unexpected error in a scheduler"
 
 
 def test_broker_node_leading_the_queue_dies(bed, rabbit):
-    assert rabbit.queue_type(bed.topic) == "quorum"
+    assert rabbit.queues()[bed.topic] == "quorum"
     result = faults.broker_node_dies(bed, rabbit)
     assert_books_balance(result, bed)
 
