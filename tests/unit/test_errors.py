@@ -187,3 +187,22 @@ def test_broker_hosts_name_every_host_without_credentials():
         "rabbit://us%40er:p%3Ass@h1:5673,us%40er:p%3Ass@h2/v%2Fh")
     assert errors.broker_hosts(conf) == "h1:5673, h2:5672"
 
+
+
+@pytest.mark.parametrize("text, line", [
+    # libpq, a URL listing primary and standby with
+    # target_session_attrs=read-write, when only the standby answers.
+    ('connection to server at "10.0.0.1", port 5432 failed: Connection '
+     'refused\nconnection to server at "10.0.0.2", port 5432 failed: '
+     'session is read-only',
+     "no server of database postgresql://u:***@db/sched accepts writes: "
+     "the primary is down or cut off and no standby has been promoted "
+     "(yet)"),
+    # A URL naming the standby itself.
+    ("cannot execute INSERT in a read-only transaction",
+     "database postgresql://u:***@db/sched accepts no writes (cannot "
+     "execute INSERT in a read-only transaction): it is a standby; point "
+     "[database] connection at the primary, or list primary and standbys "
+     "with target_session_attrs=read-write")])
+def test_a_standby_is_no_missing_grant(conf, text, line):
+    assert errors.describe(db_exc.DBError(_op(text)), conf) == line
