@@ -40,14 +40,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         item.add_marker(database_of(item))
 
 
-def _started(component: str, cls) -> Iterator:
-    """A started server of ``cls``, stopped and wiped afterwards; if it
-    cannot start, ``require`` fails the test under CI and skips it
-    elsewhere."""
-    why = cls.unavailable_reason()
+def started(component: str, server) -> Iterator:
+    """``server`` (a fixture's server: ``unavailable_reason``, ``start``,
+    ``stop``) started, stopped and wiped afterwards; if it cannot start,
+    ``require`` fails the test under CI and skips it elsewhere."""
+    why = server.unavailable_reason()
     if why:
         require(component, why)
-    server = cls()
     try:
         server.start()
     except Exception as exc:  # start() already cleaned up after itself
@@ -61,16 +60,16 @@ def _started(component: str, cls) -> Iterator:
 @pytest.fixture(scope="session")
 def rabbitmq() -> Iterator[RabbitMQServer]:
     """A started private RabbitMQ broker for the session."""
-    yield from _started("RabbitMQ", RabbitMQServer)
+    yield from started("RabbitMQ", RabbitMQServer())
 
 
 @pytest.fixture(scope="session")
 def postgresql() -> Iterator[PostgreSQLServer]:
     """A started private PostgreSQL cluster for the session."""
-    yield from _started("PostgreSQL", PostgreSQLServer)
+    yield from started("PostgreSQL", PostgreSQLServer())
 
 
 @pytest.fixture(scope="session")
 def mariadb() -> Iterator[MariaDBServer]:
     """A started private MariaDB server for the session."""
-    yield from _started("MariaDB", MariaDBServer)
+    yield from started("MariaDB", MariaDBServer())

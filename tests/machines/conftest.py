@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.fixtures import faults
-from tests.fixtures.availability import require
+from tests.conftest import started
 from tests.fixtures.galera import GaleraCluster
 from tests.fixtures.netns import Network
 from tests.fixtures.postgres_standby import PostgreSQLPair
@@ -38,45 +38,31 @@ def pytest_terminal_summary(terminalreporter) -> None:
         terminalreporter.write_line(faults.table(FAULTS))
 
 
-def _started(component: str, server) -> Iterator:
-    why = server.unavailable_reason()
-    if why:
-        require(component, why)
-    try:
-        server.start()
-    except Exception as exc:    # start() cleaned up after itself
-        require(component, f"could not start: {exc}")
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 @pytest.fixture(scope="session")
 def network() -> Iterator[Network]:
     """Three machines on a bridge, for the whole phase."""
-    yield from _started("network namespaces", Network(3))
+    yield from started("network namespaces", Network(3))
 
 
 @pytest.fixture(scope="session")
 def rabbit(network) -> Iterator[RabbitMQCluster]:
     """The RabbitMQ cluster every test shares: a test that kills a node
     starts it again."""
-    yield from _started("a RabbitMQ cluster",
+    yield from started("a RabbitMQ cluster",
                         RabbitMQCluster(address=network.address))
 
 
 @pytest.fixture
 def postgres(network) -> Iterator[PostgreSQLPair]:
     """A PostgreSQL primary with a synchronous standby, for one test."""
-    yield from _started("PostgreSQL with a standby",
+    yield from started("PostgreSQL with a standby",
                         PostgreSQLPair(address=network.address))
 
 
 @pytest.fixture
 def galera(network) -> Iterator[GaleraCluster]:
     """A Galera cluster with one writer behind HAProxy, for one test."""
-    yield from _started("a Galera cluster",
+    yield from started("a Galera cluster",
                         GaleraCluster(address=network.address))
 
 
