@@ -47,6 +47,12 @@ class NovaSchedulerEndpoint:
     #: What :mod:`~scheduler.rpc.instrument` counts as a refusal: nova's
     #: class, which this API refuses with, and ours beside it.
     refusals = (NoValidHost, exception.NoValidHost)
+    #: Nova's conductor waits for select_destinations as long as this
+    #: server tells it, every ``rpc_response_timeout`` / 2 seconds, that it
+    #: is still working (oslo.messaging's call monitor), up to nova's own
+    #: long_rpc_timeout (30 minutes); its casts wait for nothing. Its
+    #: requests run to their end (instrument.rpc_method).
+    patient_callers = True
 
     def __init__(self, manager: SchedulerManager,
                  cell_of: Callable[[str], str | None] | None = None):

@@ -19,7 +19,9 @@
 
 A new RPC method only has to use the decorator. The endpoint may set
 ``rpc_api`` (the metric and notification label of its API, default
-``scheduler``), ``notifier`` (None: no notifications) and ``refusals``
+``scheduler``), ``notifier`` (None: no notifications), ``patient_callers``
+(True: its callers wait longer than ``rpc_response_timeout``, so a request
+of theirs is never dropped as one whose caller is gone) and ``refusals``
 (the exception classes counted as a refusal, outcome ``no_valid_host``;
 default :data:`REFUSALS`): an API that refuses with its own class (nova's
 ``NoValidHost``) names it there, so this module knows no API above it.
@@ -76,18 +78,10 @@ def outcome_of(exc: BaseException | None,
     return "error"
 
 
-#: Nova's casts: no caller waits for their reply, so their database work
-#: is retried for as long as it is bounded (db_retry.serving).
-CASTS = frozenset({"update_aggregates", "delete_aggregate",
-                   "update_instance_info", "sync_instance_info",
-                   "delete_instance_info"})
-
-
 def rpc_method(func: Callable[..., Any]) -> Callable[..., Any]:
     """Decorate an endpoint method ``func(self, ctxt, ...)``."""
     method = func.__name__
     notifies = method not in notifications.QUIET
-    waited_for = method not in CASTS
 
     @functools.wraps(func)
     def wrapper(self, ctxt: Any, *args: Any, **kwargs: Any) -> Any:
@@ -102,14 +96,7 @@ def rpc_method(func: Callable[..., Any]) -> Callable[..., Any]:
         failure: BaseException | None = None
         try:
             try:
-                # A call's caller stops waiting after its RPC timeout:
-                # this server's, which an operator sets to the callers'
-                # (oslo.messaging registers it with the transport: an
-                # endpoint called without one has no caller).
-                with db_retry.serving(
-                        self.conf.rpc_response_timeout
-                        if waited_for and "rpc_response_timeout" in self.conf
-                        else None):
+                with db_retry.serving(_patience(self)):
                     result = func(self, ctxt, *args, **kwargs)
             except _DB_ERRORS as e:
                 message = errors.describe(e, self.conf)
@@ -145,6 +132,18 @@ def rpc_method(func: Callable[..., Any]) -> Callable[..., Any]:
             # under this one's ids.
             oslo_context._request_store.context = None
     return wrapper
+
+
+def _patience(endpoint: Any) -> float | None:
+    """Seconds ``endpoint``'s callers wait for a reply: ``[DEFAULT]
+    rpc_response_timeout``, this server's, which an operator sets to the
+    callers'; None for an endpoint whose callers wait longer
+    (``patient_callers``), or one called without a transport
+    (oslo.messaging registers the option with it)."""
+    if getattr(endpoint, "patient_callers", False) or \
+            "rpc_response_timeout" not in endpoint.conf:
+        return None
+    return endpoint.conf.rpc_response_timeout
 
 
 def _notify(notifier, api: str, trace: trace_mod.Trace, result: Any,

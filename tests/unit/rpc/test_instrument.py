@@ -154,9 +154,10 @@ class Patient(Endpoint):
         self.seen.append(db_retry._request.patience)
         raise exception.CallerGone("the caller stopped waiting")
 
-    @instrument.rpc_method
-    def update_instance_info(self, ctxt):
-        self.seen.append(db_retry._request.patience)
+
+
+class Nova(Patient):
+    patient_callers = True
 
 
 def test_a_request_whose_caller_is_gone_is_dropped_in_one_line(caplog):
@@ -167,6 +168,9 @@ def test_a_request_whose_caller_is_gone_is_dropped_in_one_line(caplog):
     [line] = [r for r in caplog.records if r.levelname == "WARNING"]
     assert line.getMessage() == "call dropped: the caller stopped waiting"
     assert line.exc_info is None
-    # A cast has no caller waiting: its work has no such bound.
-    endpoint.update_instance_info({})
-    assert endpoint.seen == [60, None]
+    assert endpoint.seen == [60]
+    # Nova's conductor waits as long as the server says it works.
+    nova = Nova()
+    with pytest.raises(rpc_dispatcher.ExpectedException):
+        nova.call({})
+    assert nova.seen == [None]
