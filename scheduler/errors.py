@@ -299,13 +299,12 @@ def _describe_db(exc: BaseException, conf: cfg.ConfigOpts | None) -> str:
                 f"grant this user the TRIGGER privilege (with the binary "
                 f"log on, also SUPER or set log_bin_trust_function_creators"
                 f"=1), then run 'scheduler-manage db sync' again")
-    # libpq with target_session_attrs=read-write (a primary and its
-    # standbys in one URL) found no primary: no grant fixes that.
+    # libpq's target_session_attrs=read-write found no primary; a standby.
+    # No grant fixes either.
     if "session is read-only" in text:
         return (f"no server of database {name} accepts writes: the primary "
                 f"is down or cut off and no standby has been promoted "
                 f"(yet)")
-    # PostgreSQL's standby (or a user's default_transaction_read_only).
     if "read-only transaction" in text:
         return (f"database {name} accepts no writes ({detail}): it is a "
                 f"standby; point [database] connection at the primary, or "
