@@ -41,6 +41,7 @@ class ServiceUnavailable(SchedulerException):
 
 class CallerGone(ServiceUnavailable):
     """The caller of a request stopped waiting for its reply (its RPC
-    timeout, ``[DEFAULT] rpc_response_timeout``, passed) before the
-    request began a database transaction: the request is dropped, nothing
-    claimed. The caller has re-sent it (answered there) or given up."""
+    timeout, ``[DEFAULT] rpc_response_timeout``, passed) before one of the
+    request's database transactions began or committed: the request is
+    dropped, nothing claimed. The caller has re-sent it (answered there)
+    or given up."""

@@ -34,11 +34,10 @@ rpc_response_timeout``, :func:`serving`): it raises
 the request by then, or given up. A scheduler cut off the network in the
 middle of a request would otherwise claim when the network came back —
 after the re-sent request was answered, and perhaps after the caller
-released what it was told: a claim nobody holds. (A transaction begun in
-time and held up by the cut is either ended by the server, its locks
-with it — ``idle_in_transaction_session_timeout``, set by
-:mod:`scheduler.db.engine` — or commits while the re-sent request still
-waits on those locks, and then answers it.)
+released what it was told: a claim nobody holds. (A transaction held up
+by the cut is ended by the server, its locks with it —
+``idle_in_transaction_session_timeout``, set by :mod:`scheduler.db.engine`
+— or, if the network comes back first, refused at its COMMIT.)
 """
 from __future__ import annotations
 

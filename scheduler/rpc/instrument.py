@@ -6,8 +6,10 @@
   ``user``, ``project`` from the RPC context dict) as oslo.context's
   current context, so every log line of that request carries its ids;
 - one window for a database that cannot be reached, counted from its
-  start and shared by all its transactions, and no retry once the caller
-  of a call has stopped waiting (:func:`scheduler.db.retry.serving`);
+  start and shared by all its transactions, and no transaction begun or
+  committed once its caller has stopped waiting for the reply
+  (:func:`scheduler.db.retry.serving`: the request is dropped in one
+  line);
 - database failures the operator must fix (read-only, no schema, gone)
   turned into one ``ServiceUnavailable`` line on both sides instead of a
   traceback with SQL;
