@@ -23,6 +23,7 @@ from tests.functional.conftest import every_database
 from tests.functional.conftest import freeze
 from tests.functional.conftest import node
 from tests.functional.conftest import thaw
+from tests.functional.waits import lock_waits
 from tests.functional.waits import wait_until
 from tests.unit.fakes import node_row
 from tests.unit.fakes import recreate_node
@@ -154,13 +155,10 @@ def test_a_claim_cut_off_by_a_database_outage_leaves_no_usage_behind(
                 {}, {"flavor": whole})
         except Exception as e:      # the outage's ServiceUnavailable
             outcome["error"] = e
-    caller = threading.Thread(target=call)
-    caller.start()
-    # A fixed wait, on purpose: the fixture's servers do not flush each
-    # commit, so a kill right after the release above may lose it (the
-    # warm claim then comes back). By now it is on disk, and the claim
-    # waits behind the holder.
-    time.sleep(2)
+    with lock_waits(deployment.engine) as waiting:
+        caller = threading.Thread(target=call)
+        caller.start()
+        waiting(1)     # the claim, behind the holder
     database_server.kill()
     holder.invalidate()
     # The claim gives up (db_outage_timeout, then db_retries) while the
@@ -312,8 +310,7 @@ def test_a_request_sent_while_the_database_restarts_is_placed_once(
                 {}, {"flavor": FLAVOR, "instance_uuids": [vm]})
         except Exception as e:
             outcome["error"] = e
-    # As systemctl stop does: a clean shutdown. (The fixture's SIGKILL may
-    # lose the last commits: its servers do not flush each one.)
+    # As systemctl stop does: a clean shutdown.
     database_server._shut_down()
     try:
         caller = threading.Thread(target=call)

@@ -144,8 +144,7 @@ def test_a_cast_sent_while_the_database_restarts_is_applied(
     deployment = _serving_a_claim_on_h1(make_deployment(), ttl=3600)
     engine = deployment.engine
     assert lifecycle.confirm(engine, [VM]) == 1
-    # As systemctl stop does: a clean shutdown. (The fixture's SIGKILL may
-    # lose the last commits: its servers do not flush each one.)
+    # As systemctl stop does: a clean shutdown.
     database_server._shut_down()
     try:
         _cast(deployment, "delete_instance_info", host_name="h1",
