@@ -28,6 +28,10 @@ class KeptConnection:
         self.engine = engine
         self.autocommit = autocommit
         self._conn: sa.Connection | None = None
+        #: Connections made so far: a change tells a caller that what it
+        #: read before may come from a database that is gone (a restart,
+        #: a failover) and that its replacement may not have.
+        self.connects = 0
 
     def run(self, work: Callable[[sa.Connection], T]) -> T:
         """``work(conn)`` on the kept connection: in autocommit, or in one
@@ -48,6 +52,7 @@ class KeptConnection:
         while True:
             if self._conn is None:
                 self._conn = self.engine.connect()
+                self.connects += 1
                 if self.autocommit:
                     self._conn.execution_options(isolation_level="AUTOCOMMIT")
             try:

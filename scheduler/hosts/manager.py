@@ -38,7 +38,6 @@ every few seconds — but read as "which services are down", at most every
 """
 from __future__ import annotations
 
-import collections
 import contextlib
 import dataclasses
 import threading
@@ -92,12 +91,13 @@ class HostManager:
         # half-way).
         self._counters: compute.Counters | None = None
         self._skipped_hosts: set[str] = set()
-        self._by_host: tuple[HostTable, dict[str, list[int]]] | None = None
         self._services: dict[str, sa.Row] = {}
         self._aggregates: dict[str, list] = {}
         self._down: set[str] = set()
         self._node_seq = 0
         self._service_seq = 0
+        # The kept connection's connects at the last full read (_refresh).
+        self._read_all_on = 0
         self._liveness_at = float("-inf")
         self.liveness_interval = LIVENESS_INTERVAL
         self.assumed_wait = in_flight.assumed_wait(conf)
@@ -253,7 +253,10 @@ class HostManager:
 
     def _refresh(self, conn: sa.Connection, full: bool) -> int:
         seen = self._counters
-        if full or seen is None:
+        # On a new connection the database may be another (a standby
+        # promoted) or have lost commits (restored, crashed unflushed): its
+        # counters may count again below what was seen. Read it all.
+        if full or seen is None or self._conn.connects != self._read_all_on:
             return self._read_all(conn, compute.changes(conn)[0])
         counters, node_rows = compute.changes(conn, self._node_seq)
         if counters.node_deletes != seen.node_deletes:
@@ -274,7 +277,7 @@ class HostManager:
                 self.liveness_interval:
             down = self._read_liveness(conn)
             for host in down ^ self._down:
-                for i in self._positions_of(host):
+                for i in table.positions_of(host):
                     changed[i] = dataclasses.replace(
                         table.states[i], service_up=host not in down)
             self._down = down
@@ -288,7 +291,7 @@ class HostManager:
                 self._service_seq = max(self._service_seq,
                                         row.change_seq)
                 self._services[row.host] = row
-                for i in self._positions_of(row.host):
+                for i in table.positions_of(row.host):
                     changed[i] = self._with_service(
                         changed.get(i, table.states[i]), row)
         if counters.aggregates != seen.aggregates:
@@ -299,7 +302,7 @@ class HostManager:
                 if old.get(host) == self._aggregates.get(host):
                     continue
                 zones_changed = True
-                for i in self._positions_of(host):
+                for i in table.positions_of(host):
                     changed[i] = dataclasses.replace(
                         changed.get(i, table.states[i]),
                         aggregates=self._aggregate_tuple(host))
@@ -353,8 +356,8 @@ class HostManager:
         self._skipped_hosts = set()
         states = (self._state(row) for row in node_rows)
         self._table = HostTable(s for s in states if s is not None)
-        self._by_host = None
         self._counters = counters     # only once the table is built
+        self._read_all_on = self._conn.connects
         return len(self._table)
 
     def _read_liveness(self, conn: sa.Connection) -> set[str]:
@@ -364,16 +367,6 @@ class HostManager:
             return down
         return liveness.down_hosts(conn,
                                    self.conf.scheduler.service_down_time)
-
-    def _positions_of(self, host: str) -> list[int]:
-        """Positions of the host's nodes in the current table."""
-        table = self._table
-        if self._by_host is None or self._by_host[0] is not table:
-            by_host = collections.defaultdict(list)
-            for i, state in enumerate(table.states):
-                by_host[state.host].append(i)
-            self._by_host = (table, by_host)
-        return self._by_host[1].get(host, [])
 
     def _aggregate_tuple(self, host: str) -> tuple[Aggregate, ...]:
         return self._aggregates.get(host, ())

@@ -158,6 +158,44 @@ def test_no_stamp_is_taken_while_an_earlier_writer_is_uncommitted(engine):
             key=lambda r: r.change_seq)] == [("h1", seen + 1), ("h2", seen + 2)]
 
 
+@pytest.mark.databases("postgresql")
+def test_a_database_restored_from_a_backup_is_read_again_in_full(
+        engine, database_server, tmp_path):
+    """A database that comes back without writes the table has read
+    (restored from a backup, an asynchronous standby promoted, a crash
+    that lost unflushed commits) stamps its next changes with numbers
+    the table has seen already: on its new connection, a refresh reads
+    everything. (The rule is the host manager's, the same on every
+    database; PostgreSQL's template databases make the backup here.)"""
+    host_manager = HostManager(_conf(tmp_path), engine)
+    host_manager.refresh()
+    name = engine.url.database
+    database_server.copy_database(name, f"{name}_backup")
+    _write(engine, nodes.update().where(nodes.c.host == "h1")
+           .values(memory_mb_used=1024))
+    assert _used(host_manager) == {"h1": 1024, "h2": 0}
+
+    database_server.restore_database(name, f"{name}_backup")
+    engine.dispose()        # the pool's connections were to the old one
+    # Stamped with the number h1's lost write had.
+    _write(engine, nodes.update().where(nodes.c.host == "h2")
+           .values(memory_mb_used=512))
+
+    assert _used(host_manager) == {"h1": 0, "h2": 512}
+    host_manager.close()
+
+
+def _conf(tmp_path):
+    conf = sched_conf.new_conf()
+    conf([], default_config_files=[])
+    conf.set_override("state_path", str(tmp_path))
+    return conf
+
+
+def _used(host_manager: HostManager) -> dict[str, int]:
+    return {s.host: s.memory_mb_used for s in host_manager.host_states()}
+
+
 @pytest.mark.databases("sqlite", "mysql")
 def test_a_node_replaced_by_an_upsert_is_refreshed_once(engine, tmp_path):
     """A compute agent that re-registers its node with the database's own
@@ -165,10 +203,7 @@ def test_a_node_replaced_by_an_upsert_is_refreshed_once(engine, tmp_path):
     row and inserts a new one under a new id: a hard delete, which a
     refresh must see, or the host table keeps the old row beside the new
     one."""
-    conf = sched_conf.new_conf()
-    conf([], default_config_files=[])
-    conf.set_override("state_path", str(tmp_path))
-    host_manager = HostManager(conf, engine)
+    host_manager = HostManager(_conf(tmp_path), engine)
     assert host_manager.refresh() == 2
     with engine.connect() as conn:
         old = conn.execute(sa.select(nodes).where(nodes.c.host == "h1")
