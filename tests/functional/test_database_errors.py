@@ -168,8 +168,10 @@ def _end_other_sessions(engine: sa.Engine) -> None:
 def test_refreshes_carry_on_after_the_server_ends_their_connection(
         engine, tmp_path):
     """A host manager keeps its connection between refreshes, unpinged.
-    When the server ends it, the next refresh runs on a new connection,
-    still reading only what changed, and misses nothing."""
+    When the server ends it, the next refresh runs on a new connection
+    and misses nothing: it reads every node (the database on the other
+    end may not be the one the table was read from), then again only
+    what changed."""
     conf = sched_conf.new_conf()
     conf([], default_config_files=[])
     conf.set_override("state_path", str(tmp_path))
@@ -182,9 +184,13 @@ def test_refreshes_carry_on_after_the_server_ends_their_connection(
         with engine.begin() as conn:
             conn.execute(nodes.update().where(nodes.c.host == "h1")
                          .values(memory_mb_used=used))
-        assert host_manager.refresh() == 1
+        assert host_manager.refresh() == 2
         states = {s.host: s for s in host_manager.cached_table().states}
         assert states["h1"].memory_mb_used == used
+    with engine.begin() as conn:
+        conn.execute(nodes.update().where(nodes.c.host == "h2")
+                     .values(memory_mb_used=256))
+    assert host_manager.refresh() == 1
     host_manager.close()
 
 
