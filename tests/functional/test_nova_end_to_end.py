@@ -32,6 +32,7 @@ import sqlalchemy as sa
 from tests.fixtures.jsonlines import JsonLinesProcess
 from tests.fixtures.nova_cloud import NovaDriver
 from tests.fixtures.nova_cloud import NovaTemplates
+from tests.fixtures.nova_cloud import write_ahead_log
 from tests.functional.nova_services import NoNetworks
 from tests.functional.nova_services import NovaServices
 from tests.functional.nova_services import Placement
@@ -79,6 +80,8 @@ def nova_databases(nova_venv, rabbitmq, tmp_path_factory
     cell = cloud.cell("cell1")
     cloud.op("update_cell", cell="cell1",
              transport_url=rabbitmq.transport_url)
+    for database in work.glob("*.sqlite"):
+        write_ahead_log(database)
     yield NovaDatabases(api=cloud.api_url, cell=cell.url,
                         cell_uuid=cell.uuid)
     cloud.close()
