@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from scheduler import exception
 from scheduler.db import foreign
-from scheduler.db import fork_guard
+from scheduler import fork_guard
 from scheduler.db import response
 from scheduler.novadb import cells
 from scheduler.novadb import schema

@@ -21,7 +21,7 @@ from sqlalchemy import pool
 
 from scheduler import errors
 from scheduler.service import sd_notify
-from scheduler.db import fork_guard
+from scheduler import fork_guard
 from scheduler.db.engine import engine_url
 from scheduler.service.worker_state import WorkerStates
 
