@@ -12,10 +12,21 @@ from typing import Iterator
 
 import pytest
 
+import scheduler.conf
 from tests.fixtures.availability import require
 from tests.fixtures.mariadb import MariaDBServer
 from tests.fixtures.postgres import PostgreSQLServer
 from tests.fixtures.rabbitmq import RabbitMQServer
+
+
+@pytest.fixture
+def conf(tmp_path):
+    """The service's options, no file read, ``state_path`` the test's
+    own directory."""
+    conf = scheduler.conf.new_conf()
+    conf([], default_config_files=[])
+    conf.set_override("state_path", str(tmp_path))
+    return conf
 
 
 #: The session fixture of each database server, by ``database_url`` param.

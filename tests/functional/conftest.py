@@ -271,13 +271,10 @@ def database_server(request, database_url):
 
 
 @pytest.fixture
-def engine(database_url, tmp_path):
+def engine(database_url, conf):
     """An engine made the way the service makes it, on ``database_url``,
     with the schema at head and no rows. A test file that needs rows
     overrides it with a fixture of the same name that asks for this one."""
-    conf = sched_conf.new_conf()
-    conf([], default_config_files=[])
-    conf.set_override("state_path", str(tmp_path))
     conf.set_override("connection", database_url, group="database")
     engine = create_engine(conf)
     migration.upgrade(engine)

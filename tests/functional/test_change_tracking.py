@@ -8,7 +8,6 @@ from oslo_db import exception as db_exc
 import pytest
 import sqlalchemy as sa
 
-from scheduler import conf as sched_conf
 from scheduler.sim import fleet
 from scheduler.db import clock
 from scheduler.db import compute
@@ -160,14 +159,14 @@ def test_no_stamp_is_taken_while_an_earlier_writer_is_uncommitted(engine):
 
 @pytest.mark.databases("postgresql")
 def test_a_database_restored_from_a_backup_is_read_again_in_full(
-        engine, database_server, tmp_path):
+        engine, database_server, conf):
     """A database that comes back without writes the table has read
     (restored from a backup, an asynchronous standby promoted, a crash
     that lost unflushed commits) stamps its next changes with numbers
     the table has seen already: on its new connection, a refresh reads
     everything. (The rule is the host manager's, the same on every
     database; PostgreSQL's template databases make the backup here.)"""
-    host_manager = HostManager(_conf(tmp_path), engine)
+    host_manager = HostManager(conf, engine)
     host_manager.refresh()
     name = engine.url.database
     database_server.copy_database(name, f"{name}_backup")
@@ -185,25 +184,18 @@ def test_a_database_restored_from_a_backup_is_read_again_in_full(
     host_manager.close()
 
 
-def _conf(tmp_path):
-    conf = sched_conf.new_conf()
-    conf([], default_config_files=[])
-    conf.set_override("state_path", str(tmp_path))
-    return conf
-
-
 def _used(host_manager: HostManager) -> dict[str, int]:
     return {s.host: s.memory_mb_used for s in host_manager.host_states()}
 
 
 @pytest.mark.databases("sqlite", "mysql")
-def test_a_node_replaced_by_an_upsert_is_refreshed_once(engine, tmp_path):
+def test_a_node_replaced_by_an_upsert_is_refreshed_once(engine, conf):
     """A compute agent that re-registers its node with the database's own
     upsert (SQLite's INSERT OR REPLACE, MySQL's REPLACE) deletes the old
     row and inserts a new one under a new id: a hard delete, which a
     refresh must see, or the host table keeps the old row beside the new
     one."""
-    host_manager = HostManager(_conf(tmp_path), engine)
+    host_manager = HostManager(conf, engine)
     assert host_manager.refresh() == 2
     with engine.connect() as conn:
         old = conn.execute(sa.select(nodes).where(nodes.c.host == "h1")

@@ -10,7 +10,6 @@ import pytest
 import sqlalchemy as sa
 
 from scheduler.hosts.planned import Claim
-from scheduler import conf as sched_conf
 from scheduler.sim import fleet
 from scheduler.claims.batch import ClaimBatcher
 from scheduler.db import models
@@ -166,15 +165,12 @@ def _end_other_sessions(engine: sa.Engine) -> None:
 
 @SERVERS
 def test_refreshes_carry_on_after_the_server_ends_their_connection(
-        engine, tmp_path):
+        engine, conf):
     """A host manager keeps its connection between refreshes, unpinged.
     When the server ends it, the next refresh runs on a new connection
     and misses nothing: it reads every node (the database on the other
     end may not be the one the table was read from), then again only
     what changed."""
-    conf = sched_conf.new_conf()
-    conf([], default_config_files=[])
-    conf.set_override("state_path", str(tmp_path))
     fleet.register(engine, [node("h1"), node("h2")])
     host_manager = HostManager(conf, engine)
     assert host_manager.refresh() == 2

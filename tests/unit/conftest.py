@@ -1,4 +1,4 @@
-"""Fixtures of the unit tests: a configuration, and a real SQLite database
+"""Fixtures of the unit tests: a real SQLite database
 file in the test's tmp_path with the migrated schema (no DB mocks)."""
 from __future__ import annotations
 
@@ -8,19 +8,10 @@ from collections.abc import Iterator
 import pytest
 import sqlalchemy as sa
 
-import scheduler.conf
 from scheduler.sim import fleet
 from scheduler.db.engine import create_engine
 from scheduler.db import migration
 from scheduler.hosts.manager import HostManager
-
-
-@pytest.fixture
-def conf(tmp_path):
-    conf = scheduler.conf.new_conf()
-    conf([], default_config_files=[])
-    conf.set_override("state_path", str(tmp_path))
-    return conf
 
 
 @pytest.fixture
